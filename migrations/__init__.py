@@ -1,0 +1,1 @@
+"""Versioned registry migrations, one folder per dialect (installed as ``sqlrp.migrations``)."""

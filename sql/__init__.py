@@ -1,0 +1,1 @@
+"""Static SQL users may read or reuse (installed as ``sqlrp.sql``)."""

@@ -1,0 +1,56 @@
+"""sqlrp: random projections compiled to SQL and run inside the database.
+
+Linear (Achlioptas sign matrices, Gaussian) and polynomial-kernel projections share one IR
+(:mod:`sqlrp.ir`), a NumPy oracle (:mod:`sqlrp.reference`), one SQL compiler rendered per dialect
+(:mod:`sqlrp.compiler`, :mod:`sqlrp.dialects`), a registry of stored projections
+(:mod:`sqlrp.store`) and backends for DuckDB and PostgreSQL (:mod:`sqlrp.backends`).
+"""
+
+from .api import (
+    compile_projection,
+    create_projection,
+    drop_projection,
+    list_projections,
+    load_projection,
+    plan,
+    project,
+    transform_frame,
+)
+from .backends import connect
+from .compiler import Output, Source, compile_select, compile_sql
+from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError
+from .ir import Combiner, LinearStage, Projection
+from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
+from .reference import transform
+from .transformer import SQLRandomProjection
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Combiner",
+    "InputError",
+    "InvalidParameter",
+    "LinearStage",
+    "Output",
+    "Projection",
+    "ProjectionExists",
+    "ProjectionNotFound",
+    "SQLRandomProjection",
+    "Source",
+    "SqlrpError",
+    "compile_projection",
+    "compile_select",
+    "compile_sql",
+    "connect",
+    "create_projection",
+    "drop_projection",
+    "expected_distortion",
+    "johnson_lindenstrauss_min_dim",
+    "list_projections",
+    "load_projection",
+    "make_projection",
+    "plan",
+    "project",
+    "transform",
+    "transform_frame",
+]

@@ -1,0 +1,363 @@
+"""The Python API.  The CLI (:mod:`sqlrp.cli`) mirrors it name for name.
+
+    db = sqlrp.connect("duckdb:///digits.db")
+    proj = sqlrp.create_projection(db, "digits_k40", method="achlioptas", d=64, k=40, s="auto", seed=1)
+    df = sqlrp.project(db, "digits", id_column="id", projection="digits_k40")          # DataFrame
+    sqlrp.project(db, "digits", id_column="id", projection="digits_k40", into="digits_rp")  # table
+    print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40", dialect="spark"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from . import reference
+from .backends import Backend, ColumnInfo, connect
+from .compiler import Output, Source, col, compile_select, compile_sql, ident
+from .dialects import get_dialect
+from .errors import InputError, InvalidParameter, ProjectionExists
+from .ir import Projection
+from .methods import make_projection
+from .store import Registry
+
+__all__ = [
+    "compile_projection",
+    "connect",
+    "create_projection",
+    "drop_projection",
+    "list_projections",
+    "load_projection",
+    "project",
+    "resolve_source",
+    "transform_frame",
+]
+
+
+def _registry(db: Backend) -> Registry:
+    return Registry(db)
+
+
+def create_projection(
+    db: Backend | None,
+    name: str | None,
+    method: str = "achlioptas",
+    d: int = 0,
+    k: int = 0,
+    seed: int | None = 0,
+    replace: bool = False,
+    **params: Any,
+) -> Projection:
+    """Generate a projection (``d`` inputs, ``k`` outputs) and, if ``db`` is given, store it as ``name``."""
+    projection = make_projection(method, d, k, seed=seed, **params)
+    projection.name = name
+    if db is not None:
+        if not name:
+            raise InvalidParameter("give the projection a name to store it")
+        _registry(db).save(projection, name, replace=replace)
+    return projection
+
+
+def load_projection(db: Backend, name: str) -> Projection:
+    """The projection stored as ``name``."""
+    return _registry(db).load(name)
+
+
+def list_projections(db: Backend) -> pd.DataFrame:
+    """All stored projections, one row each."""
+    return _registry(db).list()
+
+
+def drop_projection(db: Backend, name: str) -> None:
+    """Delete the stored projection ``name``."""
+    _registry(db).drop(name)
+
+
+# ----------------------------------------------------------------------------------------------
+# input tables
+
+
+def resolve_source(
+    db: Backend,
+    table: str,
+    id_column: str,
+    layout: str = "wide",
+    columns: Sequence[str] | None = None,
+    array_column: str | None = None,
+    feature_column: str = "feature",
+    value_column: str = "value",
+    schema: str | None = None,
+    nulls: str = "error",
+    group_column: str | None = None,
+) -> Source:
+    """Check the table and columns exist and are numeric; fill in the default feature columns."""
+    info = {c.name: c for c in db.columns(table, schema)}
+    where = f"table {table!r}"
+
+    def need(name: str | None, what: str) -> ColumnInfo:
+        if name is None or name not in info:
+            raise InputError(
+                f"{where} has no {what} column {name!r}; its columns are: {', '.join(list(info)[:50])}"
+            )
+        return info[name]
+
+    need(id_column, "id")
+    if group_column is not None:
+        need(group_column, "group")
+    keys = {id_column, group_column}
+    if layout == "wide":
+        if columns:
+            chosen = list(columns)
+            dupes = {c for c in chosen if chosen.count(c) > 1}
+            if dupes:
+                raise InputError(f"feature columns listed twice: {sorted(dupes)}")
+            for c in chosen:
+                if not need(c, "feature").numeric:
+                    raise InputError(
+                        f"column {c!r} of {where} has type {info[c].type}, not a number; "
+                        "leave it out of --columns or cast it in a view"
+                    )
+        else:
+            chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
+            if not chosen:
+                raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
+        return Source(table, id_column, "wide", tuple(chosen), schema=schema, nulls=nulls, group_column=group_column)
+    if layout == "array":
+        if array_column is None:
+            arrays = [c.name for c in info.values() if c.numeric_array]
+            if len(arrays) != 1:
+                raise InputError(f"{where}: name the array column with --array-column (numeric arrays: {arrays})")
+            array_column = arrays[0]
+        if not need(array_column, "array").numeric_array:
+            raise InputError(f"column {array_column!r} of {where} has type {info[array_column].type}, "
+                             "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])")
+        return Source(table, id_column, "array", array_column=array_column, schema=schema, nulls=nulls,
+                      group_column=group_column)
+    if layout == "long":
+        need(feature_column, "feature")
+        if not info[feature_column].numeric:
+            raise InputError(f"the feature column {feature_column!r} must hold integer feature indices 0..d-1")
+        if not need(value_column, "value").numeric:
+            raise InputError(f"the value column {value_column!r} has type {info[value_column].type}, not a number")
+        return Source(table, id_column, "long", feature_column=feature_column, value_column=value_column,
+                      schema=schema, nulls=nulls, group_column=group_column)
+    raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
+
+
+def infer_d(db: Backend, source: Source) -> int:
+    """The input dimension of ``source``: column count (wide), array length, or max feature + 1 (long)."""
+    if source.layout == "wide":
+        return len(source.columns)
+    info = {c.name: c for c in db.columns(source.table, source.schema)}
+    dialect = get_dialect(db.dialect)
+    table = exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
+    if source.layout == "array":
+        assert source.array_column is not None
+        if info[source.array_column].length:
+            return int(info[source.array_column].length)  # type: ignore[arg-type]
+        agg = exp.Max(this=exp.ArraySize(this=col(source.array_column), expression=exp.Literal.number(1)))
+    else:
+        agg = exp.Max(this=col(source.feature_column)) + exp.Literal.number(1)
+    value = db.fetchall(dialect.render(exp.select(agg).from_(table)))[0][0]
+    if value is None:
+        raise InputError(f"cannot infer d from the empty table {source.table!r}; pass d explicitly (--d)")
+    return int(value)
+
+
+def check_source(db: Backend, projection: Projection, source: Source) -> None:
+    """Fail with a clear message if any row has NULL/NaN features, a wrong array length, or a feature
+    index outside ``[0, d)``.  One scan of the table; nothing is written."""
+    dialect = get_dialect(db.dialect)
+    nan = exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))
+    table = exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
+
+    def bad_value(e: exp.Expression) -> exp.Expression:
+        cond = exp.EQ(this=exp.cast(e.copy(), exp.DataType.build("DOUBLE")), expression=nan.copy())
+        if source.nulls == "error":
+            cond = exp.or_(exp.Is(this=e.copy(), expression=exp.Null()), cond)
+        return cond
+
+    if source.layout == "wide":
+        conds = [bad_value(col(c)) for c in source.columns]
+        what = "NULL or NaN in feature columns"
+    elif source.layout == "array":
+        a = col(source.array_column)  # type: ignore[arg-type]
+        length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
+        conds = [exp.Is(this=a.copy(), expression=exp.Null()),
+                 exp.NEQ(this=length, expression=exp.Literal.number(projection.d))]
+        conds += [bad_value(exp.Bracket(this=a.copy(), expressions=[exp.Literal.number(i)], offset=0))
+                  for i in range(projection.d)]
+        what = f"a NULL array, an array whose length is not d = {projection.d}, or NULL/NaN elements"
+    else:
+        f = col(source.feature_column)
+        conds = [exp.Is(this=f.copy(), expression=exp.Null()),
+                 f.copy() < exp.Literal.number(0), f.copy() >= exp.Literal.number(projection.d),
+                 bad_value(col(source.value_column))]
+        what = f"a NULL/NaN value or a feature index outside [0, {projection.d})"
+    condition = conds[0]
+    for c in conds[1:]:
+        condition = exp.Or(this=condition, expression=c)
+    query = exp.select(col(source.id_column)).from_(table).where(condition).limit(5)
+    bad = db.fetchall(dialect.render(query))
+    if bad:
+        ids = ", ".join(repr(r[0]) for r in bad)
+        hint = (" Clean the data, or pass nulls='zero' (--nulls zero) to treat NULL as 0."
+                if source.nulls == "error" and source.layout != "array" else " Clean the data first.")
+        raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
+
+
+# ----------------------------------------------------------------------------------------------
+# projecting
+
+
+@dataclass
+class Plan:
+    """A projection bound to an input table: what ``project`` and ``compile_projection`` run."""
+
+    projection: Projection
+    source: Source
+    output: Output
+
+
+def plan(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str | Projection | None = None,
+    method: str = "achlioptas",
+    k: int | None = None,
+    seed: int | None = 0,
+    layout: str = "wide",
+    columns: Sequence[str] | None = None,
+    array_column: str | None = None,
+    feature_column: str = "feature",
+    value_column: str = "value",
+    schema: str | None = None,
+    nulls: str = "error",
+    group_column: str | None = None,
+    output: str = "wide",
+    prefix: str = "p",
+    d: int | None = None,
+    save_as: str | None = None,
+    **params: Any,
+) -> Plan:
+    """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
+    ``Projection``), or generate and store (``method``, ``k``, ...) the projection."""
+    source = resolve_source(db, table, id_column, layout, columns, array_column, feature_column,
+                            value_column, schema, nulls, group_column)
+    registry = _registry(db)
+    if isinstance(projection, Projection):
+        proj = projection
+    elif isinstance(projection, str) and registry.exists(projection):
+        proj = registry.load(projection)
+        if k is not None and k != proj.k:
+            raise InvalidParameter(f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or "
+                                   "use another name")
+    else:
+        if k is None:
+            raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
+        d_in = d if d is not None else infer_d(db, source)
+        proj = make_projection(method, d_in, k, seed=seed, **params)
+        name = projection if isinstance(projection, str) else save_as
+        if name is None:
+            name = f"{table}_{method}_k{k}_seed{seed}"
+            if registry.exists(name):
+                stored = registry.load(name)
+                if stored.d == proj.d and stored.params == proj.params:
+                    proj = stored
+        if proj.name is None:
+            registry.save(proj, name)
+    d_in = infer_d(db, source) if source.layout != "long" else proj.d
+    if source.layout == "wide" and d_in != proj.d:
+        raise InputError(
+            f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
+            f"({', '.join(source.columns[:10])}{', ...' if d_in > 10 else ''}); choose the matching "
+            "--columns or create a projection for this table"
+        )
+    if source.layout == "array" and d_in != proj.d:
+        raise InputError(f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
+                         f"{source.array_column!r} holds length {d_in}")
+    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
+
+
+def compile_projection(db: Backend | None, plan_: Plan, dialect: str | None = None, into: str | None = None,
+                       view: bool = False, matrix: str = "auto") -> str:
+    """SQL text of a plan for ``dialect`` (default: the database's own)."""
+    dialect_name = dialect or (db.dialect if db is not None else "duckdb")
+    if matrix == "auto":
+        same_db = db is not None and get_dialect(dialect_name).name == db.dialect
+        matrix = "registry" if (same_db and plan_.projection.name) else "values"
+    return compile_sql(plan_.projection, plan_.source, dialect_name, plan_.output, into=into, view=view,
+                       matrix=matrix)
+
+
+def project(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str | Projection | None = None,
+    *,
+    into: str | None = None,
+    view: bool = False,
+    replace: bool = False,
+    check: bool = True,
+    matrix: str = "auto",
+    **options: Any,
+) -> pd.DataFrame | None:
+    """Project ``table`` inside the database.
+
+    Returns the projected rows as a DataFrame ordered by id, or with ``into`` materialises them as
+    a table (``view=True``: a view) and returns ``None``.  Materialisation is one transaction: on
+    any failure no output table is left, and the source table is never written.
+    See :func:`plan` for the options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
+    """
+    p = plan(db, table, id_column, projection, **options)
+    if check:
+        check_source(db, p.projection, p.source)
+    if into is None:
+        select = compile_select(p.projection, p.source, db.dialect, p.output, _matrix(db, p, matrix))
+        key = p.source.group_column or p.source.id_column
+        select = select.order_by(col(key), copy=False)
+        return db.query_df(get_dialect(db.dialect).render(select))
+    if into == table and (p.source.schema is None):
+        raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
+    sql = compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=view,
+                      matrix=_matrix(db, p, matrix))
+    target = ident(into).sql(get_dialect(db.dialect).sqlglot)
+    if p.source.schema:
+        target = f"{ident(p.source.schema).sql(get_dialect(db.dialect).sqlglot)}.{target}"
+    with db.transaction():
+        if db.table_exists(into, p.source.schema):
+            if not replace:
+                raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) "
+                                       "or choose another name")
+            kind = "VIEW" if _is_view(db, into, p.source.schema) else "TABLE"
+            db.execute(f"DROP {kind} {target}")
+        db.execute(sql)
+    return None
+
+
+def _matrix(db: Backend, p: Plan, matrix: str) -> str:
+    if matrix != "auto":
+        return matrix
+    return "registry" if p.projection.name else "values"
+
+
+def _is_view(db: Backend, name: str, schema: str | None) -> bool:
+    rows = db.fetchall(
+        "SELECT table_type FROM information_schema.tables WHERE table_name = ? "
+        "AND table_schema = coalesce(?, current_schema())", [name, schema])
+    return bool(rows) and "VIEW" in str(rows[0][0]).upper()
+
+
+def transform_frame(projection: Projection, frame: pd.DataFrame, columns: Sequence[str] | None = None,
+                    prefix: str = "p") -> pd.DataFrame:
+    """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path)."""
+    cols = list(columns) if columns else list(frame.columns)
+    Y = reference.transform(projection, frame[cols].to_numpy(dtype=float))
+    return pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)], index=frame.index)
+

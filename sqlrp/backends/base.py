@@ -1,0 +1,108 @@
+"""What a backend does: run SQL, describe tables, load DataFrames, stream results."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputError
+
+_NUMERIC = re.compile(
+    r"^(tinyint|smallint|integer|int|bigint|hugeint|utinyint|usmallint|uinteger|ubigint|uhugeint|"
+    r"int2|int4|int8|float|float4|float8|real|double|double precision|decimal|numeric)\b",
+    re.IGNORECASE,
+)
+
+
+def is_numeric_type(type_name: str) -> bool:
+    """True for SQL number types (integers, floats, decimals) in DuckDB or PostgreSQL spelling."""
+    return bool(_NUMERIC.match(type_name.strip()))
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A column of a table: its name, SQL type, and what sqlrp can do with it."""
+
+    name: str
+    type: str
+    element_type: str | None = None  # for arrays: the element type
+    length: int | None = None  # fixed-size arrays (DuckDB ARRAY)
+
+    @property
+    def numeric(self) -> bool:
+        return self.element_type is None and is_numeric_type(self.type)
+
+    @property
+    def numeric_array(self) -> bool:
+        return self.element_type is not None and is_numeric_type(self.element_type)
+
+
+class Backend(ABC):
+    """A live connection to one database."""
+
+    dialect: str
+    url: str
+
+    @abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run a statement.  ``params`` bind to ``?`` placeholders (internal queries only)."""
+
+    @abstractmethod
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        """Run a query and return all rows."""
+
+    @abstractmethod
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """Run a query and return the result as a DataFrame."""
+
+    @abstractmethod
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Run a query and yield its result ``rows`` rows at a time."""
+
+    @abstractmethod
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """All statements inside commit together or not at all."""
+
+    @abstractmethod
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        """Columns of ``table`` in order; raises :class:`InputError` if there is no such table."""
+
+    @abstractmethod
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        """Create ``table`` from ``df`` (bulk load; list-valued columns become arrays)."""
+
+    @abstractmethod
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        """Append the rows of ``df`` to an existing ``table`` (columns matched by name)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+    def table_exists(self, table: str, schema: str | None = None) -> bool:
+        try:
+            self.columns(table, schema)
+        except InputError:
+            return False
+        return True
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+
+def missing_table(table: str, schema: str | None, available: list[str]) -> InputError:
+    where = f"{schema}.{table}" if schema else table
+    hint = f" Tables here: {', '.join(sorted(available)[:20])}" if available else " The database has no tables."
+    return InputError(f"no table named {where!r}.{hint}")

@@ -1,0 +1,127 @@
+"""DuckDB backend: the embedded default (a file, or in memory)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from .base import Backend, ColumnInfo, missing_table
+
+_ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
+
+
+class DuckDBBackend(Backend):
+    dialect = "duckdb"
+
+    def __init__(self, path: str = ":memory:", threads: int | None = None, memory_limit: str | None = None):
+        self.path = path
+        self.url = f"duckdb:///{path}"
+        self.con = duckdb.connect(path)
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        if memory_limit:
+            self.con.execute("SELECT current_setting('memory_limit')")  # validates the connection
+            self.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+        self._in_tx = False
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        return cur.fetchall()
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        return self.con.execute(sql).df()
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        cur = self.con.cursor()
+        res = cur.execute(sql)
+        names = [d[0] for d in res.description]
+        while True:
+            batch = res.fetchmany(rows)
+            if not batch:
+                break
+            yield pd.DataFrame.from_records(batch, columns=names)
+        cur.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._in_tx:
+            yield
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+        finally:
+            self._in_tx = False
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        rows = self.fetchall(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = ? AND table_schema = coalesce(?, current_schema()) "
+            "ORDER BY ordinal_position",
+            [table, schema],
+        )
+        if not rows:
+            names = [r[0] for r in self.fetchall(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = coalesce(?, current_schema())",
+                [schema],
+            )]
+            raise missing_table(table, schema, names)
+        out = []
+        for name, dtype in rows:
+            m = _ARRAY.match(dtype)
+            if m:
+                out.append(ColumnInfo(name, dtype, m["elem"], int(m["len"]) if m["len"] else None))
+            else:
+                out.append(ColumnInfo(name, dtype))
+        return out
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        from ..compiler import ident
+
+        name = ident(table).sql("duckdb")
+        view = "__sqlrp_frame"
+        self.con.register(view, df)
+        try:
+            with self.transaction():
+                if replace:
+                    self.con.execute(f"DROP TABLE IF EXISTS {name}")
+                self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM {view}")
+        finally:
+            self.con.unregister(view)
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        from ..compiler import ident
+
+        view = "__sqlrp_frame"
+        cols = ", ".join(ident(c).sql("duckdb") for c in df.columns)
+        self.con.register(view, df)
+        try:
+            self.con.execute(f"INSERT INTO {ident(table).sql('duckdb')} ({cols}) SELECT {cols} FROM {view}")
+        finally:
+            self.con.unregister(view)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _size(text: str) -> str:
+    """Validate a memory size such as ``1GB`` or ``512MB`` before it goes into a SET statement."""
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", text, re.IGNORECASE):
+        from ..errors import InvalidParameter
+
+        raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {text!r}")
+    return text.strip()

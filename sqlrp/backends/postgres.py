@@ -1,0 +1,136 @@
+"""PostgreSQL backend (psycopg 3), by URL: ``postgresql://user@host:port/db``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psycopg
+
+from .base import Backend, ColumnInfo, missing_table
+
+_PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolean"}
+
+
+class PostgresBackend(Backend):
+    dialect = "postgres"
+
+    def __init__(self, url: str):
+        self.url = url
+        self.conn = psycopg.connect(url, autocommit=True)
+
+    @staticmethod
+    def _pg(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        with self.conn.cursor() as cur:
+            if params is None:
+                cur.execute(sql.encode())  # bytes: no placeholder parsing of user identifiers
+            else:
+                cur.execute(self._pg(sql), params)
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        with self.conn.cursor() as cur:
+            if params is None:
+                cur.execute(sql.encode())
+            else:
+                cur.execute(self._pg(sql), params)
+            return cur.fetchall()
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        with self.conn.cursor() as cur:
+            cur.execute(sql.encode())
+            names = [d.name for d in cur.description]
+            return pd.DataFrame.from_records(cur.fetchall(), columns=names)
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        # a named (server-side) cursor streams; it needs a transaction
+        with self.conn.transaction(), self.conn.cursor(name="sqlrp_stream") as cur:
+            cur.execute(sql.encode())
+            names = None
+            while True:
+                batch = cur.fetchmany(rows)
+                if names is None:
+                    names = [d.name for d in cur.description]
+                if not batch:
+                    break
+                yield pd.DataFrame.from_records(batch, columns=names)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.conn.transaction():
+            yield
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        rows = self.fetchall(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+            "       CASE WHEN t.typcategory = 'A' THEN format_type(t.typelem, NULL) END "
+            "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE c.relname = ? AND n.nspname = coalesce(?, current_schema()) "
+            "  AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'v', 'm', 'p', 'f') "
+            "ORDER BY a.attnum",
+            [table, schema],
+        )
+        if not rows:
+            names = [r[0] for r in self.fetchall(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = coalesce(?, current_schema())",
+                [schema],
+            )]
+            raise missing_table(table, schema, names)
+        return [ColumnInfo(name, dtype, elem) for name, dtype, elem in rows]
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        from ..compiler import ident
+
+        name = ident(table).sql("postgres")
+        defs = []
+        for column in df.columns:
+            defs.append(f"{ident(str(column)).sql('postgres')} {_pg_type(df[column])}")
+        with self.transaction():
+            if replace:
+                self.execute(f"DROP TABLE IF EXISTS {name}")
+            self.execute(f"CREATE TABLE {name} ({', '.join(defs)})")
+            self.insert_frame(table, df)
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        from ..compiler import ident
+
+        cols = ", ".join(ident(str(c)).sql("postgres") for c in df.columns)
+        with self.conn.cursor() as cur, cur.copy(
+            f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()
+        ) as copy:
+            for row in df.itertuples(index=False, name=None):
+                copy.write_row([_py(v) for v in row])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _py(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_py(v) for v in value.tolist()]
+    if isinstance(value, list):
+        return [_py(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def _pg_type(series: pd.Series) -> str:
+    kind = series.dtype.kind
+    if kind in _PG_TYPES:
+        return _PG_TYPES[kind]
+    first = series.dropna().iloc[0] if series.notna().any() else None
+    if isinstance(first, (list, np.ndarray)):
+        return "double precision[]"
+    if isinstance(first, (int, np.integer)):
+        return "bigint"
+    if isinstance(first, (float, np.floating)):
+        return "double precision"
+    return "text"

@@ -1,0 +1,304 @@
+"""Compiler: IR + input layout + dialect -> one SQL statement.
+
+The query is built once as a sqlglot expression tree and rendered per dialect.  Every relation in it
+renames user identifiers to internal ones (``_id``, ``_x{i}``, ``_k{v}``), so a user's names appear
+exactly once, quoted, in the innermost select and once in the outermost aliases.
+
+Shape of the generated SQL::
+
+    src:  SELECT <id> AS _id, CAST(<feature i> AS DOUBLE) AS _x{i} ... FROM <table>     (wide/array)
+          SELECT <id> AS _id, <feature> AS _f, <value> AS _v FROM <table>                (long)
+    lin:  linear stage, _k{v} = (_x3 + _x17 - _x40 ...)  -- additions and subtractions only
+          (long: JOIN the stored matrix, SUM(+-_v) ... GROUP BY _id, vector)
+    out:  combiner, p{c} = (sum_t w_t * prod _k{v}) * scale   -- scale applied once, at the end
+
+For a linear projection on a wide or array table ``lin`` and ``out`` fuse into one select whose
+expressions are ``(_x3 + _x17 - _x40 ...) * scale``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..dialects import SqlrpDialect, get_dialect
+from ..errors import InvalidParameter
+from ..ir import LinearStage, Projection
+from .layout import LAYOUTS, Output, Source
+from .nodes import Inputs, SignedSum
+
+REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
+DOUBLE = exp.DataType.build("DOUBLE")
+BIGINT = exp.DataType.build("BIGINT")
+
+
+def ident(name: str) -> exp.Identifier:
+    """A quoted identifier: user text never reaches SQL any other way."""
+    return exp.to_identifier(name, quoted=True)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+def table_ref(source: Source) -> exp.Table:
+    return exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
+
+
+def number(value: float) -> exp.Expression:
+    literal = exp.Literal.number(repr(float(value)))
+    return exp.cast(literal, DOUBLE)
+
+
+def _feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
+    if source.nulls == "zero":
+        expr = exp.Coalesce(this=expr, expressions=[exp.Literal.number(0)])
+    return exp.cast(expr, DOUBLE)
+
+
+def _dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts."""
+    d = projection.d
+    keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
+    if source.group_column:
+        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True))
+    if source.layout == "wide":
+        if len(source.columns) != d:
+            raise InvalidParameter(
+                f"the projection expects d = {d} features but {len(source.columns)} columns were given"
+            )
+        feats = [col(c) for c in source.columns]
+        inner = exp.select(*keys).from_(table_ref(source))
+    else:
+        assert source.array_column is not None
+        array = col(source.array_column)
+        if dialect.needs_materialised_array():
+            # detoast once per row in a fenced sub-query (see dialects/postgres.py)
+            passthrough = [col("_id")] + ([col("_g")] if source.group_column else [])
+            raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True))
+            fenced = (
+                exp.select(*passthrough, exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True))
+                .from_(raw.from_(table_ref(source)).subquery("_t"))
+                .offset(0)
+            )
+            inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr"))
+            array = col("_a")
+        else:
+            inner = exp.select(*keys).from_(table_ref(source))
+        feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
+    return inner.select(
+        *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True) for i, f in enumerate(feats)],
+        append=True,
+        copy=False,
+    )
+
+
+def _linear_sums(linear: LinearStage, inputs: Inputs, squares: Inputs | None) -> list[SignedSum]:
+    sums = []
+    for v, (feat, weight) in enumerate(linear.columns()):
+        src = squares if (squares is not None and linear.vector_power(v) == 2) else inputs
+        if linear.vector_power(v) > 2:
+            raise InvalidParameter("linear stage powers above 2 are not supported by the compiler")
+        sums.append(SignedSum.of(src, feat, weight, linear.vector_bias(v)))
+    return sums
+
+
+def _matrix_relation(projection: Projection, matrix: str) -> exp.Expression:
+    """The stored matrix as a relation ``(vector, feature, weight)``."""
+    lin = projection.linear
+    if matrix == "registry":
+        if not projection.name:
+            raise InvalidParameter("the long layout with matrix='registry' needs a stored projection")
+        return (
+            exp.select(col("vector"), col("feature"), col("weight"))
+            .from_(exp.Table(this=ident(REGISTRY_ENTRY_TABLE)))
+            .where(col("projection").eq(exp.Literal.string(projection.name)))
+        )
+    rows = [
+        exp.Tuple(expressions=[exp.Literal.number(int(v)), exp.Literal.number(int(f)), exp.Literal.number(repr(float(w)))])
+        for v, f, w in zip(lin.vector, lin.feature, lin.weight, strict=True)
+    ]
+    if not rows:
+        rows = [exp.Tuple(expressions=[exp.Literal.number(-1), exp.Literal.number(-1), exp.Literal.number("0.0")])]
+    values = exp.Values(expressions=rows, alias=exp.TableAlias(
+        this=ident("_m"), columns=[ident("vector"), ident("feature"), ident("weight")]))
+    return exp.select(col("vector"), col("feature"), col("weight")).from_(values)
+
+
+def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[exp.Select, list[exp.Expression]]:
+    """Linear stage over a long table: join + GROUP BY, one aggregate per output vector."""
+    lin = projection.linear
+    keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
+    group_keys = [col("_id", "s")]
+    if source.group_column:
+        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True))
+        group_keys.append(col("_g", "s"))
+    value = col(source.value_column)
+    if source.nulls == "zero":
+        value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
+    src = exp.select(
+        *keys,
+        exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True),
+        exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True),
+    ).from_(table_ref(source))
+    v = col("_v", "s")
+    weight = col("weight", "m")
+    if lin.is_signs:
+        signed = exp.If(this=weight > exp.Literal.number(0), true=v, false=exp.Neg(this=v.copy()))
+        signed_sq = exp.If(
+            this=weight > exp.Literal.number(0), true=v * v, false=exp.Neg(this=exp.paren(v * v))
+        )
+    else:
+        signed, signed_sq = weight * v, weight * exp.paren(v * v)
+    kv = (
+        exp.select(*group_keys, exp.alias_(col("vector", "m"), "_vec", quoted=True),
+                   exp.alias_(exp.Sum(this=signed), "_s1", quoted=True))
+        .from_(src.subquery("s"))
+        .join(_matrix_relation(projection, matrix).subquery("m"), on=col("feature", "m").eq(col("_f", "s")))
+        .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
+    )
+    if lin.power is not None:
+        kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True), append=True, copy=False)
+    sums = []
+    for vec in range(lin.p):
+        which = "_s2" if lin.vector_power(vec) == 2 else "_s1"
+        agg = exp.Filter(
+            this=exp.Sum(this=col(which)),
+            expression=exp.Where(this=col("_vec").eq(exp.Literal.number(vec))),
+        )
+        expr: exp.Expression = exp.Coalesce(this=agg, expressions=[exp.Literal.number(0)])
+        if lin.vector_bias(vec):
+            expr = exp.paren(expr + number(lin.vector_bias(vec)))
+        sums.append(expr)
+    return kv, sums
+
+
+def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.Expression]:
+    """Combiner terms per component (before scale): ``sum_t w_t * prod_f K[v_f]``."""
+    comb = projection.combiner
+    if comb.is_identity:
+        return list(k_cols)
+    per_component: list[list[exp.Expression]] = [[] for _ in range(comb.k)]
+    for c, w, vectors in comb.terms():
+        prod: exp.Expression | None = None
+        for v in vectors:
+            f = k_cols[v].copy()
+            prod = f if prod is None else exp.Mul(this=prod, expression=f)
+        term: exp.Expression = prod if prod is not None else exp.Literal.number(1)
+        if w != 1.0:
+            term = exp.Mul(this=number(w), expression=term)
+        per_component[c].append(term)
+    out = []
+    for terms in per_component:
+        if not terms:
+            out.append(exp.Literal.number("0.0"))
+            continue
+        total = terms[0]
+        for t in terms[1:]:
+            total = exp.Add(this=total, expression=t)
+        out.append(exp.paren(total))
+    return out
+
+
+def compile_select(
+    projection: Projection,
+    source: Source,
+    dialect: str | SqlrpDialect = "duckdb",
+    output: Output | None = None,
+    matrix: str = "auto",
+) -> exp.Select:
+    """The projection of ``source`` as a sqlglot ``SELECT`` (id column first, then the outputs).
+
+    ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
+    ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
+    projection has a stored name.
+    """
+    dialect = get_dialect(dialect)
+    output = output or Output()
+    if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
+        raise InvalidParameter(source.layout)
+    names = output.names(projection.k)
+    key_out = source.group_column or source.id_column
+    if key_out in names:
+        raise InvalidParameter(
+            f"output column {key_out!r} would appear twice; choose another --prefix or output name"
+        )
+    if matrix == "auto":
+        matrix = "registry" if projection.name else "values"
+    lin = projection.linear
+    pooled = source.group_column is not None
+
+    if source.layout == "long":
+        body, k_exprs = _long_linear(projection, source, matrix)
+        relation = body.subquery("kv")
+        key_cols = [col("_g")] if pooled else [col("_id")]
+        group_by = [col("_id")] + ([col("_g")] if pooled else [])
+        if projection.combiner.is_identity and not pooled:
+            outputs, base = k_exprs, exp.select(*key_cols).from_(relation).group_by(*group_by)
+        else:
+            lin_sel = exp.select(*[c.copy() for c in group_by]).from_(relation).group_by(*group_by)
+            lin_sel = lin_sel.select(
+                *[exp.alias_(e, f"_k{v}", quoted=True) for v, e in enumerate(k_exprs)], append=True, copy=False
+            )
+            outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
+            base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
+    else:
+        src = _dense_source(projection, source, dialect)
+        inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
+        squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
+        sums = _linear_sums(lin, inputs, squares if lin.power is not None else None)
+        key_cols = [col("_g")] if pooled else [col("_id")]
+        if projection.combiner.is_identity:
+            outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src"))
+        else:
+            lin_sel = exp.select(col("_id"), *([col("_g")] if pooled else [])).from_(src.subquery("src"))
+            lin_sel = lin_sel.select(
+                *[exp.alias_(e, f"_k{v}", quoted=True) for v, e in enumerate(sums)], append=True, copy=False
+            )
+            outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
+            base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
+
+    scale = number(projection.scale)
+    if pooled:
+        outputs = [exp.Sum(this=e) for e in outputs]
+        base = base.group_by(col("_g"), copy=False)
+    final = [exp.Mul(this=e, expression=scale.copy()) for e in outputs]
+    # rename the key back to the user's column name
+    key_expr = base.expressions[0]
+    base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True)])
+    if output.form == "wide":
+        return base.select(*[exp.alias_(e, n, quoted=True) for e, n in zip(final, names, strict=True)],
+                           append=True, copy=False)
+    return base.select(exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True),
+                       append=True, copy=False)
+
+
+def compile_sql(
+    projection: Projection,
+    source: Source,
+    dialect: str | SqlrpDialect = "duckdb",
+    output: Output | None = None,
+    into: str | None = None,
+    view: bool = False,
+    matrix: str = "auto",
+    pretty: bool = True,
+) -> str:
+    """SQL text of the projection: a ``SELECT``, or ``CREATE TABLE|VIEW <into> AS SELECT ...``."""
+    dialect = get_dialect(dialect)
+    select = compile_select(projection, source, dialect, output, matrix)
+    statement: exp.Expression = select
+    if into:
+        statement = exp.Create(
+            kind="VIEW" if view else "TABLE",
+            this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema else None),
+            expression=select,
+        )
+    return dialect.render(statement, pretty=pretty)
+
+
+def order_by_key(select: exp.Select, key: str) -> exp.Select:
+    """``select ... ORDER BY <key>`` (results handed to Python come back in key order)."""
+    return select.order_by(col(key), copy=False)
+
+
+__all__ = ["Output", "Source", "compile_select", "compile_sql", "ident"]
+

@@ -1,0 +1,59 @@
+"""How the input table is laid out, and what the output should look like.
+
+Input layouts (``../shared/DESIGN.md`` §3):
+
+- ``wide``  -- one numeric column per feature; feature ``i`` is ``columns[i]``.
+- ``long``  -- sparse rows ``(id, feature, value)``; ``feature`` is an integer in ``[0, d)``.
+  Rows of the output exist only for ids present in the table.
+- ``array`` -- one LIST/ARRAY (DuckDB) or ``float8[]`` (PostgreSQL) column of length ``d``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidParameter
+
+LAYOUTS = ("wide", "long", "array")
+NULL_MODES = ("error", "zero")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The input relation of a projection."""
+
+    table: str
+    id_column: str
+    layout: str = "wide"
+    columns: tuple[str, ...] = ()
+    array_column: str | None = None
+    feature_column: str = "feature"
+    value_column: str = "value"
+    schema: str | None = None
+    nulls: str = "error"
+    group_column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise InvalidParameter(f"unknown layout {self.layout!r}; choose one of {', '.join(LAYOUTS)}")
+        if self.nulls not in NULL_MODES:
+            raise InvalidParameter(f"nulls must be 'error' or 'zero', got {self.nulls!r}")
+        object.__setattr__(self, "columns", tuple(self.columns))
+        if self.layout == "array" and not self.array_column:
+            raise InvalidParameter("the array layout needs the name of the array column (--array-column)")
+
+
+@dataclass(frozen=True)
+class Output:
+    """Output form: ``wide`` columns ``{prefix}0 .. {prefix}{k-1}`` or one ``array`` column."""
+
+    form: str = "wide"
+    prefix: str = "p"
+    array_name: str = "projection"
+
+    def __post_init__(self) -> None:
+        if self.form not in ("wide", "array"):
+            raise InvalidParameter(f"output must be 'wide' or 'array', got {self.form!r}")
+
+    def names(self, k: int) -> list[str]:
+        return [f"{self.prefix}{j}" for j in range(k)] if self.form == "wide" else [self.array_name]

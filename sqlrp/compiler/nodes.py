@@ -1,0 +1,66 @@
+"""The one expression node sqlrp adds to sqlglot's tree: a signed sum over input expressions.
+
+A projection with ``s = 1`` and ``d = 784, k = 200`` has 156,800 terms; as nested ``exp.Add`` /
+``exp.Sub`` nodes sqlglot would recurse once per term and copy the tree on every call.  ``SignedSum``
+holds index arrays into a shared list of input expressions instead; each dialect renders it with
+:func:`signed_sum_sql`, which renders every input once per statement and joins strings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+
+class Inputs(list):
+    """Input expressions shared by many ``SignedSum`` nodes; never deep-copied (it is read-only)."""
+
+    def __deepcopy__(self, memo: dict) -> Inputs:
+        return self
+
+
+class SignedSum(exp.Expression):
+    """``sum_i weight_i * inputs[index_i] (+ bias)``; weights of +-1 render as bare additions and
+    subtractions, so Achlioptas projections stay aggregate-only."""
+
+    arg_types = {"this": False}
+
+    @classmethod
+    def of(cls, inputs: Inputs, index: np.ndarray, weight: np.ndarray, bias: float = 0.0) -> SignedSum:
+        node = cls()
+        node.meta["inputs"] = inputs
+        node.meta["index"] = [int(i) for i in index]
+        node.meta["weight"] = [float(w) for w in weight]
+        node.meta["bias"] = float(bias)
+        return node
+
+
+def _number(value: float) -> str:
+    return repr(float(value))
+
+
+def signed_sum_sql(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglot Generator method
+    """Render ``(a + b - c)`` (signs) or ``(0.5 * a - 1.25 * b)`` (float weights)."""
+    inputs: Inputs = expression.meta["inputs"]
+    cache: dict[int, list[str]] = self.__dict__.setdefault("_sqlrp_inputs", {})
+    rendered = cache.get(id(inputs))
+    if rendered is None:
+        rendered = cache[id(inputs)] = [self.sql(e) for e in inputs]
+    parts: list[str] = []
+    for i, w in zip(expression.meta["index"], expression.meta["weight"], strict=True):
+        if w == 1.0:
+            term, op = rendered[i], "+"
+        elif w == -1.0:
+            term, op = rendered[i], "-"
+        else:
+            term, op = f"{_number(abs(w))} * {rendered[i]}", ("+" if w > 0 else "-")
+        if parts:
+            parts.append(f" {op} {term}")
+        else:
+            parts.append(term if op == "+" else f"-{term}")
+    bias = expression.meta["bias"]
+    if bias:
+        parts.append(f" {'+' if bias > 0 else '-'} {_number(abs(bias))}" if parts else _number(bias))
+    if not parts:
+        return "0.0"
+    return "(" + "".join(parts) + ")"

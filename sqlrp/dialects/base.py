@@ -1,0 +1,38 @@
+"""What every sqlrp dialect shares: sqlglot's own dialect plus the ``SignedSum`` renderer.
+
+A dialect file holds only its differences from this base (array access, detoasting, types).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from ..compiler.nodes import SignedSum, signed_sum_sql
+
+
+def extend(base: type[Dialect]) -> type[Dialect]:
+    """A subclass of the sqlglot dialect ``base`` that can render :class:`SignedSum`."""
+
+    class Generator(base.Generator):  # type: ignore[name-defined,misc]
+        TRANSFORMS = {**base.Generator.TRANSFORMS, SignedSum: signed_sum_sql}
+
+    return type(f"Sqlrp{base.__name__}", (base,), {"Generator": Generator})
+
+
+class SqlrpDialect:
+    """Rendering rules for one SQL engine."""
+
+    name = "generic"
+    sqlglot: type[Dialect]
+
+    def array_source(self, column: exp.Expression) -> exp.Expression:
+        """An expression of the array column that is cheap to subscript ``d`` times per row."""
+        return column
+
+    def needs_materialised_array(self) -> bool:
+        """True if the array must be computed in a sub-query the planner may not flatten."""
+        return False
+
+    def render(self, expression: exp.Expression, pretty: bool = False) -> str:
+        return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)

@@ -1,0 +1,192 @@
+"""The intermediate representation (IR) every projection method compiles from.
+
+All methods in sqlrp share one two-stage shape (``../shared/DESIGN.md`` section 3):
+
+1. **Linear stage** -- a sparse ``d x p`` matrix, stored as entries ``(vector, feature, weight)``.
+   For Achlioptas matrices the weights are the signs ``+1 / -1`` of the non-zero entries, so the
+   stage is aggregate-only: ``K_v(x) = sum_{i: w_iv=+1} x_i**power_v - sum_{i: w_iv=-1} x_i**power_v
+   + bias_v``.  ``power`` (default 1) and ``bias`` (default 0) exist for the kernel methods: the
+   modified kernel needs sums of squares and inhomogeneous kernels a constant feature.
+2. **Combiner stage** -- terms of products of linear outputs:
+   ``y_c = scale * sum_{t in terms(c)} weight_t * prod_{f in factors(t)} K_{vector_f}``.
+   A linear projection is one term of one factor per component (the identity combiner).
+
+The single constant ``scale`` is applied once per output, at the very end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+def _int_array(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+
+
+def _float_array(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class LinearStage:
+    """Sparse ``d x p`` matrix of weights, one row per non-zero entry."""
+
+    d: int
+    p: int
+    vector: np.ndarray
+    feature: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray | None = None
+    power: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vector", _int_array(self.vector))
+        object.__setattr__(self, "feature", _int_array(self.feature))
+        object.__setattr__(self, "weight", _float_array(self.weight))
+        if not (len(self.vector) == len(self.feature) == len(self.weight)):
+            raise ValueError("vector, feature and weight must have the same length")
+        if len(self.vector) and (self.vector.min() < 0 or self.vector.max() >= self.p):
+            raise ValueError("vector index out of range [0, p)")
+        if len(self.feature) and (self.feature.min() < 0 or self.feature.max() >= self.d):
+            raise ValueError("feature index out of range [0, d)")
+        if self.bias is not None:
+            object.__setattr__(self, "bias", _float_array(self.bias))
+            if self.bias.shape != (self.p,):
+                raise ValueError("bias must have length p")
+        if self.power is not None:
+            object.__setattr__(self, "power", _int_array(self.power))
+            if self.power.shape != (self.p,) or self.power.min() < 1:
+                raise ValueError("power must have length p and be >= 1")
+
+    @property
+    def nnz(self) -> int:
+        return int(len(self.weight))
+
+    @property
+    def is_signs(self) -> bool:
+        """True when every weight is +1 or -1: the stage is then additions and subtractions only."""
+        return bool(np.all(np.abs(self.weight) == 1.0))
+
+    def vector_power(self, v: int) -> int:
+        return 1 if self.power is None else int(self.power[v])
+
+    def vector_bias(self, v: int) -> float:
+        return 0.0 if self.bias is None else float(self.bias[v])
+
+    def columns(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per vector ``v``: (feature indices, weights), features sorted ascending."""
+        order = np.lexsort((self.feature, self.vector))
+        vec, feat, w = self.vector[order], self.feature[order], self.weight[order]
+        bounds = np.searchsorted(vec, np.arange(self.p + 1))
+        return [(feat[bounds[v] : bounds[v + 1]], w[bounds[v] : bounds[v + 1]]) for v in range(self.p)]
+
+    def dense(self) -> np.ndarray:
+        """The ``d x p`` weight matrix as a dense array (small sizes, tests)."""
+        out = np.zeros((self.d, self.p))
+        np.add.at(out, (self.feature, self.vector), self.weight)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Combiner:
+    """Products of linear outputs: ``y_c = sum_t weight_t * prod_f K[vector_f]`` (before ``scale``).
+
+    ``term_component[t]`` and ``term_weight[t]`` describe term ``t``; factor ``f`` multiplies
+    ``K[factor_vector[f]]`` into term ``factor_term[f]``.
+    """
+
+    k: int
+    term_component: np.ndarray
+    term_weight: np.ndarray
+    factor_term: np.ndarray
+    factor_vector: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "term_component", _int_array(self.term_component))
+        object.__setattr__(self, "term_weight", _float_array(self.term_weight))
+        object.__setattr__(self, "factor_term", _int_array(self.factor_term))
+        object.__setattr__(self, "factor_vector", _int_array(self.factor_vector))
+        if len(self.term_component) != len(self.term_weight):
+            raise ValueError("term_component and term_weight must have the same length")
+        if len(self.factor_term) != len(self.factor_vector):
+            raise ValueError("factor_term and factor_vector must have the same length")
+        if len(self.term_component) and (
+            self.term_component.min() < 0 or self.term_component.max() >= self.k
+        ):
+            raise ValueError("term component out of range [0, k)")
+
+    @classmethod
+    def identity(cls, k: int) -> Combiner:
+        """Component ``c`` is linear output ``c``: the combiner of every linear projection."""
+        idx = np.arange(k)
+        return cls(k=k, term_component=idx, term_weight=np.ones(k), factor_term=idx, factor_vector=idx)
+
+    @property
+    def n_terms(self) -> int:
+        return int(len(self.term_weight))
+
+    @property
+    def is_identity(self) -> bool:
+        idx = np.arange(self.k)
+        return (
+            self.n_terms == self.k
+            and np.array_equal(self.term_component, idx)
+            and np.array_equal(self.factor_term, idx)
+            and np.array_equal(self.factor_vector, idx)
+            and bool(np.all(self.term_weight == 1.0))
+        )
+
+    def terms(self) -> list[tuple[int, float, list[int]]]:
+        """``(component, weight, [vectors...])`` per term, factors in stored order."""
+        factors: list[list[int]] = [[] for _ in range(self.n_terms)]
+        for t, v in zip(self.factor_term.tolist(), self.factor_vector.tolist(), strict=True):
+            factors[t].append(v)
+        return [
+            (c, w, f)
+            for c, w, f in zip(self.term_component.tolist(), self.term_weight.tolist(), factors, strict=True)
+        ]
+
+
+@dataclass(eq=False)
+class Projection:
+    """A complete projection: linear stage, combiner, one delayed scale factor and its provenance."""
+
+    method: str
+    linear: LinearStage
+    combiner: Combiner
+    scale: float
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    name: str | None = None
+
+    @property
+    def d(self) -> int:
+        """Input dimension."""
+        return self.linear.d
+
+    @property
+    def k(self) -> int:
+        """Output dimension."""
+        return self.combiner.k
+
+    @property
+    def is_linear(self) -> bool:
+        return self.combiner.is_identity and self.linear.bias is None and self.linear.power is None
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly summary (what ``sqlrp projections show`` prints)."""
+        return {
+            "name": self.name,
+            "method": self.method,
+            "d": self.d,
+            "k": self.k,
+            "p": self.linear.p,
+            "nnz": self.linear.nnz,
+            "terms": self.combiner.n_terms,
+            "scale": self.scale,
+            "seed": self.seed,
+            "params": self.params,
+        }

@@ -1,0 +1,192 @@
+"""The registry of stored projections: versioned migrations, save, load, list, drop.
+
+Once stored, the tables are the source of truth for a projection; the seed only made it repeatable.
+Migrations are the SQL files in the top-level ``migrations/<dialect>/`` folder (installed as
+``sqlrp.migrations``), applied in order, each in its own transaction, and recorded in
+``sqlrp_schema_version``; re-running them is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .backends import Backend
+from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound
+from .ir import Combiner, LinearStage, Projection
+
+VERSION_TABLE = "sqlrp_schema_version"
+_BOOTSTRAP = (
+    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
+    " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+)
+_TABLES = ("sqlrp_linear_entry", "sqlrp_linear_vector", "sqlrp_combiner_term", "sqlrp_combiner_factor")
+
+
+def migration_files(dialect: str) -> list[tuple[int, str, str]]:
+    """``(version, file name, SQL)`` of every migration for ``dialect``, in order."""
+    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    root = checkout if checkout.is_dir() else resources.files("sqlrp.migrations")
+    folder = root.joinpath(dialect)
+    out = []
+    for entry in folder.iterdir():
+        m = re.match(r"^(\d+)_.*\.sql$", entry.name)
+        if m:
+            out.append((int(m[1]), entry.name, entry.read_text()))
+    return sorted(out)
+
+
+def _statements(sql: str) -> list[str]:
+    text = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+class Registry:
+    """Stored projections in one database."""
+
+    def __init__(self, backend: Backend, migrate: bool = True):
+        self.backend = backend
+        if migrate:
+            self.migrate()
+
+    def version(self) -> int:
+        self.backend.execute(_BOOTSTRAP)
+        rows = self.backend.fetchall(f"SELECT max(version) FROM {VERSION_TABLE}")
+        return int(rows[0][0] or 0)
+
+    def migrate(self) -> list[str]:
+        """Apply the migrations not yet applied; returns their file names."""
+        current = self.version()
+        applied = []
+        for version, name, sql in migration_files(self.backend.dialect):
+            if version <= current:
+                continue
+            with self.backend.transaction():
+                for statement in _statements(sql):
+                    self.backend.execute(statement)
+                self.backend.execute(f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version, name])
+            applied.append(name)
+        return applied
+
+    def exists(self, name: str) -> bool:
+        return bool(self.backend.fetchall("SELECT 1 FROM sqlrp_projection WHERE name = ?", [name]))
+
+    def save(self, projection: Projection, name: str | None = None, replace: bool = False) -> Projection:
+        """Store ``projection`` under ``name`` (its rows and metadata, in one transaction)."""
+        name = name or projection.name
+        if not name:
+            raise InvalidParameter("a stored projection needs a name")
+        lin, comb = projection.linear, projection.combiner
+        with self.backend.transaction():
+            if self.exists(name):
+                if not replace:
+                    raise ProjectionExists(
+                        f"a projection named {name!r} already exists; reuse it, drop it "
+                        f"(sqlrp projections drop {name!r}) or choose another name"
+                    )
+                self._delete(name)
+            self.backend.execute(
+                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [name, projection.method, json.dumps(projection.params), projection.d, projection.k,
+                 lin.p, projection.seed, float(projection.scale)],
+            )
+            frames = {
+                "sqlrp_linear_entry": pd.DataFrame(
+                    {"projection": name, "vector": lin.vector.astype(np.int32),
+                     "feature": lin.feature.astype(np.int32), "weight": lin.weight}
+                ),
+                "sqlrp_combiner_term": pd.DataFrame(
+                    {"projection": name, "term": np.arange(comb.n_terms, dtype=np.int32),
+                     "component": comb.term_component.astype(np.int32), "weight": comb.term_weight}
+                ),
+                "sqlrp_combiner_factor": pd.DataFrame(
+                    {"projection": name, "term": comb.factor_term.astype(np.int32),
+                     "position": _positions(comb.factor_term), "vector": comb.factor_vector.astype(np.int32)}
+                ),
+            }
+            if lin.bias is not None or lin.power is not None:
+                frames["sqlrp_linear_vector"] = pd.DataFrame(
+                    {"projection": name, "vector": np.arange(lin.p, dtype=np.int32),
+                     "bias": lin.bias if lin.bias is not None else np.zeros(lin.p),
+                     "power": (lin.power if lin.power is not None else np.ones(lin.p)).astype(np.int32)}
+                )
+            for table, frame in frames.items():
+                if len(frame):
+                    self.backend.insert_frame(table, frame)
+        projection.name = name
+        return projection
+
+    def load(self, name: str) -> Projection:
+        """The stored projection ``name``, rebuilt from its rows."""
+        rows = self.backend.fetchall(
+            "SELECT method, params, d, k, p, seed, scale FROM sqlrp_projection WHERE name = ?", [name]
+        )
+        if not rows:
+            known = [r[0] for r in self.backend.fetchall("SELECT name FROM sqlrp_projection ORDER BY name")]
+            hint = f" Stored: {', '.join(known[:20])}" if known else " No projections are stored here yet."
+            raise ProjectionNotFound(f"no stored projection named {name!r}.{hint}")
+        method, params, d, k, p, seed, scale = rows[0]
+        params = params if isinstance(params, dict) else json.loads(params)
+        entries = self._array("SELECT vector, feature, weight FROM sqlrp_linear_entry "
+                              "WHERE projection = ? ORDER BY vector, feature", name, 3)
+        vectors = self._array("SELECT vector, bias, power FROM sqlrp_linear_vector "
+                              "WHERE projection = ? ORDER BY vector", name, 3)
+        terms = self._array("SELECT term, component, weight FROM sqlrp_combiner_term "
+                            "WHERE projection = ? ORDER BY term", name, 3)
+        factors = self._array("SELECT term, position, vector FROM sqlrp_combiner_factor "
+                              "WHERE projection = ? ORDER BY term, position", name, 3)
+        bias = power = None
+        if len(vectors):
+            bias, power = np.zeros(p), np.ones(p, dtype=np.int64)
+            bias[vectors[:, 0].astype(int)] = vectors[:, 1]
+            power[vectors[:, 0].astype(int)] = vectors[:, 2]
+            bias = bias if np.any(bias) else None
+            power = power if np.any(power != 1) else None
+        linear = LinearStage(d=d, p=p, vector=entries[:, 0], feature=entries[:, 1], weight=entries[:, 2],
+                             bias=bias, power=power)
+        combiner = Combiner(k=k, term_component=terms[:, 1], term_weight=terms[:, 2],
+                            factor_term=factors[:, 0], factor_vector=factors[:, 2])
+        return Projection(method=method, linear=linear, combiner=combiner, scale=float(scale),
+                          params=params, seed=seed, name=name)
+
+    def _array(self, sql: str, name: str, width: int) -> np.ndarray:
+        rows = self.backend.fetchall(sql, [name])
+        return np.array(rows, dtype=np.float64).reshape(-1, width)
+
+    def list(self) -> pd.DataFrame:
+        """One row per stored projection: name, method, d, k, nnz, seed, created_at."""
+        rows = self.backend.fetchall(
+            "SELECT p.name, p.method, p.d, p.k, "
+            "(SELECT count(*) FROM sqlrp_linear_entry e WHERE e.projection = p.name) AS nnz, "
+            "p.seed, CAST(p.params AS TEXT) AS params, p.created_at FROM sqlrp_projection p ORDER BY p.name"
+        )
+        return pd.DataFrame(rows, columns=["name", "method", "d", "k", "nnz", "seed", "params", "created_at"])
+
+    def drop(self, name: str) -> None:
+        """Delete the stored projection ``name`` and all its rows."""
+        with self.backend.transaction():
+            if not self.exists(name):
+                raise ProjectionNotFound(f"no stored projection named {name!r}")
+            self._delete(name)
+
+    def _delete(self, name: str) -> None:
+        for table in _TABLES:
+            self.backend.execute(f"DELETE FROM {table} WHERE projection = ?", [name])
+        self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
+
+
+def _positions(factor_term: np.ndarray) -> np.ndarray:
+    """Position of each factor within its term, in stored order."""
+    pos = np.zeros(len(factor_term), dtype=np.int32)
+    seen: dict[int, int] = {}
+    for i, t in enumerate(factor_term.tolist()):
+        pos[i] = seen.get(t, 0)
+        seen[t] = pos[i] + 1
+    return pos
