@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from . import reference
 from .backends import Backend, ColumnInfo, connect
-from .compiler import Output, Source, col, compile_select, compile_sql, ident
+from .compiler import Output, Source, col, compile_select, compile_sql, dense_source, ident
 from .dialects import get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Projection
@@ -184,24 +184,34 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     if source.layout == "wide":
         conds = [bad_value(col(c)) for c in source.columns]
         what = "NULL or NaN in feature columns"
+        key = source.id_column
     elif source.layout == "array":
+        # lengths first (one detoast per row), then elements through the compiler's own source
+        # relation, which detoasts once per row on PostgreSQL (x[i] on the raw column would not)
         a = col(source.array_column)  # type: ignore[arg-type]
         length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
-        conds = [exp.Is(this=a.copy(), expression=exp.Null()),
-                 exp.NEQ(this=length, expression=exp.Literal.number(projection.d))]
-        conds += [bad_value(exp.Bracket(this=a.copy(), expressions=[exp.Literal.number(i)], offset=0))
-                  for i in range(projection.d)]
-        what = f"a NULL array, an array whose length is not d = {projection.d}, or NULL/NaN elements"
+        wrong = exp.or_(exp.Is(this=a.copy(), expression=exp.Null()),
+                        exp.NEQ(this=length, expression=exp.Literal.number(projection.d)))
+        bad = db.fetchall(dialect.render(exp.select(col(source.id_column)).from_(table).where(wrong).limit(5)))
+        if bad:
+            ids = ", ".join(repr(r[0]) for r in bad)
+            raise InputError(f"table {source.table!r} has NULL arrays or arrays whose length is not "
+                             f"d = {projection.d} (rows with id {ids}); fix them or use a projection of that d")
+        table = dense_source(projection, replace(source, group_column=None), dialect).subquery("src")
+        conds = [bad_value(col(f"_x{i}")) for i in range(projection.d)]
+        what = "NULL or NaN array elements"
+        key = "_id"
     else:
         f = col(source.feature_column)
         conds = [exp.Is(this=f.copy(), expression=exp.Null()),
                  f.copy() < exp.Literal.number(0), f.copy() >= exp.Literal.number(projection.d),
                  bad_value(col(source.value_column))]
         what = f"a NULL/NaN value or a feature index outside [0, {projection.d})"
+        key = source.id_column
     condition = conds[0]
     for c in conds[1:]:
         condition = exp.Or(this=condition, expression=c)
-    query = exp.select(col(source.id_column)).from_(table).where(condition).limit(5)
+    query = exp.select(col(key)).from_(table).where(condition).limit(5)
     bad = db.fetchall(dialect.render(query))
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)

@@ -55,7 +55,7 @@ def _feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
     return exp.cast(expr, DOUBLE)
 
 
-def _dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
+def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
     """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts."""
     d = projection.d
     keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
@@ -242,7 +242,7 @@ def compile_select(
             outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
     else:
-        src = _dense_source(projection, source, dialect)
+        src = dense_source(projection, source, dialect)
         inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
         squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
         sums = _linear_sums(lin, inputs, squares if lin.power is not None else None)

@@ -1,0 +1,207 @@
+"""The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
+:mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
+``create_projection``, ``projections list|show|drop``, ``migrate``, ``demo``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from . import api
+from .backends import connect
+from .compiler import Output, Source, compile_sql
+from .errors import SqlrpError
+from .methods import METHODS, make_projection
+from .store import Registry
+
+
+def _columns(args: argparse.Namespace) -> list[str] | None:
+    cols = [c.strip() for c in (args.columns or "").split(",") if c.strip()] + list(args.column or [])
+    return cols or None
+
+
+def _s(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+    p.add_argument("--db", required=db_required, help="database URL: duckdb:///file.db or postgresql://user@host/db")
+    p.add_argument("--table", required=True, help="input table (any name; it is quoted)")
+    p.add_argument("--schema", help="schema of the input and output tables")
+    p.add_argument("--id-column", required=True, help="row id column, copied to the output")
+    p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
+    p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
+    p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
+    p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
+    p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
+    p.add_argument("--value-column", default="value", help="long layout: value column")
+    p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+    p.add_argument("--projection", help="stored projection name: reused if it exists, else created and stored")
+    p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
+    p.add_argument("--k", type=int, help="output dimension (new projections)")
+    p.add_argument("--s", type=_s, default="auto", help="sparsity s >= 1 (1, 3, or auto = sqrt(d))")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--d", type=int, help="input dimension, when it cannot be read off the table")
+    p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
+    p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
+
+
+def _plan_options(args: argparse.Namespace) -> dict:
+    options = dict(
+        method=args.method, k=args.k, seed=args.seed, layout=args.layout, columns=_columns(args),
+        array_column=args.array_column, feature_column=args.feature_column, value_column=args.value_column,
+        schema=args.schema, nulls=args.nulls, output=args.output, prefix=args.prefix, d=args.d,
+    )
+    if args.method == "achlioptas":
+        options["s"] = args.s
+    return options
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    with connect(args.db) as db:
+        result = api.project(db, args.table, args.id_column, args.projection, into=args.into, view=args.view,
+                             replace=args.replace, check=not args.no_check, **_plan_options(args))
+        if result is None:
+            kind = "view" if args.view else "table"
+            print(f"wrote {kind} {args.into!r}", file=sys.stderr)
+        else:
+            result.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    if args.db:
+        with connect(args.db) as db:
+            plan = api.plan(db, args.table, args.id_column, args.projection, **_plan_options(args))
+            sql = api.compile_projection(db, plan, args.dialect, into=args.into, view=args.view)
+    else:
+        # no database: the columns (or d) come from the command line; the matrix is inlined
+        cols = _columns(args)
+        if args.layout == "wide" and not cols:
+            raise SqlrpError("without --db, name the feature columns with --columns (wide layout)")
+        d = len(cols) if cols else args.d
+        if not d or args.k is None:
+            raise SqlrpError("without --db, give --k and --d (or --columns)")
+        params = {"s": args.s} if args.method == "achlioptas" else {}
+        projection = make_projection(args.method, d, args.k, seed=args.seed, **params)
+        source = Source(args.table, args.id_column, args.layout, tuple(cols or ()), args.array_column,
+                        args.feature_column, args.value_column, args.schema, args.nulls)
+        output = Output(args.output, args.prefix, args.prefix)
+        sql = compile_sql(projection, source, args.dialect or "duckdb", output, into=args.into, view=args.view)
+    print(sql.rstrip(";") + ";")
+    return 0
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    params = {"s": args.s} if args.method == "achlioptas" else {}
+    with connect(args.db) as db:
+        proj = api.create_projection(db, args.name, args.method, d=args.d, k=args.k, seed=args.seed,
+                                     replace=args.replace, **params)
+        print(json.dumps(proj.describe(), default=str))
+    return 0
+
+
+def cmd_projections(args: argparse.Namespace) -> int:
+    with connect(args.db) as db:
+        if args.action == "list":
+            frame = api.list_projections(db)
+            print(frame.to_string(index=False) if len(frame) else "(no stored projections)")
+        elif args.action == "show":
+            print(json.dumps(api.load_projection(db, args.name).describe(), indent=2, default=str))
+        elif args.action == "drop":
+            api.drop_projection(db, args.name)
+            print(f"dropped {args.name!r}", file=sys.stderr)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    with connect(args.db) as db:
+        applied = Registry(db, migrate=False).migrate()
+        print("\n".join(applied) if applied else "registry is up to date")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    ks = [int(k) for k in args.k.split(",")]
+    run_demo(args.db, ks=ks, s=args.s)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sqlrp", description="Random projections compiled to SQL.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("project", help="project a table inside the database (a table, a view, or CSV on stdout)")
+    _add_source(p)
+    p.add_argument("--into", help="materialise into this table (default: print CSV)")
+    p.add_argument("--view", action="store_true", help="create a view instead of a table")
+    p.add_argument("--replace", action="store_true", help="replace an existing output table")
+    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
+    p.set_defaults(func=cmd_project)
+
+    p = sub.add_parser("compile", help="print the SQL of a projection")
+    _add_source(p, db_required=False)
+    p.add_argument("--dialect", help="duckdb, postgres, spark, or any sqlglot dialect (default: the --db's)")
+    p.add_argument("--into", help="emit CREATE TABLE <into> AS ...")
+    p.add_argument("--view", action="store_true", help="emit CREATE VIEW instead")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("create", help="generate a projection and store it under a name")
+    p.add_argument("--db", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
+    p.add_argument("--d", type=int, required=True)
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--s", type=_s, default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--replace", action="store_true")
+    p.set_defaults(func=cmd_create)
+
+    p = sub.add_parser("projections", help="list, show or drop stored projections")
+    p.add_argument("action", choices=["list", "show", "drop"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--db", required=True)
+    p.set_defaults(func=cmd_projections)
+
+    p = sub.add_parser("migrate", help="create or upgrade the registry tables")
+    p.add_argument("--db", required=True)
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("demo", help="project scikit-learn's digits in an embedded DuckDB file")
+    p.add_argument("--db", default="sqlrp_demo.duckdb")
+    p.add_argument("--k", default="20,40,80,160", help="comma-separated output dimensions")
+    p.add_argument("--s", type=_s, default="auto")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "projections" and args.action in ("show", "drop") and not args.name:
+        parser.error(f"projections {args.action} needs a NAME")
+    try:
+        return args.func(args)
+    except SqlrpError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `sqlrp project ... | head`
+        sys.stderr.close()
+        return 0
+    except Exception as exc:  # database errors: say which, without a traceback
+        module = type(exc).__module__.split(".")[0]
+        if module in ("duckdb", "psycopg", "_duckdb"):
+            print(f"database error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
