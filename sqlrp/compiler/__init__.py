@@ -114,8 +114,8 @@ def _matrix_relation(projection: Projection, matrix: str) -> exp.Expression:
             .where(col("projection").eq(exp.Literal.string(projection.name)))
         )
     rows = [
-        exp.Tuple(expressions=[exp.Literal.number(int(v)), exp.Literal.number(int(f)), exp.Literal.number(repr(float(w)))])
-        for v, f, w in zip(lin.vector, lin.feature, lin.weight, strict=True)
+        exp.Tuple(expressions=[exp.Literal.number(v), exp.Literal.number(f), exp.Literal.number(repr(w))])
+        for v, f, w in zip(lin.vector.tolist(), lin.feature.tolist(), lin.weight.tolist(), strict=True)
     ]
     if not rows:
         rows = [exp.Tuple(expressions=[exp.Literal.number(-1), exp.Literal.number(-1), exp.Literal.number("0.0")])]
