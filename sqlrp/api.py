@@ -1,10 +1,10 @@
 """The Python API.  The CLI (:mod:`sqlrp.cli`) mirrors it name for name.
 
-    db = sqlrp.connect("duckdb:///digits.db")
-    proj = sqlrp.create_projection(db, "digits_k40", method="achlioptas", d=64, k=40, s="auto", seed=1)
-    df = sqlrp.project(db, "digits", id_column="id", projection="digits_k40")          # DataFrame
-    sqlrp.project(db, "digits", id_column="id", projection="digits_k40", into="digits_rp")  # table
-    print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40", dialect="spark"))
+db = sqlrp.connect("duckdb:///digits.db")
+proj = sqlrp.create_projection(db, "digits_k40", method="achlioptas", d=64, k=40, s="auto", seed=1)
+df = sqlrp.project(db, "digits", id_column="id", projection="digits_k40")          # DataFrame
+sqlrp.project(db, "digits", id_column="id", projection="digits_k40", into="digits_rp")  # table
+print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40", dialect="spark"))
 """
 
 from __future__ import annotations
@@ -100,9 +100,7 @@ def resolve_source(
 
     def need(name: str | None, what: str) -> ColumnInfo:
         if name is None or name not in info:
-            raise InputError(
-                f"{where} has no {what} column {name!r}; its columns are: {', '.join(list(info)[:50])}"
-            )
+            raise InputError(f"{where} has no {what} column {name!r}; its columns are: {', '.join(list(info)[:50])}")
         return info[name]
 
     need(id_column, "id")
@@ -133,18 +131,29 @@ def resolve_source(
                 raise InputError(f"{where}: name the array column with --array-column (numeric arrays: {arrays})")
             array_column = arrays[0]
         if not need(array_column, "array").numeric_array:
-            raise InputError(f"column {array_column!r} of {where} has type {info[array_column].type}, "
-                             "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])")
-        return Source(table, id_column, "array", array_column=array_column, schema=schema, nulls=nulls,
-                      group_column=group_column)
+            raise InputError(
+                f"column {array_column!r} of {where} has type {info[array_column].type}, "
+                "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])"
+            )
+        return Source(
+            table, id_column, "array", array_column=array_column, schema=schema, nulls=nulls, group_column=group_column
+        )
     if layout == "long":
         need(feature_column, "feature")
         if not info[feature_column].numeric:
             raise InputError(f"the feature column {feature_column!r} must hold integer feature indices 0..d-1")
         if not need(value_column, "value").numeric:
             raise InputError(f"the value column {value_column!r} has type {info[value_column].type}, not a number")
-        return Source(table, id_column, "long", feature_column=feature_column, value_column=value_column,
-                      schema=schema, nulls=nulls, group_column=group_column)
+        return Source(
+            table,
+            id_column,
+            "long",
+            feature_column=feature_column,
+            value_column=value_column,
+            schema=schema,
+            nulls=nulls,
+            group_column=group_column,
+        )
     raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
 
 
@@ -190,22 +199,29 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
         # relation, which detoasts once per row on PostgreSQL (x[i] on the raw column would not)
         a = col(source.array_column)  # type: ignore[arg-type]
         length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
-        wrong = exp.or_(exp.Is(this=a.copy(), expression=exp.Null()),
-                        exp.NEQ(this=length, expression=exp.Literal.number(projection.d)))
+        wrong = exp.or_(
+            exp.Is(this=a.copy(), expression=exp.Null()),
+            exp.NEQ(this=length, expression=exp.Literal.number(projection.d)),
+        )
         bad = db.fetchall(dialect.render(exp.select(col(source.id_column)).from_(table).where(wrong).limit(5)))
         if bad:
             ids = ", ".join(repr(r[0]) for r in bad)
-            raise InputError(f"table {source.table!r} has NULL arrays or arrays whose length is not "
-                             f"d = {projection.d} (rows with id {ids}); fix them or use a projection of that d")
+            raise InputError(
+                f"table {source.table!r} has NULL arrays or arrays whose length is not "
+                f"d = {projection.d} (rows with id {ids}); fix them or use a projection of that d"
+            )
         table = dense_source(projection, replace(source, group_column=None), dialect).subquery("src")
         conds = [bad_value(col(f"_x{i}")) for i in range(projection.d)]
         what = "NULL or NaN array elements"
         key = "_id"
     else:
         f = col(source.feature_column)
-        conds = [exp.Is(this=f.copy(), expression=exp.Null()),
-                 f.copy() < exp.Literal.number(0), f.copy() >= exp.Literal.number(projection.d),
-                 bad_value(col(source.value_column))]
+        conds = [
+            exp.Is(this=f.copy(), expression=exp.Null()),
+            f.copy() < exp.Literal.number(0),
+            f.copy() >= exp.Literal.number(projection.d),
+            bad_value(col(source.value_column)),
+        ]
         what = f"a NULL/NaN value or a feature index outside [0, {projection.d})"
         key = source.id_column
     condition = conds[0]
@@ -215,8 +231,11 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     bad = db.fetchall(dialect.render(query))
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
-        hint = (" Clean the data, or pass nulls='zero' (--nulls zero) to treat NULL as 0."
-                if source.nulls == "error" and source.layout != "array" else " Clean the data first.")
+        hint = (
+            " Clean the data, or pass nulls='zero' (--nulls zero) to treat NULL as 0."
+            if source.nulls == "error" and source.layout != "array"
+            else " Clean the data first."
+        )
         raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
 
 
@@ -257,16 +276,18 @@ def plan(
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection."""
-    source = resolve_source(db, table, id_column, layout, columns, array_column, feature_column,
-                            value_column, schema, nulls, group_column)
+    source = resolve_source(
+        db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls, group_column
+    )
     registry = _registry(db)
     if isinstance(projection, Projection):
         proj = projection
     elif isinstance(projection, str) and registry.exists(projection):
         proj = registry.load(projection)
         if k is not None and k != proj.k:
-            raise InvalidParameter(f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or "
-                                   "use another name")
+            raise InvalidParameter(
+                f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or use another name"
+            )
     else:
         if k is None:
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
@@ -289,20 +310,27 @@ def plan(
             "--columns or create a projection for this table"
         )
     if source.layout == "array" and d_in != proj.d:
-        raise InputError(f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
-                         f"{source.array_column!r} holds length {d_in}")
+        raise InputError(
+            f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
+            f"{source.array_column!r} holds length {d_in}"
+        )
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
 
 
-def compile_projection(db: Backend | None, plan_: Plan, dialect: str | None = None, into: str | None = None,
-                       view: bool = False, matrix: str = "auto") -> str:
+def compile_projection(
+    db: Backend | None,
+    plan_: Plan,
+    dialect: str | None = None,
+    into: str | None = None,
+    view: bool = False,
+    matrix: str = "auto",
+) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
     dialect_name = dialect or (db.dialect if db is not None else "duckdb")
     if matrix == "auto":
         same_db = db is not None and get_dialect(dialect_name).name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
-    return compile_sql(plan_.projection, plan_.source, dialect_name, plan_.output, into=into, view=view,
-                       matrix=matrix)
+    return compile_sql(plan_.projection, plan_.source, dialect_name, plan_.output, into=into, view=view, matrix=matrix)
 
 
 def project(
@@ -335,16 +363,16 @@ def project(
         return db.query_df(get_dialect(db.dialect).render(select))
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
-    sql = compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=view,
-                      matrix=_matrix(db, p, matrix))
+    sql = compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=view, matrix=_matrix(db, p, matrix))
     target = ident(into).sql(get_dialect(db.dialect).sqlglot)
     if p.source.schema:
         target = f"{ident(p.source.schema).sql(get_dialect(db.dialect).sqlglot)}.{target}"
     with db.transaction():
         if db.table_exists(into, p.source.schema):
             if not replace:
-                raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) "
-                                       "or choose another name")
+                raise ProjectionExists(
+                    f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+                )
             kind = "VIEW" if _is_view(db, into, p.source.schema) else "TABLE"
             db.execute(f"DROP {kind} {target}")
         db.execute(sql)
@@ -360,14 +388,16 @@ def _matrix(db: Backend, p: Plan, matrix: str) -> str:
 def _is_view(db: Backend, name: str, schema: str | None) -> bool:
     rows = db.fetchall(
         "SELECT table_type FROM information_schema.tables WHERE table_name = ? "
-        "AND table_schema = coalesce(?, current_schema())", [name, schema])
+        "AND table_schema = coalesce(?, current_schema())",
+        [name, schema],
+    )
     return bool(rows) and "VIEW" in str(rows[0][0]).upper()
 
 
-def transform_frame(projection: Projection, frame: pd.DataFrame, columns: Sequence[str] | None = None,
-                    prefix: str = "p") -> pd.DataFrame:
+def transform_frame(
+    projection: Projection, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
+) -> pd.DataFrame:
     """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path)."""
     cols = list(columns) if columns else list(frame.columns)
     Y = reference.transform(projection, frame[cols].to_numpy(dtype=float))
     return pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)], index=frame.index)
-

@@ -53,9 +53,19 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
 
 def _plan_options(args: argparse.Namespace) -> dict:
     options = dict(
-        method=args.method, k=args.k, seed=args.seed, layout=args.layout, columns=_columns(args),
-        array_column=args.array_column, feature_column=args.feature_column, value_column=args.value_column,
-        schema=args.schema, nulls=args.nulls, output=args.output, prefix=args.prefix, d=args.d,
+        method=args.method,
+        k=args.k,
+        seed=args.seed,
+        layout=args.layout,
+        columns=_columns(args),
+        array_column=args.array_column,
+        feature_column=args.feature_column,
+        value_column=args.value_column,
+        schema=args.schema,
+        nulls=args.nulls,
+        output=args.output,
+        prefix=args.prefix,
+        d=args.d,
     )
     if args.method == "achlioptas":
         options["s"] = args.s
@@ -64,8 +74,17 @@ def _plan_options(args: argparse.Namespace) -> dict:
 
 def cmd_project(args: argparse.Namespace) -> int:
     with connect(args.db) as db:
-        result = api.project(db, args.table, args.id_column, args.projection, into=args.into, view=args.view,
-                             replace=args.replace, check=not args.no_check, **_plan_options(args))
+        result = api.project(
+            db,
+            args.table,
+            args.id_column,
+            args.projection,
+            into=args.into,
+            view=args.view,
+            replace=args.replace,
+            check=not args.no_check,
+            **_plan_options(args),
+        )
         if result is None:
             kind = "view" if args.view else "table"
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)
@@ -89,8 +108,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise SqlrpError("without --db, give --k and --d (or --columns)")
         params = {"s": args.s} if args.method == "achlioptas" else {}
         projection = make_projection(args.method, d, args.k, seed=args.seed, **params)
-        source = Source(args.table, args.id_column, args.layout, tuple(cols or ()), args.array_column,
-                        args.feature_column, args.value_column, args.schema, args.nulls)
+        source = Source(
+            args.table,
+            args.id_column,
+            args.layout,
+            tuple(cols or ()),
+            args.array_column,
+            args.feature_column,
+            args.value_column,
+            args.schema,
+            args.nulls,
+        )
         output = Output(args.output, args.prefix, args.prefix)
         sql = compile_sql(projection, source, args.dialect or "duckdb", output, into=args.into, view=args.view)
     print(sql.rstrip(";") + ";")
@@ -100,8 +128,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_create(args: argparse.Namespace) -> int:
     params = {"s": args.s} if args.method == "achlioptas" else {}
     with connect(args.db) as db:
-        proj = api.create_projection(db, args.name, args.method, d=args.d, k=args.k, seed=args.seed,
-                                     replace=args.replace, **params)
+        proj = api.create_projection(
+            db, args.name, args.method, d=args.d, k=args.k, seed=args.seed, replace=args.replace, **params
+        )
         print(json.dumps(proj.describe(), default=str))
     return 0
 

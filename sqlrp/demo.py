@@ -15,8 +15,13 @@ from .methods import expected_distortion
 from .metrics import mean_distortion
 
 
-def run_demo(db_path: str = "sqlrp_demo.duckdb", ks: Sequence[int] = (20, 40, 80, 160),
-             seeds: Sequence[int] = (0, 1, 2), s: str | float = "auto", echo=print) -> pd.DataFrame:
+def run_demo(
+    db_path: str = "sqlrp_demo.duckdb",
+    ks: Sequence[int] = (20, 40, 80, 160),
+    seeds: Sequence[int] = (0, 1, 2),
+    s: str | float = "auto",
+    echo=print,
+) -> pd.DataFrame:
     """Load digits into ``db_path``, project it in SQL for each k and seed, and report distortion."""
     from sklearn.datasets import load_digits
 
@@ -37,8 +42,15 @@ def run_demo(db_path: str = "sqlrp_demo.duckdb", ks: Sequence[int] = (20, 40, 80
                 secs.append(time.perf_counter() - t0)
                 Y = db.query_df(f'SELECT * FROM "digits_rp_k{k}" ORDER BY id').drop(columns="id").to_numpy()
                 dist.append(mean_distortion(X, Y))
-            rows.append({"k": k, "mean_distortion": float(np.mean(dist)), "sd_over_seeds": float(np.std(dist)),
-                         "jl_floor": expected_distortion(k), "sql_seconds": float(np.mean(secs))})
+            rows.append(
+                {
+                    "k": k,
+                    "mean_distortion": float(np.mean(dist)),
+                    "sd_over_seeds": float(np.std(dist)),
+                    "jl_floor": expected_distortion(k),
+                    "sql_seconds": float(np.mean(secs)),
+                }
+            )
     report = pd.DataFrame(rows)
     echo(report.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     echo(f"(mean over seeds {list(seeds)}; s = {s}; projected tables digits_rp_k* are in {db_path})")

@@ -113,9 +113,7 @@ class Combiner:
             raise ValueError("term_component and term_weight must have the same length")
         if len(self.factor_term) != len(self.factor_vector):
             raise ValueError("factor_term and factor_vector must have the same length")
-        if len(self.term_component) and (
-            self.term_component.min() < 0 or self.term_component.max() >= self.k
-        ):
+        if len(self.term_component) and (self.term_component.min() < 0 or self.term_component.max() >= self.k):
             raise ValueError("term component out of range [0, k)")
 
     @classmethod
@@ -145,8 +143,7 @@ class Combiner:
         for t, v in zip(self.factor_term.tolist(), self.factor_vector.tolist(), strict=True):
             factors[t].append(v)
         return [
-            (c, w, f)
-            for c, w, f in zip(self.term_component.tolist(), self.term_weight.tolist(), factors, strict=True)
+            (c, w, f) for c, w, f in zip(self.term_component.tolist(), self.term_weight.tolist(), factors, strict=True)
         ]
 
 

@@ -94,28 +94,51 @@ class Registry:
             self.backend.execute(
                 "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [name, projection.method, json.dumps(projection.params), projection.d, projection.k,
-                 lin.p, projection.seed, float(projection.scale)],
+                [
+                    name,
+                    projection.method,
+                    json.dumps(projection.params),
+                    projection.d,
+                    projection.k,
+                    lin.p,
+                    projection.seed,
+                    float(projection.scale),
+                ],
             )
             frames = {
                 "sqlrp_linear_entry": pd.DataFrame(
-                    {"projection": name, "vector": lin.vector.astype(np.int32),
-                     "feature": lin.feature.astype(np.int32), "weight": lin.weight}
+                    {
+                        "projection": name,
+                        "vector": lin.vector.astype(np.int32),
+                        "feature": lin.feature.astype(np.int32),
+                        "weight": lin.weight,
+                    }
                 ),
                 "sqlrp_combiner_term": pd.DataFrame(
-                    {"projection": name, "term": np.arange(comb.n_terms, dtype=np.int32),
-                     "component": comb.term_component.astype(np.int32), "weight": comb.term_weight}
+                    {
+                        "projection": name,
+                        "term": np.arange(comb.n_terms, dtype=np.int32),
+                        "component": comb.term_component.astype(np.int32),
+                        "weight": comb.term_weight,
+                    }
                 ),
                 "sqlrp_combiner_factor": pd.DataFrame(
-                    {"projection": name, "term": comb.factor_term.astype(np.int32),
-                     "position": _positions(comb.factor_term), "vector": comb.factor_vector.astype(np.int32)}
+                    {
+                        "projection": name,
+                        "term": comb.factor_term.astype(np.int32),
+                        "position": _positions(comb.factor_term),
+                        "vector": comb.factor_vector.astype(np.int32),
+                    }
                 ),
             }
             if lin.bias is not None or lin.power is not None:
                 frames["sqlrp_linear_vector"] = pd.DataFrame(
-                    {"projection": name, "vector": np.arange(lin.p, dtype=np.int32),
-                     "bias": lin.bias if lin.bias is not None else np.zeros(lin.p),
-                     "power": (lin.power if lin.power is not None else np.ones(lin.p)).astype(np.int32)}
+                    {
+                        "projection": name,
+                        "vector": np.arange(lin.p, dtype=np.int32),
+                        "bias": lin.bias if lin.bias is not None else np.zeros(lin.p),
+                        "power": (lin.power if lin.power is not None else np.ones(lin.p)).astype(np.int32),
+                    }
                 )
             for table, frame in frames.items():
                 if len(frame):
@@ -134,14 +157,22 @@ class Registry:
             raise ProjectionNotFound(f"no stored projection named {name!r}.{hint}")
         method, params, d, k, p, seed, scale = rows[0]
         params = params if isinstance(params, dict) else json.loads(params)
-        entries = self._array("SELECT vector, feature, weight FROM sqlrp_linear_entry "
-                              "WHERE projection = ? ORDER BY vector, feature", name, 3)
-        vectors = self._array("SELECT vector, bias, power FROM sqlrp_linear_vector "
-                              "WHERE projection = ? ORDER BY vector", name, 3)
-        terms = self._array("SELECT term, component, weight FROM sqlrp_combiner_term "
-                            "WHERE projection = ? ORDER BY term", name, 3)
-        factors = self._array("SELECT term, position, vector FROM sqlrp_combiner_factor "
-                              "WHERE projection = ? ORDER BY term, position", name, 3)
+        entries = self._array(
+            "SELECT vector, feature, weight FROM sqlrp_linear_entry WHERE projection = ? ORDER BY vector, feature",
+            name,
+            3,
+        )
+        vectors = self._array(
+            "SELECT vector, bias, power FROM sqlrp_linear_vector WHERE projection = ? ORDER BY vector", name, 3
+        )
+        terms = self._array(
+            "SELECT term, component, weight FROM sqlrp_combiner_term WHERE projection = ? ORDER BY term", name, 3
+        )
+        factors = self._array(
+            "SELECT term, position, vector FROM sqlrp_combiner_factor WHERE projection = ? ORDER BY term, position",
+            name,
+            3,
+        )
         bias = power = None
         if len(vectors):
             bias, power = np.zeros(p), np.ones(p, dtype=np.int64)
@@ -149,12 +180,19 @@ class Registry:
             power[vectors[:, 0].astype(int)] = vectors[:, 2]
             bias = bias if np.any(bias) else None
             power = power if np.any(power != 1) else None
-        linear = LinearStage(d=d, p=p, vector=entries[:, 0], feature=entries[:, 1], weight=entries[:, 2],
-                             bias=bias, power=power)
-        combiner = Combiner(k=k, term_component=terms[:, 1], term_weight=terms[:, 2],
-                            factor_term=factors[:, 0], factor_vector=factors[:, 2])
-        return Projection(method=method, linear=linear, combiner=combiner, scale=float(scale),
-                          params=params, seed=seed, name=name)
+        linear = LinearStage(
+            d=d, p=p, vector=entries[:, 0], feature=entries[:, 1], weight=entries[:, 2], bias=bias, power=power
+        )
+        combiner = Combiner(
+            k=k,
+            term_component=terms[:, 1],
+            term_weight=terms[:, 2],
+            factor_term=factors[:, 0],
+            factor_vector=factors[:, 2],
+        )
+        return Projection(
+            method=method, linear=linear, combiner=combiner, scale=float(scale), params=params, seed=seed, name=name
+        )
 
     def _array(self, sql: str, name: str, width: int) -> np.ndarray:
         rows = self.backend.fetchall(sql, [name])

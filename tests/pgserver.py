@@ -58,11 +58,23 @@ class TempPostgres:
     def start(self) -> str:
         if self.as_root:
             shutil.chown(self.root, "postgres")
-        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust",
-                  "--no-sync", "-E", "UTF8")
+        self._run(
+            str(self.bindir / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust", "--no-sync", "-E", "UTF8"
+        )
         opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.root / "log"),
-                  "-w", "-t", "60", "start")
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            opts,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         url = f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
         deadline = time.time() + 30
         import psycopg

@@ -77,11 +77,14 @@ class PostgresBackend(Backend):
             [table, schema],
         )
         if not rows:
-            names = [r[0] for r in self.fetchall(
-                "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = coalesce(?, current_schema())",
-                [schema],
-            )]
+            names = [
+                r[0]
+                for r in self.fetchall(
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_schema = coalesce(?, current_schema())",
+                    [schema],
+                )
+            ]
             raise missing_table(table, schema, names)
         return [ColumnInfo(name, dtype, elem) for name, dtype, elem in rows]
 
@@ -102,9 +105,10 @@ class PostgresBackend(Backend):
         from ..compiler import ident
 
         cols = ", ".join(ident(str(c)).sql("postgres") for c in df.columns)
-        with self.conn.cursor() as cur, cur.copy(
-            f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()
-        ) as copy:
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()) as copy,
+        ):
             for row in df.itertuples(index=False, name=None):
                 copy.write_row([_py(v) for v in row])
 

@@ -119,8 +119,10 @@ def _matrix_relation(projection: Projection, matrix: str) -> exp.Expression:
     ]
     if not rows:
         rows = [exp.Tuple(expressions=[exp.Literal.number(-1), exp.Literal.number(-1), exp.Literal.number("0.0")])]
-    values = exp.Values(expressions=rows, alias=exp.TableAlias(
-        this=ident("_m"), columns=[ident("vector"), ident("feature"), ident("weight")]))
+    values = exp.Values(
+        expressions=rows,
+        alias=exp.TableAlias(this=ident("_m"), columns=[ident("vector"), ident("feature"), ident("weight")]),
+    )
     return exp.select(col("vector"), col("feature"), col("weight")).from_(values)
 
 
@@ -144,14 +146,15 @@ def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[e
     weight = col("weight", "m")
     if lin.is_signs:
         signed = exp.If(this=weight > exp.Literal.number(0), true=v, false=exp.Neg(this=v.copy()))
-        signed_sq = exp.If(
-            this=weight > exp.Literal.number(0), true=v * v, false=exp.Neg(this=exp.paren(v * v))
-        )
+        signed_sq = exp.If(this=weight > exp.Literal.number(0), true=v * v, false=exp.Neg(this=exp.paren(v * v)))
     else:
         signed, signed_sq = weight * v, weight * exp.paren(v * v)
     kv = (
-        exp.select(*group_keys, exp.alias_(col("vector", "m"), "_vec", quoted=True),
-                   exp.alias_(exp.Sum(this=signed), "_s1", quoted=True))
+        exp.select(
+            *group_keys,
+            exp.alias_(col("vector", "m"), "_vec", quoted=True),
+            exp.alias_(exp.Sum(this=signed), "_s1", quoted=True),
+        )
         .from_(src.subquery("s"))
         .join(_matrix_relation(projection, matrix).subquery("m"), on=col("feature", "m").eq(col("_f", "s")))
         .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
@@ -219,9 +222,7 @@ def compile_select(
     names = output.names(projection.k)
     key_out = source.group_column or source.id_column
     if key_out in names:
-        raise InvalidParameter(
-            f"output column {key_out!r} would appear twice; choose another --prefix or output name"
-        )
+        raise InvalidParameter(f"output column {key_out!r} would appear twice; choose another --prefix or output name")
     if matrix == "auto":
         matrix = "registry" if projection.name else "values"
     lin = projection.linear
@@ -266,10 +267,12 @@ def compile_select(
     key_expr = base.expressions[0]
     base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True)])
     if output.form == "wide":
-        return base.select(*[exp.alias_(e, n, quoted=True) for e, n in zip(final, names, strict=True)],
-                           append=True, copy=False)
-    return base.select(exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True),
-                       append=True, copy=False)
+        return base.select(
+            *[exp.alias_(e, n, quoted=True) for e, n in zip(final, names, strict=True)], append=True, copy=False
+        )
+    return base.select(
+        exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True), append=True, copy=False
+    )
 
 
 def compile_sql(
@@ -301,4 +304,3 @@ def order_by_key(select: exp.Select, key: str) -> exp.Select:
 
 
 __all__ = ["Output", "Source", "compile_select", "compile_sql", "ident"]
-

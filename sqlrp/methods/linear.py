@@ -116,9 +116,7 @@ def gaussian(d: int, k: int, seed: int | None = 0) -> Projection:
     check_dims(d, k)
     rng = np.random.default_rng(seed)
     weight = rng.standard_normal((k, d)).ravel()
-    linear = LinearStage(
-        d=d, p=k, vector=np.repeat(np.arange(k), d), feature=np.tile(np.arange(d), k), weight=weight
-    )
+    linear = LinearStage(d=d, p=k, vector=np.repeat(np.arange(k), d), feature=np.tile(np.arange(d), k), weight=weight)
     return Projection(
         method="gaussian",
         linear=linear,
