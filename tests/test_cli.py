@@ -1,0 +1,88 @@
+"""The CLI mirrors the API; errors are one line with exit code 2."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import wide_frame
+
+import sqlrp
+from sqlrp.cli import main
+
+
+@pytest.fixture
+def dbfile(tmp_path):
+    path = tmp_path / "cli.duckdb"
+    with sqlrp.connect(str(path)) as db:
+        X = np.random.default_rng(2).standard_normal((20, 6))
+        db.write_dataframe("my table", wide_frame(X))
+    return f"duckdb:///{path}", X
+
+
+def test_project_into_and_reuse(dbfile, capsys):
+    url, X = dbfile
+    args = ["project", "--db", url, "--table", "my table", "--id-column", "id", "--method", "achlioptas",
+            "--k", "4", "--s", "3", "--seed", "7", "--projection", "p4", "--into", "out"]
+    assert main(args) == 0
+    assert main(["projections", "list", "--db", url]) == 0
+    assert "p4" in capsys.readouterr().out
+    assert main(["projections", "show", "p4", "--db", url]) == 0
+    shown = capsys.readouterr().out
+    assert '"k": 4' in shown and '"seed": 7' in shown
+    with sqlrp.connect(url) as db:
+        out = db.query_df('SELECT * FROM "out" ORDER BY id')
+        want = sqlrp.transform(sqlrp.load_projection(db, "p4"), X)
+    assert np.allclose(out.drop(columns="id").to_numpy(), want, rtol=1e-9)
+    # CSV to stdout with the stored projection
+    assert main(["project", "--db", url, "--table", "my table", "--id-column", "id", "--projection", "p4"]) == 0
+    csv = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert np.allclose(csv.drop(columns="id").to_numpy(), want, rtol=1e-9)
+
+
+def test_compile_for_spark_without_database(capsys):
+    assert main(["compile", "--table", "t`x", "--id-column", "id", "--columns", "a,b,c", "--k", "2",
+                 "--s", "1", "--dialect", "spark"]) == 0
+    sql = capsys.readouterr().out
+    assert "FROM `t``x`" in sql and sql.strip().endswith(";")
+    assert sql.count("*") == 2  # one delayed scale factor per output; the rest is + and -
+
+
+def test_compile_from_database_matches_execution(dbfile, capsys):
+    url, X = dbfile
+    assert main(["compile", "--db", url, "--table", "my table", "--id-column", "id", "--k", "3",
+                 "--projection", "c3"]) == 0
+    sql = capsys.readouterr().out
+    with sqlrp.connect(url) as db:
+        got = db.query_df(sql.rstrip().rstrip(";")).sort_values("id")
+        want = sqlrp.transform(sqlrp.load_projection(db, "c3"), X)
+    assert np.allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-9)
+
+
+def test_errors_are_one_line(dbfile, capsys):
+    url, _ = dbfile
+    assert main(["project", "--db", url, "--table", "nope", "--id-column", "id", "--k", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no table named 'nope'") and "Traceback" not in err
+    assert main(["projections", "drop", "missing", "--db", url]) == 2
+    assert main(["project", "--db", url, "--table", "my table", "--id-column", "id", "--k", "0"]) == 2
+
+
+def test_create_and_drop(dbfile, capsys):
+    url, _ = dbfile
+    assert main(["create", "--db", url, "--name", "c", "--d", "6", "--k", "3", "--s", "1"]) == 0
+    assert '"nnz": 18' in capsys.readouterr().out
+    assert main(["projections", "drop", "c", "--db", url]) == 0
+    assert main(["migrate", "--db", url]) == 0
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_demo_runs_and_reports_near_the_floor(tmp_path, capsys):
+    from sqlrp.demo import run_demo
+
+    report = run_demo(str(tmp_path / "demo.duckdb"), ks=(40, 160), seeds=(0, 1), echo=lambda *_: None)
+    assert list(report["k"]) == [40, 160]
+    ratio = report["mean_distortion"] / report["jl_floor"]
+    assert ((ratio > 0.8) & (ratio < 1.3)).all(), report
