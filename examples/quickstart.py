@@ -1,6 +1,6 @@
 """Quick start: store a projection, project a table inside DuckDB, compare with the NumPy path.
 
-    python examples/quickstart.py
+python examples/quickstart.py
 """
 
 import numpy as np

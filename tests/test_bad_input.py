@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pandas as pd
+import psycopg
 import pytest
-from conftest import array_frame, long_frame, wide_frame
+from conftest import array_frame, wide_frame
 
 import sqlrp
 
+DB_ERRORS = (duckdb.Error, psycopg.Error)
 HOSTILE = ['we"ird', "semi;colon", "has space", "ünïcødé_表", "select", "Robert'); DROP TABLE t;--", "a`b"]
 
 
 def tables(db):
-    return set(db.query_df("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
-               ["table_name"])
+    return set(
+        db.query_df("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")[
+            "table_name"
+        ]
+    )
 
 
 def test_unknown_table(db):
@@ -52,8 +58,13 @@ def test_null_or_nan_features_error_by_default(db, bad):
     with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*--nulls zero"):
         sqlrp.project(db, "t", "id", k=2, s=1, into="out")
     assert "out" not in tables(db) and tables(db) - before <= {
-        "sqlrp_projection", "sqlrp_linear_entry", "sqlrp_linear_vector", "sqlrp_combiner_term",
-        "sqlrp_combiner_factor", "sqlrp_schema_version"}
+        "sqlrp_projection",
+        "sqlrp_linear_entry",
+        "sqlrp_linear_vector",
+        "sqlrp_combiner_term",
+        "sqlrp_combiner_factor",
+        "sqlrp_schema_version",
+    }
 
 
 def test_nulls_as_zero_option(db):
@@ -68,7 +79,7 @@ def test_nulls_as_zero_option(db):
     assert np.allclose(out.drop(columns="id").to_numpy(), sqlrp.transform(sqlrp.load_projection(db, "z"), X0))
     # NaN is not NULL: still an error with nulls='zero'
     db.write_dataframe("t2", df)
-    db.execute("UPDATE \"t2\" SET \"f0\" = CAST('NaN' AS DOUBLE PRECISION) WHERE \"id\" = 1")
+    db.execute('UPDATE "t2" SET "f0" = CAST(\'NaN\' AS DOUBLE PRECISION) WHERE "id" = 1')
     with pytest.raises(sqlrp.InputError, match="id 1"):
         sqlrp.project(db, "t2", "id", "z", nulls="zero")
 
@@ -145,12 +156,12 @@ def test_failed_materialisation_leaves_nothing_and_keeps_old_output(db):
     df.loc[7, "txt"] = "not a number"
     db.write_dataframe("src", df)
     db.execute('CREATE VIEW "bad" AS SELECT "id", "f0", CAST("txt" AS DOUBLE PRECISION) AS "f1" FROM "src"')
-    with pytest.raises(Exception):  # the database's own conversion error, mid-query
+    with pytest.raises(DB_ERRORS):  # the database's own conversion error, mid-query
         sqlrp.project(db, "bad", "id", "b", k=2, into="out", check=False)
     assert "out" not in tables(db)
     # an existing output survives a failed replace
     sqlrp.project(db, "src", "id", "ok", k=2, columns=["f0"], into="out2")
-    with pytest.raises(Exception):
+    with pytest.raises(DB_ERRORS):
         sqlrp.project(db, "bad", "id", "b2", k=2, columns=["f0", "f1"], into="out2", replace=True, check=False)
     assert db.fetchall('SELECT count(*) FROM "out2"')[0][0] == 10
     assert db.fetchall('SELECT count(*) FROM "src"')[0][0] == 10  # the source is untouched

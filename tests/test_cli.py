@@ -24,8 +24,27 @@ def dbfile(tmp_path):
 
 def test_project_into_and_reuse(dbfile, capsys):
     url, X = dbfile
-    args = ["project", "--db", url, "--table", "my table", "--id-column", "id", "--method", "achlioptas",
-            "--k", "4", "--s", "3", "--seed", "7", "--projection", "p4", "--into", "out"]
+    args = [
+        "project",
+        "--db",
+        url,
+        "--table",
+        "my table",
+        "--id-column",
+        "id",
+        "--method",
+        "achlioptas",
+        "--k",
+        "4",
+        "--s",
+        "3",
+        "--seed",
+        "7",
+        "--projection",
+        "p4",
+        "--into",
+        "out",
+    ]
     assert main(args) == 0
     assert main(["projections", "list", "--db", url]) == 0
     assert "p4" in capsys.readouterr().out
@@ -43,8 +62,26 @@ def test_project_into_and_reuse(dbfile, capsys):
 
 
 def test_compile_for_spark_without_database(capsys):
-    assert main(["compile", "--table", "t`x", "--id-column", "id", "--columns", "a,b,c", "--k", "2",
-                 "--s", "1", "--dialect", "spark"]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                "--table",
+                "t`x",
+                "--id-column",
+                "id",
+                "--columns",
+                "a,b,c",
+                "--k",
+                "2",
+                "--s",
+                "1",
+                "--dialect",
+                "spark",
+            ]
+        )
+        == 0
+    )
     sql = capsys.readouterr().out
     assert "FROM `t``x`" in sql and sql.strip().endswith(";")
     assert sql.count("*") == 2  # one delayed scale factor per output; the rest is + and -
@@ -52,8 +89,10 @@ def test_compile_for_spark_without_database(capsys):
 
 def test_compile_from_database_matches_execution(dbfile, capsys):
     url, X = dbfile
-    assert main(["compile", "--db", url, "--table", "my table", "--id-column", "id", "--k", "3",
-                 "--projection", "c3"]) == 0
+    assert (
+        main(["compile", "--db", url, "--table", "my table", "--id-column", "id", "--k", "3", "--projection", "c3"])
+        == 0
+    )
     sql = capsys.readouterr().out
     with sqlrp.connect(url) as db:
         got = db.query_df(sql.rstrip().rstrip(";")).sort_values("id")

@@ -38,7 +38,9 @@ def test_achlioptas_distribution(s):
     assert density == pytest.approx(1 / s_val, rel=0.05)
     assert abs(np.mean(p.linear.weight)) < 0.05  # balanced signs
     # no duplicate (vector, feature) entries
-    assert len({(v, f) for v, f in zip(p.linear.vector.tolist(), p.linear.feature.tolist(), strict=True)}) == p.linear.nnz
+    assert (
+        len({(v, f) for v, f in zip(p.linear.vector.tolist(), p.linear.feature.tolist(), strict=True)}) == p.linear.nnz
+    )
 
 
 def test_generation_is_deterministic():

@@ -56,7 +56,7 @@ def test_array_output_and_materialised_table(db, data):
     sqlrp.project(db, "t", "id", "p", k=9, s=3, into="out_arr", output="array", prefix="vec")
     sqlrp.project(db, "t", "id", "p", into="out_view", view=True)
     proj = sqlrp.load_projection(db, "p")
-    arr = db.query_df('SELECT id, vec FROM out_arr ORDER BY id')
+    arr = db.query_df("SELECT id, vec FROM out_arr ORDER BY id")
     got = np.vstack([np.asarray(v, dtype=float) for v in arr["vec"]])
     want = sqlrp.transform(proj, data)
     assert np.max(np.abs(got - want)) <= RTOL * np.abs(want).max()

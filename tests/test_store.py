@@ -49,10 +49,22 @@ def test_kernel_shaped_ir_round_trips(db):
     """Bias, power and a non-identity combiner survive storage (the kernel methods rely on it)."""
     from sqlrp.ir import Combiner, LinearStage, Projection
 
-    lin = LinearStage(d=4, p=3, vector=[0, 0, 1, 2, 2], feature=[0, 3, 1, 2, 3], weight=[1, -1, 1, 1, -1],
-                      bias=[0.5, 0, 0], power=[1, 1, 2])
-    comb = Combiner(k=2, term_component=[0, 0, 1], term_weight=[1.0, -1.0, 2.0], factor_term=[0, 0, 1, 2],
-                    factor_vector=[0, 1, 2, 1])
+    lin = LinearStage(
+        d=4,
+        p=3,
+        vector=[0, 0, 1, 2, 2],
+        feature=[0, 3, 1, 2, 3],
+        weight=[1, -1, 1, 1, -1],
+        bias=[0.5, 0, 0],
+        power=[1, 1, 2],
+    )
+    comb = Combiner(
+        k=2,
+        term_component=[0, 0, 1],
+        term_weight=[1.0, -1.0, 2.0],
+        factor_term=[0, 0, 1, 2],
+        factor_vector=[0, 1, 2, 1],
+    )
     proj = Projection("custom", lin, comb, scale=0.25, params={"note": "test"}, seed=None)
     Registry(db).save(proj, "k")
     back = sqlrp.load_projection(db, "k")
