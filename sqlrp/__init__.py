@@ -8,6 +8,7 @@ Linear (Achlioptas sign matrices, Gaussian) and polynomial-kernel projections sh
 
 from .api import (
     compile_projection,
+    copy_projection,
     create_projection,
     drop_projection,
     list_projections,
@@ -42,6 +43,7 @@ __all__ = [
     "compile_select",
     "compile_sql",
     "connect",
+    "copy_projection",
     "create_projection",
     "drop_projection",
     "expected_distortion",

@@ -28,6 +28,7 @@ from .store import Registry
 __all__ = [
     "compile_projection",
     "connect",
+    "copy_projection",
     "create_projection",
     "drop_projection",
     "list_projections",
@@ -70,6 +71,12 @@ def load_projection(db: Backend, name: str) -> Projection:
 def list_projections(db: Backend) -> pd.DataFrame:
     """All stored projections, one row each."""
     return _registry(db).list()
+
+
+def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = None, replace: bool = False) -> None:
+    """Copy the stored projection ``name`` from ``db`` into the registry of ``to`` (another database),
+    so that both project with the identical matrix."""
+    _registry(to).save(_registry(db).load(name), new_name or name, replace=replace)
 
 
 def drop_projection(db: Backend, name: str) -> None:

@@ -1,6 +1,6 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
-``create_projection``, ``projections list|show|drop``, ``migrate``, ``demo``)."""
+``create_projection``, ``projections list|show|copy|drop``, ``migrate``, ``demo``)."""
 
 from __future__ import annotations
 
@@ -142,6 +142,12 @@ def cmd_projections(args: argparse.Namespace) -> int:
             print(frame.to_string(index=False) if len(frame) else "(no stored projections)")
         elif args.action == "show":
             print(json.dumps(api.load_projection(db, args.name).describe(), indent=2, default=str))
+        elif args.action == "copy":
+            if not args.to:
+                raise SqlrpError("projections copy needs --to URL (the database to copy into)")
+            with connect(args.to) as target:
+                api.copy_projection(db, args.name, target, replace=args.replace)
+            print(f"copied {args.name!r} to {args.to}", file=sys.stderr)
         elif args.action == "drop":
             api.drop_projection(db, args.name)
             print(f"dropped {args.name!r}", file=sys.stderr)
@@ -193,10 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true")
     p.set_defaults(func=cmd_create)
 
-    p = sub.add_parser("projections", help="list, show or drop stored projections")
-    p.add_argument("action", choices=["list", "show", "drop"])
+    p = sub.add_parser("projections", help="list, show, copy or drop stored projections")
+    p.add_argument("action", choices=["list", "show", "copy", "drop"])
     p.add_argument("name", nargs="?")
     p.add_argument("--db", required=True)
+    p.add_argument("--to", help="copy: the database URL to copy the projection into")
+    p.add_argument("--replace", action="store_true", help="copy: overwrite a projection of that name")
     p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("migrate", help="create or upgrade the registry tables")
@@ -214,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "projections" and args.action in ("show", "drop") and not args.name:
+    if args.command == "projections" and args.action in ("show", "copy", "drop") and not args.name:
         parser.error(f"projections {args.action} needs a NAME")
     try:
         return args.func(args)

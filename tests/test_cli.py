@@ -125,3 +125,38 @@ def test_demo_runs_and_reports_near_the_floor(tmp_path, capsys):
     assert list(report["k"]) == [40, 160]
     ratio = report["mean_distortion"] / report["jl_floor"]
     assert ((ratio > 0.8) & (ratio < 1.3)).all(), report
+
+
+def test_same_projection_on_duckdb_and_postgres_through_the_cli(tmp_path, pg_url, capsys):
+    """The check a new user does: one stored projection, copied to PostgreSQL, same output."""
+    from sklearn.datasets import load_wine
+
+    X = load_wine().data
+    duck_url = f"duckdb:///{tmp_path / 'w.duckdb'}"
+    schema = "cli_copy"
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        admin.execute(f"CREATE SCHEMA {schema}")
+    pg = f"{pg_url}?options=-csearch_path%3D{schema}"
+    for url in (duck_url, pg):
+        with sqlrp.connect(url) as db:
+            db.write_dataframe("Wine Table", wide_frame(X, [f"Col {i}" for i in range(X.shape[1])]))
+    base = ["--table", "Wine Table", "--id-column", "id"]
+    assert main(["project", "--db", duck_url, *base, "--k", "160", "--projection", "w160", "--into", "o"]) == 0
+    assert main(["projections", "copy", "w160", "--db", duck_url, "--to", pg]) == 0
+    assert main(["project", "--db", pg, *base, "--projection", "w160", "--into", "o"]) == 0
+    frames = []
+    for url in (duck_url, pg):
+        with sqlrp.connect(url) as db:
+            frames.append(db.query_df('SELECT * FROM "o" ORDER BY id').drop(columns="id").to_numpy(dtype=float))
+    assert np.max(np.abs(frames[0] - frames[1])) <= 1e-9 * np.abs(frames[0]).max()
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_schema_hint(dbfile, capsys):
+    url, _ = dbfile
+    assert main(["project", "--db", url, "--table", "main.my table", "--id-column", "id", "--k", "2"]) == 2
+    assert "--schema main --table my table" in capsys.readouterr().err

@@ -104,5 +104,8 @@ class Backend(ABC):
 
 def missing_table(table: str, schema: str | None, available: list[str]) -> InputError:
     where = f"{schema}.{table}" if schema else table
-    hint = f" Tables here: {', '.join(sorted(available)[:20])}" if available else " The database has no tables."
+    hint = f" Tables here: {', '.join(sorted(available)[:20])}." if available else " The database has no tables."
+    if "." in table and schema is None:
+        first, _, rest = table.partition(".")
+        hint += f" For a table in another schema, pass --schema {first} --table {rest}."
     return InputError(f"no table named {where!r}.{hint}")
