@@ -85,6 +85,14 @@ class Backend(ABC):
     def close(self) -> None:
         """Close the connection."""
 
+    def table_names(self, schema: str | None = None) -> list[str]:
+        """Tables and views in ``schema`` (default: the current schema)."""
+        rows = self.fetchall(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = coalesce(?, current_schema())",
+            [schema],
+        )
+        return [r[0] for r in rows]
+
     def table_exists(self, table: str, schema: str | None = None) -> bool:
         try:
             self.columns(table, schema)

@@ -75,15 +75,7 @@ class DuckDBBackend(Backend):
             [table, schema],
         )
         if not rows:
-            names = [
-                r[0]
-                for r in self.fetchall(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_schema = coalesce(?, current_schema())",
-                    [schema],
-                )
-            ]
-            raise missing_table(table, schema, names)
+            raise missing_table(table, schema, self.table_names(schema))
         out = []
         for name, dtype in rows:
             m = _ARRAY.match(dtype)

@@ -77,15 +77,7 @@ class PostgresBackend(Backend):
             [table, schema],
         )
         if not rows:
-            names = [
-                r[0]
-                for r in self.fetchall(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_schema = coalesce(?, current_schema())",
-                    [schema],
-                )
-            ]
-            raise missing_table(table, schema, names)
+            raise missing_table(table, schema, self.table_names(schema))
         return [ColumnInfo(name, dtype, elem) for name, dtype, elem in rows]
 
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
