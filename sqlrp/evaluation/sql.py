@@ -164,9 +164,8 @@ def _features_dx(projection: Projection, kernel: Kernel | None, a: str = "a", b:
 def _with_self_kernel(x_rel: exp.Select, d: int, kernel: Kernel | None) -> exp.Select:
     if kernel is None:
         return x_rel
-    return (
-        exp.select(exp.Star(), exp.alias_(_kernel("_s", "_s", d, kernel), "_kk", quoted=True))
-        .from_(x_rel.subquery("_s"))
+    return exp.select(exp.Star(), exp.alias_(_kernel("_s", "_s", d, kernel), "_kk", quoted=True)).from_(
+        x_rel.subquery("_s")
     )
 
 
