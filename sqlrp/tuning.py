@@ -125,20 +125,23 @@ def tune_matrix(
     history: list[tuple[int, float]] = [(0, initial)] if record else []
     accepted = 0
     it = 0
+    base, dp = np.empty_like(E), np.empty_like(E)  # reused buffers: no allocation in the loop
+    PT = np.ascontiguousarray(P.T)  # row c = column c of P, contiguous
     while it < iterations:
         count = min(512, iterations - it)
         cols, Wc = candidate_block(rng, d, k, s_val, count)
-        Pn = np.asfortranarray((X @ Wc) * scale)  # n x count: the O(nd) part of every proposal
+        PnT = np.ascontiguousarray(((X @ Wc) * scale).T)  # count x n: the O(nd) part of every proposal
         for j in range(count):
             c = int(cols[j])
             # Eq. 11: D_P* = D_P - D(P[:, c]) + D(p); here E* = (E + D(q)) - D(p)
-            base = E + pdist(P[:, c : c + 1], "sqeuclidean")
-            dp = pdist(Pn[:, j : j + 1], "sqeuclidean")
+            pdist(PT[c][:, None], "sqeuclidean", out=base)
+            base += E
+            pdist(PnT[j][:, None], "sqeuclidean", out=dp)
             new_total = _weighted_l1(base, dp, w)
             if new_total < total:
-                base -= dp
-                E, total = base, new_total
-                P[:, c] = Pn[:, j]
+                np.subtract(base, dp, out=E)
+                total = new_total
+                PT[c] = PnT[j]
                 R[:, c] = Wc[:, j]
                 accepted += 1
                 if record:
