@@ -193,13 +193,14 @@ def _naive_dtrp(X, k, s, iterations, seed):
 
 def test_incremental_update_equals_naive_recomputation(digits):
     X = digits[:40]
-    fast = tune_matrix(X, 6, s=4, iterations=300, seed=3, record=True)
     R, loss, history = _naive_dtrp(X, 6, 4.0, 300, 3)
-    assert np.array_equal(fast.R, R)
-    assert [i for i, _ in fast.history] == [i for i, _ in history]
-    np.testing.assert_allclose([v for _, v in fast.history], [v for _, v in history], rtol=1e-10)
-    assert math.isclose(fast.loss, loss, rel_tol=1e-10)
-    assert fast.accepted > 3
+    for cache_mb in (256, 0):  # with and without the per-column D(P[:, c]) cache
+        fast = tune_matrix(X, 6, s=4, iterations=300, seed=3, record=True, cache_mb=cache_mb)
+        assert np.array_equal(fast.R, R)
+        assert [i for i, _ in fast.history] == [i for i, _ in history]
+        np.testing.assert_allclose([v for _, v in fast.history], [v for _, v in history], rtol=1e-10)
+        assert math.isclose(fast.loss, loss, rel_tol=1e-10)
+        assert fast.accepted > 3
 
 
 def test_loss_never_increases_and_matrix_stays_sparse_signs(digits):
