@@ -10,11 +10,13 @@ from .api import (
     compile_projection,
     create_projection,
     drop_projection,
+    evaluate,
     list_projections,
     load_projection,
     plan,
     project,
     transform_frame,
+    tune,
 )
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
@@ -44,6 +46,7 @@ __all__ = [
     "connect",
     "create_projection",
     "drop_projection",
+    "evaluate",
     "expected_distortion",
     "johnson_lindenstrauss_min_dim",
     "list_projections",
@@ -53,4 +56,5 @@ __all__ = [
     "project",
     "transform",
     "transform_frame",
+    "tune",
 ]

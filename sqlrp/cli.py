@@ -1,7 +1,6 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
-``create_projection``, ``projections list|show|drop``, ``migrate``, ``demo``, ``tune`` ->
-:func:`sqlrp.tuning.tune`, ``evaluate`` -> :func:`sqlrp.report.evaluate`)."""
+``create_projection``, ``projections list|show|drop``, ``migrate``, ``demo``, ``tune``, ``evaluate``)."""
 
 from __future__ import annotations
 
@@ -191,10 +190,8 @@ def _add_table(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .tuning import tune
-
     with connect(args.db) as db:
-        proj = tune(
+        proj = api.tune(
             db,
             args.table,
             args.id_column,
@@ -215,14 +212,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation.metrics import Kernel
-    from .report import evaluate
 
     kernel = None
     if args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else None
     with connect(args.db) as db:
-        report = evaluate(
+        report = api.evaluate(
             db,
             args.table,
             args.id_column,

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import array_frame, wide_frame
+from conftest import array_frame, long_frame, wide_frame
 
 import sqlrp
 from sqlrp import reference
@@ -270,6 +270,21 @@ def test_tune_stores_an_ordinary_projection_that_compiles(db, digits):
     # the stored loss is the loss of the stored matrix on the training sample
     _, X = fetch_sample(db, proj, resolve_source(db, "digits", "id"), 80, seed=1)
     assert math.isclose(stored.params["final_loss"], dtrp_loss(X, proj.linear.dense(), stored.params["s"]))
+
+
+def test_tune_reads_the_same_sample_from_wide_long_and_array_tables(duck, digits):
+    X = digits[:200]
+    duck.write_dataframe("w", wide_frame(X))
+    duck.write_dataframe("l", long_frame(X))
+    duck.write_dataframe("a", array_frame(X))
+    kw = dict(sample=50, k=6, iterations=200, seed=4)
+    wide = tune(duck, "w", "id", name="tw", **kw)
+    long = tune(duck, "l", "id", name="tl", layout="long", **kw)
+    arr = tune(duck, "a", "id", name="ta", layout="array", **kw)
+    assert np.array_equal(wide.linear.dense(), long.linear.dense())
+    assert np.array_equal(wide.linear.dense(), arr.linear.dense())
+    report = sqlrp.evaluate(duck, "l", "id", "tl", layout="long", sample=60, queries=10)
+    assert report.metrics["sql"] == {} and report.metrics["distortion_mean"] > 0
 
 
 def test_cli_tune_and_evaluate(tmp_path, digits, capsys):

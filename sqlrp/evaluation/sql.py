@@ -72,6 +72,8 @@ def sample_ids_query(source: Source, seed: int, limit: int | None) -> exp.Select
         .from_(table_ref(source))
         .where(exp.Not(this=exp.Is(this=col(source.id_column), expression=exp.Null())))
     )
+    if source.layout == "long":  # one row per (id, feature): sample ids, not rows
+        inner = inner.distinct()
     if limit is not None:
         inner = inner.order_by(col("_h"), col("_id")).limit(int(limit))
     rn = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=col("_h")), col("_id")]))
