@@ -26,7 +26,7 @@ d = 784, k = 200, 4,000 iterations take 1.8-2.0 s of CPU (2.7-3.2 s wall); the p
 on an i7.  What remains is three compiled passes over the n(n-1)/2 pairs per proposal; a fused loop
 (numba or C) would be the next step.
 
-Not tried: a sign-based exact lower bound to skip full evaluations was tried and removed -- in
+Tried and dropped: a sign-based exact lower bound to skip full evaluations -- in
 practice about 97% of proposals passed it (too many pairs change the sign of their error).
 """
 
