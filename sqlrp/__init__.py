@@ -11,11 +11,13 @@ from .api import (
     copy_projection,
     create_projection,
     drop_projection,
+    evaluate,
     list_projections,
     load_projection,
     plan,
     project,
     transform_frame,
+    tune,
 )
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
@@ -46,6 +48,7 @@ __all__ = [
     "copy_projection",
     "create_projection",
     "drop_projection",
+    "evaluate",
     "expected_distortion",
     "johnson_lindenstrauss_min_dim",
     "list_projections",
@@ -55,4 +58,5 @@ __all__ = [
     "project",
     "transform",
     "transform_frame",
+    "tune",
 ]

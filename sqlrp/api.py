@@ -25,17 +25,22 @@ from .ir import Projection
 from .methods import make_projection
 from .store import Registry
 
+# ``tune`` (DT-RP / best-of-n) and ``evaluate`` (metrics + report) live in their own modules;
+# they are part of the API the CLI mirrors.  Imported at the end of this module (they import it).
+
 __all__ = [
     "compile_projection",
     "connect",
     "copy_projection",
     "create_projection",
     "drop_projection",
+    "evaluate",
     "list_projections",
     "load_projection",
     "project",
     "resolve_source",
     "transform_frame",
+    "tune",
 ]
 
 
@@ -408,3 +413,7 @@ def transform_frame(
     cols = list(columns) if columns else list(frame.columns)
     Y = reference.transform(projection, frame[cols].to_numpy(dtype=float))
     return pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)], index=frame.index)
+
+
+from .report import evaluate  # noqa: E402
+from .tuning import tune  # noqa: E402

@@ -1,6 +1,6 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
-``create_projection``, ``projections list|show|copy|drop``, ``migrate``, ``demo``)."""
+``create_projection``, ``projections list|show|copy|drop``, ``migrate``, ``demo``, ``tune``, ``evaluate``)."""
 
 from __future__ import annotations
 
@@ -169,6 +169,83 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_options(args: argparse.Namespace) -> dict:
+    return dict(
+        layout=args.layout,
+        columns=_columns(args),
+        array_column=args.array_column,
+        feature_column=args.feature_column,
+        value_column=args.value_column,
+        schema=args.schema,
+        nulls=args.nulls,
+    )
+
+
+def _add_table(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, help="database URL: duckdb:///file.db or postgresql://user@host/db")
+    p.add_argument("--table", required=True, help="input table (any name; it is quoted)")
+    p.add_argument("--schema", help="schema of the input table")
+    p.add_argument("--id-column", required=True, help="row id column")
+    p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
+    p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
+    p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
+    p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
+    p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
+    p.add_argument("--value-column", default="value", help="long layout: value column")
+    p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    with connect(args.db) as db:
+        proj = api.tune(
+            db,
+            args.table,
+            args.id_column,
+            sample=args.sample,
+            k=args.k,
+            s=args.s,
+            iterations=args.iterations,
+            seed=args.seed,
+            name=args.name,
+            replace=args.replace,
+            baseline=args.baseline,
+            draws=args.draws,
+            **_table_options(args),
+        )
+        print(json.dumps(proj.describe(), indent=2, default=str))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluation.metrics import Kernel
+
+    kernel = None
+    if args.kernel_degree:
+        kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
+    ks = [int(k) for k in args.ks.split(",")] if args.ks else None
+    with connect(args.db) as db:
+        report = api.evaluate(
+            db,
+            args.table,
+            args.id_column,
+            args.projection,
+            out=args.out,
+            sample=args.sample,
+            queries=args.queries,
+            recall_k=args.recall_k,
+            seed=args.seed,
+            ks=ks,
+            kernel=kernel,
+            label_column=args.label_column,
+            in_sql=not args.no_sql,
+            **_table_options(args),
+        )
+        print(report)
+        for f in report.files:
+            print(f"wrote {f}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlrp", description="Random projections compiled to SQL.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -206,6 +283,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", help="copy: the database URL to copy the projection into")
     p.add_argument("--replace", action="store_true", help="copy: overwrite a projection of that name")
     p.set_defaults(func=cmd_projections)
+
+    p = sub.add_parser("tune", help="tune a projection on a sample of a table (DT-RP) and store it")
+    _add_table(p)
+    p.add_argument("--sample", type=int, default=500, help="training rows (a seeded sample)")
+    p.add_argument("--k", type=int, required=True, help="output dimension")
+    p.add_argument("--s", type=_s, default="auto", help="sparsity s >= 1 (1, 3, or auto = sqrt(d))")
+    p.add_argument("--iterations", type=int, default=4000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)")
+    p.add_argument("--replace", action="store_true")
+    p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner")
+    p.add_argument("--draws", type=int, default=20, help="best-of-n: how many random matrices")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("evaluate", help="metrics and plots of a stored projection on a table")
+    _add_table(p)
+    p.add_argument("--projection", required=True, help="stored projection name")
+    p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots")
+    p.add_argument("--sample", type=int, default=300, help="rows in the seeded evaluation sample")
+    p.add_argument("--queries", type=int, default=100, help="Recall@K queries (the rest is the database)")
+    p.add_argument("--recall-k", type=int, default=5, help="K of Recall@K")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ks", help="comma-separated k values for the distortion-vs-k plot")
+    p.add_argument("--kernel-degree", type=int, help="measure distortion in this polynomial kernel's space")
+    p.add_argument("--kernel-c", type=float, default=0.0, help="kernel constant c in (x.y + c)^degree")
+    p.add_argument("--modified-kernel", action="store_true", help="degree-2 kernel without its diagonal")
+    p.add_argument("--label-column", help="class labels: adds linear-classifier accuracies")
+    p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")
+    p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("migrate", help="create or upgrade the registry tables")
     p.add_argument("--db", required=True)

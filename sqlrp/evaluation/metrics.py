@@ -1,0 +1,187 @@
+"""Quality measures of a projection, in NumPy (the oracle the SQL versions are tested against).
+
+- Pairwise distortion of squared distances (López-Sánchez et al. 2018, ``000`` Eq. 22)::
+
+      distortion(x, y) = | ||f(x) - f(y)||^2 - ||phi(x) - phi(y)||^2 | / ||phi(x) - phi(y)||^2
+
+  in input space (``phi`` = identity) or in a kernel's feature space through the kernel trick
+  (``000`` Eq. 23: ``||phi(x) - phi(y)||^2 = K(x, x) + K(y, y) - 2 K(x, y)``).  Pairs at distance 0
+  (duplicate rows) are excluded, never divided by.
+- Recall@K of K-nearest-neighbour search in the projected space (``002`` Eq. 12):
+  ``|nu ∩ nu'| / K`` averaged over queries; queries are searched in a separate database set.
+  Ties in distance are broken by database order (the SQL version breaks them by id, which is the
+  same order when the database rows are sorted by id).
+- Neighbourhood preservation (``002`` Eq. 13-15): ``Q_NX(K) = 1/(nK) sum_i |nu_iK ∩ nu'_iK|``,
+  ``R_NX(K) = ((n-1) Q_NX(K) - K) / (n - 1 - K)``, ``AUC = sum_K R_NX(K)/K / sum_K 1/K``, K = 1..n-2.
+- Kernel reconstruction NRMSE (Hamid et al. 2014, ``001``, Figs. 5-6): ``||K_hat - K||_F / ||K||_F``
+  with ``K_hat = Y Y^T``.
+- Downstream accuracy of a linear classifier on raw, projected and explicit-kernel features
+  (``000`` Table 6 protocol, with scikit-learn's ``LinearSVC`` in place of LIBSVM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist, pdist
+
+__all__ = [
+    "Kernel",
+    "auc_rnx",
+    "distortion_summary",
+    "feature_sq_distances",
+    "kernel_nrmse",
+    "knn_indices",
+    "linear_classifier_accuracy",
+    "pairwise_distortion",
+    "q_nx",
+    "r_nx",
+    "recall_at_k",
+]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The polynomial kernel ``K(x, y) = (x.y + c)^degree`` (``000`` Eq. 12 with ``modified``:
+    ``(x.y)^2 - (x^2).(y^2)``, the degree-2 kernel without its d diagonal features)."""
+
+    degree: int = 2
+    c: float = 0.0
+    modified: bool = False
+
+    def __post_init__(self) -> None:
+        if int(self.degree) != self.degree or self.degree < 1:
+            raise ValueError(f"kernel degree must be a whole number >= 1, got {self.degree}")
+        if self.modified and (self.degree != 2 or self.c != 0):
+            raise ValueError("the modified kernel is the homogeneous degree-2 kernel (degree=2, c=0)")
+
+    def gram(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        Y = X if Y is None else np.asarray(Y, dtype=np.float64)
+        G = (X @ Y.T + self.c) ** self.degree
+        if self.modified:
+            G = G - (X * X) @ (Y * Y).T
+        return G
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "polynomial", "degree": self.degree, "c": self.c, "modified": self.modified}
+
+
+def feature_sq_distances(X: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
+    """Condensed squared distances ``||phi(x_i) - phi(x_j)||^2`` for ``i < j`` (``000`` Eq. 23)."""
+    X = np.asarray(X, dtype=np.float64)
+    if kernel is None:
+        return pdist(X, "sqeuclidean")
+    G = kernel.gram(X)
+    diag = np.diag(G)
+    i, j = np.triu_indices(len(X), 1)
+    return np.maximum(diag[i] + diag[j] - 2.0 * G[i, j], 0.0)
+
+
+def pairwise_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
+    """Distortion (``000`` Eq. 22) of every pair ``i < j`` with a positive original distance."""
+    Y = np.asarray(Y, dtype=np.float64)
+    if len(X) != len(Y):
+        raise ValueError(f"X has {len(X)} rows but Y has {len(Y)}")
+    dx = feature_sq_distances(X, kernel)
+    dy = pdist(Y, "sqeuclidean")
+    keep = dx > 0
+    return np.abs(dy[keep] - dx[keep]) / dx[keep]
+
+
+def distortion_summary(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> dict[str, float]:
+    """``n_pairs``, ``mean``, ``median``, ``p95`` and ``max`` of the pairwise distortion (percentiles
+    interpolated linearly, as SQL's ``percentile_cont``)."""
+    dist = pairwise_distortion(X, Y, kernel)
+    if len(dist) == 0:
+        return {"n_pairs": 0, "mean": float("nan"), "median": float("nan"), "p95": float("nan"), "max": float("nan")}
+    return {
+        "n_pairs": int(len(dist)),
+        "mean": float(dist.mean()),
+        "median": float(np.percentile(dist, 50)),
+        "p95": float(np.percentile(dist, 95)),
+        "max": float(dist.max()),
+    }
+
+
+def knn_indices(queries: np.ndarray, database: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` nearest database rows of each query (squared Euclidean; ties by index)."""
+    D = cdist(np.asarray(queries, dtype=np.float64), np.asarray(database, dtype=np.float64), "sqeuclidean")
+    if k > D.shape[1]:
+        raise ValueError(f"K = {k} but the database has only {D.shape[1]} rows")
+    return np.argsort(D, axis=1, kind="stable")[:, :k]
+
+
+def recall_at_k(
+    X_query: np.ndarray,
+    X_database: np.ndarray,
+    Y_query: np.ndarray,
+    Y_database: np.ndarray,
+    k: int = 5,
+    per_query: bool = False,
+) -> float | np.ndarray:
+    """Recall@K (``002`` Eq. 12): the share of the true K nearest database neighbours of each query
+    (found in the original space) that K-NN search in the projected space returns; mean over queries."""
+    true = knn_indices(X_query, X_database, k)
+    found = knn_indices(Y_query, Y_database, k)
+    hits = np.array([len(np.intersect1d(t, f)) for t, f in zip(true, found, strict=True)]) / k
+    return hits if per_query else float(hits.mean())
+
+
+def _ranks(D: np.ndarray) -> np.ndarray:
+    """Neighbour ranks per row (self = 0, nearest other = 1, ties broken by index)."""
+    D = D.copy()
+    np.fill_diagonal(D, -np.inf)
+    order = np.argsort(D, axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    rows = np.arange(len(D))[:, None]
+    ranks[rows, order] = np.arange(D.shape[1])[None, :]
+    return ranks
+
+
+def q_nx(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
+    """``Q_NX(K)`` for ``K = 1 .. n-1`` (``002`` Eq. 13), from the co-ranking of the two spaces:
+    the pair ``(i, j)`` is in both K-neighbourhoods of ``i`` exactly when ``max(rho_ij, r_ij) <= K``."""
+    from scipy.spatial.distance import squareform
+
+    n = len(X)
+    Dh = squareform(feature_sq_distances(X, kernel))
+    Dl = squareform(pdist(np.asarray(Y, dtype=np.float64), "sqeuclidean"))
+    both = np.maximum(_ranks(Dh), _ranks(Dl))
+    np.fill_diagonal(both, n)  # self never counts
+    counts = np.bincount(both.ravel(), minlength=n + 1)[1:n]
+    K = np.arange(1, n)
+    return np.cumsum(counts) / (n * K)
+
+
+def r_nx(Q: np.ndarray) -> np.ndarray:
+    """``R_NX(K) = ((n-1) Q_NX(K) - K) / (n-1-K)`` for ``K = 1 .. n-2`` (``002`` Eq. 14)."""
+    n = len(Q) + 1
+    K = np.arange(1, n - 1)
+    return ((n - 1) * Q[: n - 2] - K) / (n - 1 - K)
+
+
+def auc_rnx(R: np.ndarray) -> float:
+    """Area under the ``R_NX`` curve with a log-scaled K (``002`` Eq. 15), in [-1, 1]."""
+    K = np.arange(1, len(R) + 1)
+    return float(np.sum(R / K) / np.sum(1.0 / K))
+
+
+def kernel_nrmse(K_hat: np.ndarray, K: np.ndarray) -> float:
+    """``||K_hat - K||_F / ||K||_F`` (``001``)."""
+    return float(np.linalg.norm(K_hat - K) / np.linalg.norm(K))
+
+
+def linear_classifier_accuracy(
+    F_train: np.ndarray, y_train: np.ndarray, F_test: np.ndarray, y_test: np.ndarray, C: float = 1.0
+) -> float:
+    """Test accuracy of a standardised linear SVM (``000`` Table 6 protocol)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    model = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=5000))
+    model.fit(F_train, y_train)
+    return float(model.score(F_test, y_test))

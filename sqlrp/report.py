@@ -1,0 +1,236 @@
+"""``evaluate``: how good is a stored projection on this table?  A metrics table and PNG plots.
+
+On a seeded sample of rows (the same rows for the Python and the SQL numbers):
+
+- pairwise distortion (``000`` Eq. 22, or in a kernel's feature space with Eq. 23): mean, median,
+  p95, max -- in NumPy and, with ``in_sql``, computed inside the database;
+- Recall@K with a query / database split (``002`` Eq. 12), in NumPy and in SQL;
+- ``Q_NX`` / ``R_NX`` curves and their AUC (``002`` Eq. 13-15);
+- distortion against k (fresh Achlioptas projections of the same ``s``) next to the JL floor
+  ``E|chi2_k/k - 1|``;
+- kernel NRMSE (``001``) when a kernel is given; linear-classifier accuracy (``000`` Table 6
+  protocol) when a label column is given.
+
+Files written to ``out``: ``metrics.csv``, ``metrics.json``, ``distortion_hist.png``,
+``distortion_vs_k.png``, ``rnx.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import reference
+from .backends import Backend
+from .evaluation.metrics import (
+    Kernel,
+    auc_rnx,
+    kernel_nrmse,
+    linear_classifier_accuracy,
+    pairwise_distortion,
+    q_nx,
+    r_nx,
+    recall_at_k,
+)
+from .evaluation.sql import fetch_sample, sql_distortion, sql_recall_at_k
+from .methods.linear import achlioptas, expected_distortion
+
+__all__ = ["Report", "evaluate", "write_report"]
+
+
+@dataclass
+class Report:
+    """Metrics of one projection on one table, and the curves behind the plots."""
+
+    projection: str | None
+    metrics: dict[str, Any]
+    table: pd.DataFrame
+    distortions: np.ndarray
+    rnx: np.ndarray
+    distortion_vs_k: pd.DataFrame
+    files: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.table.to_string(index=False)
+
+
+def _fetch_labels(db: Backend, source, label_column: str, ids: list, seed: int) -> np.ndarray:
+    """Labels of the sampled rows only."""
+    from sqlglot import exp
+
+    from .compiler import col, table_ref
+    from .dialects import get_dialect
+    from .evaluation.sql import sample_ids_query
+
+    in_sample = exp.select(exp.column("_id")).from_(sample_ids_query(source, seed, len(ids)).subquery("_ids"))
+    q = exp.select(col(source.id_column), col(label_column)).from_(table_ref(source))
+    q = q.where(col(source.id_column).isin(query=in_sample))
+    rows = dict(db.fetchall(get_dialect(db.dialect).render(q)))
+    return np.array([rows[i] for i in ids])
+
+
+def evaluate(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str,
+    out: str | Path | None = None,
+    sample: int = 300,
+    queries: int = 100,
+    recall_k: int = 5,
+    seed: int = 0,
+    ks: list[int] | None = None,
+    kernel: Kernel | None = None,
+    label_column: str | None = None,
+    in_sql: bool = True,
+    **source_options: Any,
+) -> Report:
+    """Evaluate the stored ``projection`` on a seeded sample of ``sample`` rows of ``table``; the first
+    ``queries`` sampled rows are Recall@K queries, the rest their database.  With ``out``, writes the
+    metrics table (CSV, JSON) and the plots there (see :func:`write_report`)."""
+    from .api import plan
+
+    p = plan(db, table, id_column, projection=projection, **source_options)
+    proj, source = p.projection, p.source
+    if queries >= sample:
+        raise ValueError(f"queries ({queries}) must be smaller than the sample ({sample})")
+    ids, X = fetch_sample(db, proj, source, sample, seed)
+    Y = reference.transform(proj, X)
+    dist = pairwise_distortion(X, Y, kernel)
+    db_order = np.argsort(np.array(ids[queries:], dtype=object), kind="stable")
+    Xq, Yq = X[:queries], Y[:queries]
+    Xd, Yd = X[queries:][db_order], Y[queries:][db_order]
+    recall = recall_at_k(Xq, Xd, Yq, Yd, recall_k)
+    Q = q_nx(X, Y, kernel)
+    R = r_nx(Q)
+    rows: list[tuple[str, Any, Any]] = [
+        ("rows_sampled", len(ids), None),
+        ("pairs", int(len(dist)), None),
+        ("distortion_mean", float(dist.mean()), None),
+        ("distortion_median", float(np.percentile(dist, 50)), None),
+        ("distortion_p95", float(np.percentile(dist, 95)), None),
+        ("distortion_max", float(dist.max()), None),
+        (f"recall@{recall_k}", recall, None),
+        (f"Q_NX({recall_k})", float(Q[recall_k - 1]), None),
+        (f"R_NX({recall_k})", float(R[recall_k - 1]) if recall_k <= len(R) else None, None),
+        ("AUC(R_NX)", auc_rnx(R), None),
+        ("jl_floor_mean_distortion", expected_distortion(proj.k), None),
+    ]
+    if in_sql and source.layout != "long":
+        sd = sql_distortion(db, proj, source, sample, seed, kernel)
+        srec = sql_recall_at_k(db, proj, source, queries, sample - queries, recall_k, seed)
+        sql_values = {
+            "pairs": sd["n_pairs"],
+            "distortion_mean": sd["mean"],
+            "distortion_median": sd["median"],
+            "distortion_p95": sd["p95"],
+            "distortion_max": sd["max"],
+            f"recall@{recall_k}": srec,
+        }
+        rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
+    if kernel is not None:
+        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), None))
+    if label_column is not None:
+        y = _fetch_labels(db, source, label_column, ids, seed)
+        cut = int(0.7 * len(ids))
+        rows.append(("accuracy_raw", linear_classifier_accuracy(X[:cut], y[:cut], X[cut:], y[cut:]), None))
+        rows.append(("accuracy_projected", linear_classifier_accuracy(Y[:cut], y[:cut], Y[cut:], y[cut:]), None))
+        if kernel is not None and proj.d <= 200:
+            from sklearn.preprocessing import PolynomialFeatures
+
+            phi = PolynomialFeatures(kernel.degree, include_bias=False).fit_transform(X)
+            acc = linear_classifier_accuracy(phi[:cut], y[:cut], phi[cut:], y[cut:])
+            rows.append(("accuracy_explicit_kernel", acc, None))
+    s = float(proj.params.get("s", np.sqrt(proj.d)))
+    if ks is None:
+        ks = sorted({max(1, proj.k // 4), max(1, proj.k // 2), proj.k, 2 * proj.k})
+    curve = []
+    for kk in ks:
+        fresh = achlioptas(proj.d, kk, s=s, seed=seed)
+        curve.append(
+            {
+                "k": kk,
+                "rp_mean_distortion": float(pairwise_distortion(X, reference.transform(fresh, X), kernel).mean()),
+                "jl_floor": expected_distortion(kk),
+            }
+        )
+    vs_k = pd.DataFrame(curve)
+    table_df = pd.DataFrame(rows, columns=["metric", "python", "sql"])
+    metrics = {name: py for name, py, _ in rows}
+    metrics["sql"] = {name: v for name, _, v in rows if v is not None}
+    metrics["projection"] = proj.describe()
+    metrics["sample"] = {"rows": len(ids), "queries": queries, "seed": seed, "table": table}
+    if kernel is not None:
+        metrics["kernel"] = kernel.describe()
+    report = Report(proj.name, metrics, table_df, dist, R, vs_k)
+    if out is not None:
+        write_report(report, out)
+    return report
+
+
+def write_report(report: Report, out: str | Path) -> list[str]:
+    """Write ``metrics.csv``, ``metrics.json`` and the three PNG plots into the folder ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    report.table.to_csv(folder / "metrics.csv", index=False)
+    (folder / "metrics.json").write_text(json.dumps(report.metrics, indent=2, default=_json))
+    files += [str(folder / "metrics.csv"), str(folder / "metrics.json")]
+    title = report.projection or "projection"
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.hist(report.distortions, bins=60, color="#4477aa")
+    ax.axvline(report.distortions.mean(), color="k", ls="--", label=f"mean {report.distortions.mean():.3f}")
+    ax.set_xlabel("pairwise distortion |d'^2 - d^2| / d^2")
+    ax.set_ylabel("pairs")
+    ax.set_title(f"{title}: distortion distribution")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "distortion_hist.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    vs = report.distortion_vs_k
+    ax.plot(vs["k"], vs["rp_mean_distortion"], "o-", label="Achlioptas RP (same s), this sample")
+    ax.plot(vs["k"], vs["jl_floor"], "k--", label="JL floor E|chi2_k/k - 1|")
+    k_here = report.metrics["projection"]["k"]
+    ax.plot([k_here], [report.metrics["distortion_mean"]], "r*", ms=12, label=title)
+    ax.set_xscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("mean distortion")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "distortion_vs_k.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    K = np.arange(1, len(report.rnx) + 1)
+    ax.plot(K, report.rnx, label=f"{title} (AUC {report.metrics['AUC(R_NX)']:.3f})")
+    ax.set_xscale("log")
+    ax.set_xlabel("K (log scale)")
+    ax.set_ylabel("R_NX(K)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "rnx.png", dpi=110)
+    plt.close(fig)
+    files += [str(folder / n) for n in ("distortion_hist.png", "distortion_vs_k.png", "rnx.png")]
+    report.files = files
+    return files
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    return str(value)
