@@ -9,6 +9,7 @@ print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -405,7 +406,7 @@ def project(
             .from_(exp.Table(this=ident(into), db=_schema(p)))
             .where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
         )
-        fresh = replace(p.source, row_filter=exp.Not(this=exp.In(this=col(key), query=done)))
+        fresh = dataclasses.replace(p.source, row_filter=exp.Not(this=exp.In(this=col(key), query=done.subquery())))
         with db.transaction():
             _materialise(db, p, fresh, into, compile_opts, progress, create=False)
         return None
@@ -444,7 +445,7 @@ def _materialise(
             part = source
             if condition is not None:
                 both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
-                part = replace(source, row_filter=both)
+                part = dataclasses.replace(source, row_filter=both)
             first = create and i == 0
             db.execute(
                 compile_sql(p.projection, part, db.dialect, p.output, into=into, insert=not first, **compile_opts)

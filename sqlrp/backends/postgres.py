@@ -18,9 +18,16 @@ _PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolea
 class PostgresBackend(Backend):
     dialect = "postgres"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, threads: int | None = None, memory_limit: str | None = None):
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
+        if threads:
+            self.execute(f"SET max_parallel_workers_per_gather = {max(0, int(threads) - 1)}")
+        if memory_limit:
+            from .duckdb import _size
+
+            size = _size(memory_limit).upper().replace("IB", "B").replace(" ", "").replace("KB", "kB")
+            self.execute(f"SET work_mem = '{size}'")
 
     @staticmethod
     def _pg(sql: str) -> str:
