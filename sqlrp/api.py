@@ -362,6 +362,7 @@ def project(
     chunk_rows: int | None = None,
     incremental: bool = False,
     progress: bool | int = False,
+    ordered: bool = True,
     **options: Any,
 ) -> pd.DataFrame | Iterator[pd.DataFrame] | None:
     """Project ``table`` inside the database.
@@ -377,6 +378,8 @@ def project(
     ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
     it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): materialise in
     id-range batches (``True`` = 10, or the number given) and show a tqdm bar on stderr.
+    ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
+    ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
     p = plan(db, table, id_column, projection, **options)
@@ -387,7 +390,8 @@ def project(
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
     if into is None:
         select = compile_select(p.projection, p.source, db.dialect, p.output, **compile_opts)
-        select = select.order_by(col(key), copy=False)
+        if ordered:
+            select = select.order_by(col(key), copy=False)
         if chunk_rows:
             return db.iter_chunks(dialect.render(select), rows=int(chunk_rows))
         return db.query_df(dialect.render(select))

@@ -27,6 +27,9 @@ class DuckDBBackend(Backend):
         if memory_limit:
             self.con.execute("SELECT current_setting('memory_limit')")  # validates the connection
             self.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+            # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
+            # (results handed to Python are ORDER BY id anyway)
+            self.con.execute("SET preserve_insertion_order = false")
         self._in_tx = False
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
