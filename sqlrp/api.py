@@ -9,7 +9,8 @@ print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -336,13 +337,25 @@ def compile_projection(
     into: str | None = None,
     view: bool = False,
     matrix: str = "auto",
+    strategy: str = "auto",
+    block: int | None = None,
 ) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
     dialect_name = dialect or (db.dialect if db is not None else "duckdb")
     if matrix == "auto":
         same_db = db is not None and get_dialect(dialect_name).name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
-    return compile_sql(plan_.projection, plan_.source, dialect_name, plan_.output, into=into, view=view, matrix=matrix)
+    return compile_sql(
+        plan_.projection,
+        plan_.source,
+        dialect_name,
+        plan_.output,
+        into=into,
+        view=view,
+        matrix=matrix,
+        strategy=strategy,
+        block=block,
+    )
 
 
 def project(
@@ -356,39 +369,133 @@ def project(
     replace: bool = False,
     check: bool = True,
     matrix: str = "auto",
+    strategy: str = "auto",
+    block: int | None = None,
+    chunk_rows: int | None = None,
+    incremental: bool = False,
+    progress: bool | int = False,
+    ordered: bool = True,
     **options: Any,
-) -> pd.DataFrame | None:
+) -> pd.DataFrame | Iterator[pd.DataFrame] | None:
     """Project ``table`` inside the database.
 
-    Returns the projected rows as a DataFrame ordered by id, or with ``into`` materialises them as
-    a table (``view=True``: a view) and returns ``None``.  Materialisation is one transaction: on
-    any failure no output table is left, and the source table is never written.
-    See :func:`plan` for the options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
+    Returns the projected rows as a DataFrame ordered by id (with ``chunk_rows``: an iterator of
+    DataFrames of at most that many rows, streamed from the database -- never one giant fetch), or
+    with ``into`` materialises them as a table (``view=True``: a view) and returns ``None``.
+    Materialisation is one transaction: on any failure no output table is left, and the source table
+    is never written.
+
+    ``strategy``: ``auto`` (the compiler's measured choice) or ``inline`` / ``mailman`` (wide, array),
+    ``join`` / ``lookup`` (long); ``block`` forces mailman's block size.
+    ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
+    it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): materialise in
+    id-range batches (``True`` = 10, or the number given) and show a tqdm bar on stderr.
+    ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
+    ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
+    See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
+    dialect = get_dialect(db.dialect)
+    key = p.source.group_column or p.source.id_column
+    compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
     if into is None:
-        select = compile_select(p.projection, p.source, db.dialect, p.output, _matrix(db, p, matrix))
-        key = p.source.group_column or p.source.id_column
-        select = select.order_by(col(key), copy=False)
-        return db.query_df(get_dialect(db.dialect).render(select))
+        select = compile_select(p.projection, p.source, db.dialect, p.output, **compile_opts)
+        if ordered:
+            select = select.order_by(col(key), copy=False)
+        if chunk_rows:
+            return db.iter_chunks(dialect.render(select), rows=int(chunk_rows))
+        return db.query_df(dialect.render(select))
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
-    sql = compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=view, matrix=_matrix(db, p, matrix))
-    target = ident(into).sql(get_dialect(db.dialect).sqlglot)
+    target = ident(into).sql(dialect.sqlglot)
     if p.source.schema:
-        target = f"{ident(p.source.schema).sql(get_dialect(db.dialect).sqlglot)}.{target}"
+        target = f"{ident(p.source.schema).sql(dialect.sqlglot)}.{target}"
+    exists = db.table_exists(into, p.source.schema)
+    if incremental and view:
+        raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
+    if incremental and exists:
+        # only the ids not yet projected: NOT IN (SELECT key FROM into)
+        done = (
+            exp.select(col(key))
+            .from_(exp.Table(this=ident(into), db=_schema(p)))
+            .where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
+        )
+        fresh = dataclasses.replace(p.source, row_filter=exp.Not(this=exp.In(this=col(key), query=done.subquery())))
+        with db.transaction():
+            _materialise(db, p, fresh, into, compile_opts, progress, create=False)
+        return None
     with db.transaction():
-        if db.table_exists(into, p.source.schema):
+        if exists:
             if not replace:
                 raise ProjectionExists(
                     f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
                 )
             kind = "VIEW" if _is_view(db, into, p.source.schema) else "TABLE"
             db.execute(f"DROP {kind} {target}")
-        db.execute(sql)
+        if view:
+            db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **compile_opts))
+        else:
+            _materialise(db, p, p.source, into, compile_opts, progress, create=True)
     return None
+
+
+def _schema(p: Plan) -> exp.Identifier | None:
+    return ident(p.source.schema) if p.source.schema else None
+
+
+def _materialise(
+    db: Backend, p: Plan, source: Source, into: str, compile_opts: dict, progress: bool | int, create: bool
+) -> None:
+    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``;
+    with ``progress``, in id-range batches under a tqdm bar (the caller holds the transaction)."""
+    batches = _id_batches(db, source, int(progress) if progress is not True else 10) if progress else [None]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(batches), desc=f"projecting into {into}", unit="batch")
+    try:
+        for i, condition in enumerate(batches):
+            part = source
+            if condition is not None:
+                both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
+                part = dataclasses.replace(source, row_filter=both)
+            first = create and i == 0
+            db.execute(
+                compile_sql(p.projection, part, db.dialect, p.output, into=into, insert=not first, **compile_opts)
+            )
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _id_batches(db: Backend, source: Source, count: int) -> list[exp.Expression | None]:
+    """``count`` conditions ``lo <= key < hi`` covering the key's range (one ``None`` if the key is not
+    a number or the table is empty).  Each batch is planned anew, so a few large batches are best."""
+    key = source.group_column or source.id_column
+    info = {c.name: c for c in db.columns(source.table, source.schema)}
+    if not info[key].numeric or count <= 1:
+        return [None]
+    table = exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
+    query = exp.select(exp.Min(this=col(key)), exp.Max(this=col(key))).from_(table)
+    if source.row_filter is not None:
+        query = query.where(source.row_filter.copy())
+    lo, hi = db.fetchall(get_dialect(db.dialect).render(query))[0]
+    if lo is None:
+        return [None]
+    lo, hi = float(lo), float(hi)
+    edges = [lo + (hi - lo) * i / count for i in range(count)]
+    conds: list[exp.Expression | None] = []
+    for i, edge in enumerate(edges):
+        cond: exp.Expression = col(key) >= exp.Literal.number(repr(edge))
+        if i + 1 < count:
+            cond = exp.and_(cond, col(key) < exp.Literal.number(repr(edges[i + 1])))
+        conds.append(cond)
+    return conds
 
 
 def _matrix(db: Backend, p: Plan, matrix: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from . import api
 from .backends import connect
 from .compiler import Output, Source, compile_sql
+from .compiler.strategies import STRATEGIES
 from .errors import SqlrpError
 from .methods import METHODS, make_projection
 from .store import Registry
@@ -49,6 +50,15 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--d", type=int, help="input dimension, when it cannot be read off the table")
     p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
     p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
+    p.add_argument(
+        "--strategy",
+        choices=list(STRATEGIES),
+        default="auto",
+        help="SQL formulation: auto (measured rule), inline or mailman (wide/array), join or lookup (long)",
+    )
+    p.add_argument("--block", type=int, help="mailman strategy: features per block (default: chosen)")
+    p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
+    p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
 
 
 def _plan_options(args: argparse.Namespace) -> dict:
@@ -72,8 +82,13 @@ def _plan_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def _connect(args: argparse.Namespace):
+    return connect(args.db, threads=args.threads, memory_limit=args.memory_limit)
+
+
 def cmd_project(args: argparse.Namespace) -> int:
-    with connect(args.db) as db:
+    with _connect(args) as db:
+        progress = False if (args.no_progress or not args.into or args.view) else args.batches
         result = api.project(
             db,
             args.table,
@@ -83,21 +98,29 @@ def cmd_project(args: argparse.Namespace) -> int:
             view=args.view,
             replace=args.replace,
             check=not args.no_check,
+            strategy=args.strategy,
+            block=args.block,
+            incremental=args.incremental,
+            progress=progress,
+            chunk_rows=None if args.into else args.chunk_rows,
             **_plan_options(args),
         )
-        if result is None:
+        if args.into:
             kind = "view" if args.view else "table"
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)
         else:
-            result.to_csv(sys.stdout, index=False)
+            for i, chunk in enumerate(result):  # streamed: never one giant fetch
+                chunk.to_csv(sys.stdout, index=False, header=(i == 0))
     return 0
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     if args.db:
-        with connect(args.db) as db:
+        with _connect(args) as db:
             plan = api.plan(db, args.table, args.id_column, args.projection, **_plan_options(args))
-            sql = api.compile_projection(db, plan, args.dialect, into=args.into, view=args.view)
+            sql = api.compile_projection(
+                db, plan, args.dialect, into=args.into, view=args.view, strategy=args.strategy, block=args.block
+            )
     else:
         # no database: the columns (or d) come from the command line; the matrix is inlined
         cols = _columns(args)
@@ -120,7 +143,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
             args.nulls,
         )
         output = Output(args.output, args.prefix, args.prefix)
-        sql = compile_sql(projection, source, args.dialect or "duckdb", output, into=args.into, view=args.view)
+        sql = compile_sql(
+            projection,
+            source,
+            args.dialect or "duckdb",
+            output,
+            into=args.into,
+            view=args.view,
+            strategy=args.strategy,
+            block=args.block,
+        )
     print(sql.rstrip(";") + ";")
     return 0
 
@@ -256,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--view", action="store_true", help="create a view instead of a table")
     p.add_argument("--replace", action="store_true", help="replace an existing output table")
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
+    p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
+    p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar, one statement")
+    p.add_argument("--batches", type=int, default=10, help="with --into: id-range batches behind the progress bar")
+    p.add_argument("--chunk-rows", type=int, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 
     p = sub.add_parser("compile", help="print the SQL of a projection")

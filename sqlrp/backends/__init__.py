@@ -15,7 +15,13 @@ from .base import Backend, ColumnInfo
 
 
 def connect(url: str | Backend | None = None, **options: object) -> Backend:
-    """Open the database at ``url`` (SQLAlchemy-style URL, or a DuckDB file path)."""
+    """Open the database at ``url`` (SQLAlchemy-style URL, or a DuckDB file path).
+
+    Small-device profile: ``threads=`` and ``memory_limit=`` (e.g. ``"1GB"``) set DuckDB's
+    ``threads`` and ``memory_limit``; DuckDB then streams and spills to disk to stay inside the budget.
+    PostgreSQL accepts ``threads=`` (``max_parallel_workers_per_gather``) and ``memory_limit=``
+    (``work_mem``) for its own session.
+    """
     if isinstance(url, Backend):
         return url
     if url is None or url in ("", ":memory:", "duckdb://", "duckdb:///:memory:"):
@@ -39,7 +45,7 @@ def connect(url: str | Backend | None = None, **options: object) -> Backend:
         from .postgres import PostgresBackend
 
         plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-        return PostgresBackend(plain)
+        return PostgresBackend(plain, **options)  # type: ignore[arg-type]
     raise InvalidParameter(
         f"unsupported database {backend!r} in {url!r}; use duckdb:///file.db or postgresql://user@host/db"
     )

@@ -27,6 +27,9 @@ class DuckDBBackend(Backend):
         if memory_limit:
             self.con.execute("SELECT current_setting('memory_limit')")  # validates the connection
             self.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+            # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
+            # (results handed to Python are ORDER BY id anyway)
+            self.con.execute("SET preserve_insertion_order = false")
         self._in_tx = False
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
@@ -40,15 +43,27 @@ class DuckDBBackend(Backend):
         return self.con.execute(sql).df()
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Stream the result: DuckDB hands over whole vectors (2,048 rows), re-cut to ``rows``."""
         cur = self.con.cursor()
-        res = cur.execute(sql)
-        names = [d[0] for d in res.description]
-        while True:
-            batch = res.fetchmany(rows)
-            if not batch:
-                break
-            yield pd.DataFrame.from_records(batch, columns=names)
-        cur.close()
+        try:
+            res = cur.execute(sql)
+            vectors = max(1, -(-int(rows) // 2048))
+            pending: list[pd.DataFrame] = []
+            have = 0
+            while True:
+                chunk = res.fetch_df_chunk(vectors)
+                if len(chunk):
+                    pending.append(chunk)
+                    have += len(chunk)
+                while have >= rows or (have and not len(chunk)):
+                    frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+                    yield frame.iloc[:rows].reset_index(drop=True)
+                    rest = frame.iloc[rows:]
+                    pending, have = ([rest] if len(rest) else []), len(rest)
+                if not len(chunk):
+                    break
+        finally:
+            cur.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

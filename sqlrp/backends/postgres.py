@@ -18,9 +18,20 @@ _PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolea
 class PostgresBackend(Backend):
     dialect = "postgres"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, threads: int | None = None, memory_limit: str | None = None):
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
+        # LLVM JIT compiles every generated expression: for a d = 784, s = 3 projection (52k terms)
+        # it ran > 5 minutes without answering cancels (bench/run.py, PostgreSQL 15); plain
+        # interpretation takes seconds.  sqlrp's statements are all such expressions: JIT off.
+        self.execute("SET jit = off")
+        if threads:
+            self.execute(f"SET max_parallel_workers_per_gather = {max(0, int(threads) - 1)}")
+        if memory_limit:
+            from .duckdb import _size
+
+            size = _size(memory_limit).upper().replace("IB", "B").replace(" ", "").replace("KB", "kB")
+            self.execute(f"SET work_mem = '{size}'")
 
     @staticmethod
     def _pg(sql: str) -> str:

@@ -25,6 +25,7 @@ from ..errors import InvalidParameter
 from ..ir import LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .nodes import Inputs, SignedSum
+from .strategies import best_mailman, choose
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -49,6 +50,14 @@ def number(value: float) -> exp.Expression:
     return exp.cast(literal, DOUBLE)
 
 
+def _from_source(select: exp.Select, source: Source) -> exp.Select:
+    """``select ... FROM <table> [WHERE <row_filter>]``."""
+    select = select.from_(table_ref(source), copy=False)
+    if source.row_filter is not None:
+        select = select.where(source.row_filter.copy(), copy=False)
+    return select
+
+
 def _feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
     if source.nulls == "zero":
         expr = exp.Coalesce(this=expr, expressions=[exp.Literal.number(0)])
@@ -67,7 +76,7 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
                 f"the projection expects d = {d} features but {len(source.columns)} columns were given"
             )
         feats = [col(c) for c in source.columns]
-        inner = exp.select(*keys).from_(table_ref(source))
+        inner = _from_source(exp.select(*keys), source)
     else:
         assert source.array_column is not None
         array = col(source.array_column)
@@ -77,13 +86,13 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
             raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True))
             fenced = (
                 exp.select(*passthrough, exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True))
-                .from_(raw.from_(table_ref(source)).subquery("_t"))
+                .from_(_from_source(raw, source).subquery("_t"))
                 .offset(0)
             )
             inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr"))
             array = col("_a")
         else:
-            inner = exp.select(*keys).from_(table_ref(source))
+            inner = _from_source(exp.select(*keys), source)
         feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
     return inner.select(
         *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True) for i, f in enumerate(feats)],
@@ -126,8 +135,11 @@ def _matrix_relation(projection: Projection, matrix: str) -> exp.Expression:
     return exp.select(col("vector"), col("feature"), col("weight")).from_(values)
 
 
-def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[exp.Select, list[exp.Expression]]:
-    """Linear stage over a long table: join + GROUP BY, one aggregate per output vector."""
+def _long_linear(
+    projection: Projection, source: Source, matrix: str, strategy: str = "join"
+) -> tuple[exp.Select, list[exp.Expression]]:
+    """Linear stage over a long table: join + GROUP BY (id, vector), then a pivot to one value per
+    output vector -- ``join``: an aggregate with a FILTER per vector; ``lookup``: see below."""
     lin = projection.linear
     keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
     group_keys = [col("_id", "s")]
@@ -137,11 +149,14 @@ def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[e
     value = col(source.value_column)
     if source.nulls == "zero":
         value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
-    src = exp.select(
-        *keys,
-        exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True),
-        exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True),
-    ).from_(table_ref(source))
+    src = _from_source(
+        exp.select(
+            *keys,
+            exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True),
+            exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True),
+        ),
+        source,
+    )
     v = col("_v", "s")
     weight = col("weight", "m")
     if lin.is_signs:
@@ -152,7 +167,7 @@ def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[e
     kv = (
         exp.select(
             *group_keys,
-            exp.alias_(col("vector", "m"), "_vec", quoted=True),
+            exp.alias_(exp.cast(col("vector", "m"), BIGINT), "_vec", quoted=True),
             exp.alias_(exp.Sum(this=signed), "_s1", quoted=True),
         )
         .from_(src.subquery("s"))
@@ -161,6 +176,8 @@ def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[e
     )
     if lin.power is not None:
         kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True), append=True, copy=False)
+    if strategy == "lookup":
+        return _lookup_pivot(projection, kv, pooled=source.group_column is not None)
     sums = []
     for vec in range(lin.p):
         which = "_s2" if lin.vector_power(vec) == 2 else "_s1"
@@ -173,6 +190,68 @@ def _long_linear(projection: Projection, source: Source, matrix: str) -> tuple[e
             expr = exp.paren(expr + number(lin.vector_bias(vec)))
         sums.append(expr)
     return kv, sums
+
+
+def _lookup_pivot(projection: Projection, kv: exp.Select, pooled: bool) -> tuple[exp.Select, list[exp.Expression]]:
+    """Strategy ``lookup``: ``kv`` (one row per id and vector) collapses to one row per id holding
+    two aligned arrays, ``_vv`` (vectors) and ``_ss`` (sums); output ``j`` is
+    ``COALESCE(_ss[ARRAY_POSITION(_vv, j)], 0)`` -- a scan of a short array instead of k filters
+    per (id, vector) row.  The relation already has one row per id: no further GROUP BY."""
+    lin = projection.linear
+    keys = [col("_id")] + ([col("_g")] if pooled else [])
+    order = exp.Order(expressions=[exp.Ordered(this=col("_vec"))])
+
+    def agg(name: str) -> exp.Expression:
+        return exp.ArrayAgg(this=exp.Order(this=col(name), expressions=order.expressions))
+
+    collected = (
+        exp.select(*[c.copy() for c in keys])
+        .select(exp.alias_(agg("_vec"), "_vv", quoted=True), copy=False)
+        .select(exp.alias_(agg("_s1"), "_ss", quoted=True), copy=False)
+        .from_(kv.subquery("kv0"))
+        .group_by(*[c.copy() for c in keys])
+    )
+    if lin.power is not None:
+        collected = collected.select(exp.alias_(agg("_s2"), "_ss2", quoted=True), copy=False)
+    sums: list[exp.Expression] = []
+    for vec in range(lin.p):
+        which = "_ss2" if lin.vector_power(vec) == 2 else "_ss"
+        position = exp.Anonymous(
+            this="ARRAY_POSITION", expressions=[col("_vv"), exp.cast(exp.Literal.number(vec), BIGINT)]
+        )
+        value = exp.Bracket(this=col(which), expressions=[position], offset=1)
+        expr: exp.Expression = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
+        if lin.vector_bias(vec):
+            expr = exp.paren(expr + number(lin.vector_bias(vec)))
+        sums.append(expr)
+    return collected, sums
+
+
+def _dense_linear(
+    projection: Projection, source: Source, dialect: SqlrpDialect, strategy: str, block: int | None
+) -> tuple[exp.Select, list[exp.Expression]]:
+    """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman``)."""
+    lin = projection.linear
+    src = dense_source(projection, source, dialect)
+    inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
+    if strategy == "mailman":
+        plan = best_mailman(lin, dialect.name, block)
+        if plan is None:
+            raise InvalidParameter("the mailman strategy needs a sign matrix (+1/-1 weights, no squared features)")
+        keys = [col("_id")] + ([col("_g")] if source.group_column else [])
+        used = [col(f"_x{i}") for i in range(projection.d) if plan.uses_feature[i]]
+        partials = [
+            exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True)
+            for q, (feat, sign) in enumerate(plan.partials)
+        ]
+        shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src")))
+        extended = Inputs(
+            [*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))]
+        )
+        sums = [SignedSum.of(extended, idx, sign) for idx, sign in plan.terms]
+        return shared, sums
+    squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
+    return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
 
 
 def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.Expression]:
@@ -208,12 +287,16 @@ def compile_select(
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
     matrix: str = "auto",
+    strategy: str = "auto",
+    block: int | None = None,
 ) -> exp.Select:
     """The projection of ``source`` as a sqlglot ``SELECT`` (id column first, then the outputs).
 
     ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
     ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
-    projection has a stored name.
+    projection has a stored name.  ``strategy``: ``auto`` (measured rule, :mod:`.strategies`) or one
+    of ``inline`` / ``mailman`` (wide, array) and ``join`` / ``lookup`` (long); ``block`` forces the
+    mailman block size.
     """
     dialect = get_dialect(dialect)
     output = output or Output()
@@ -227,26 +310,29 @@ def compile_select(
         matrix = "registry" if projection.name else "values"
     lin = projection.linear
     pooled = source.group_column is not None
+    strategy = choose(projection, source, dialect.name, strategy)
 
     if source.layout == "long":
-        body, k_exprs = _long_linear(projection, source, matrix)
+        body, k_exprs = _long_linear(projection, source, matrix, strategy)
         relation = body.subquery("kv")
         key_cols = [col("_g")] if pooled else [col("_id")]
         group_by = [col("_id")] + ([col("_g")] if pooled else [])
+        regroup = strategy != "lookup"  # lookup's relation has one row per id already
         if projection.combiner.is_identity and not pooled:
-            outputs, base = k_exprs, exp.select(*key_cols).from_(relation).group_by(*group_by)
+            outputs, base = k_exprs, exp.select(*key_cols).from_(relation)
+            if regroup:
+                base = base.group_by(*group_by, copy=False)
         else:
-            lin_sel = exp.select(*[c.copy() for c in group_by]).from_(relation).group_by(*group_by)
+            lin_sel = exp.select(*[c.copy() for c in group_by]).from_(relation)
+            if regroup:
+                lin_sel = lin_sel.group_by(*group_by, copy=False)
             lin_sel = lin_sel.select(
                 *[exp.alias_(e, f"_k{v}", quoted=True) for v, e in enumerate(k_exprs)], append=True, copy=False
             )
             outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
     else:
-        src = dense_source(projection, source, dialect)
-        inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
-        squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
-        sums = _linear_sums(lin, inputs, squares if lin.power is not None else None)
+        src, sums = _dense_linear(projection, source, dialect, strategy, block)
         key_cols = [col("_g")] if pooled else [col("_id")]
         if projection.combiner.is_identity:
             outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src"))
@@ -284,12 +370,23 @@ def compile_sql(
     view: bool = False,
     matrix: str = "auto",
     pretty: bool = True,
+    strategy: str = "auto",
+    block: int | None = None,
+    insert: bool = False,
 ) -> str:
-    """SQL text of the projection: a ``SELECT``, or ``CREATE TABLE|VIEW <into> AS SELECT ...``."""
+    """SQL text of the projection: a ``SELECT``, ``CREATE TABLE|VIEW <into> AS SELECT ...``, or with
+    ``insert=True`` ``INSERT INTO <into> (key, outputs...) SELECT ...``."""
     dialect = get_dialect(dialect)
-    select = compile_select(projection, source, dialect, output, matrix)
+    select = compile_select(projection, source, dialect, output, matrix, strategy, block)
     statement: exp.Expression = select
-    if into:
+    if into and insert:
+        names = [source.group_column or source.id_column, *output.names(projection.k)]
+        target = exp.Schema(
+            this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema else None),
+            expressions=[ident(n) for n in names],
+        )
+        statement = exp.Insert(this=target, expression=select)
+    elif into:
         statement = exp.Create(
             kind="VIEW" if view else "TABLE",
             this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema else None),
@@ -303,4 +400,4 @@ def order_by_key(select: exp.Select, key: str) -> exp.Select:
     return select.order_by(col(key), copy=False)
 
 
-__all__ = ["Output", "Source", "compile_select", "compile_sql", "ident"]
+__all__ = ["Output", "Source", "compile_select", "compile_sql", "ident", "choose"]

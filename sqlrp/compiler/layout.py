@@ -11,6 +11,7 @@ Input layouts (``../shared/DESIGN.md`` §3):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InvalidParameter
 
@@ -32,6 +33,8 @@ class Source:
     schema: str | None = None
     nulls: str = "error"
     group_column: str | None = None
+    #: optional sqlglot condition on the input table's own columns (incremental runs, id-range batches)
+    row_filter: Any = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

@@ -34,5 +34,10 @@ class SqlrpDialect:
         """True if the array must be computed in a sub-query the planner may not flatten."""
         return False
 
+    def fence(self, select: exp.Select) -> exp.Select:
+        """``select`` as a sub-query the planner computes once per row instead of inlining its
+        expressions into the outer query (PostgreSQL pulls sub-queries up; ``OFFSET 0`` stops it)."""
+        return select
+
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)

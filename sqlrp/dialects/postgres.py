@@ -23,3 +23,6 @@ class PostgresDialect(SqlrpDialect):
 
     def needs_materialised_array(self) -> bool:
         return True
+
+    def fence(self, select: exp.Select) -> exp.Select:
+        return select.offset(0, copy=False)

@@ -1,0 +1,1 @@
+"""Benchmarks (``python bench/run.py --smoke`` / ``python bench/run.py``); not part of the package."""

@@ -1,0 +1,103 @@
+"""Streaming in chunks, incremental projection, id-range batches with a progress bar, and the
+small-device profile (DuckDB threads + memory_limit)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import wide_frame
+
+import sqlrp
+from sqlrp import api, reference
+from sqlrp.cli import main
+from sqlrp.methods import make_projection
+
+
+@pytest.fixture
+def data():
+    return np.random.default_rng(11).normal(size=(57, 12))
+
+
+def _table(db, name: str) -> np.ndarray:
+    rows = db.fetchall(f'SELECT * FROM "{name}" ORDER BY "id"')
+    return np.array([r[1:] for r in rows], dtype=float), np.array([r[0] for r in rows])
+
+
+def test_chunks_stream_in_order(db, data):
+    proj = make_projection("achlioptas", 12, 5, seed=0, s=3)
+    db.write_dataframe("t", wide_frame(data))
+    chunks = list(api.project(db, "t", "id", proj, chunk_rows=10))
+    assert [len(c) for c in chunks] == [10, 10, 10, 10, 10, 7]
+    got = np.vstack([c[[f"p{j}" for j in range(5)]].to_numpy() for c in chunks])
+    np.testing.assert_allclose(got, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+    assert np.concatenate([c["id"].to_numpy() for c in chunks]).tolist() == list(range(57))
+
+
+def test_incremental_adds_only_missing_ids_and_is_idempotent(db, data):
+    proj = make_projection("achlioptas", 12, 4, seed=0, s=1)
+    db.write_dataframe("t", wide_frame(data[:30]))
+    api.project(db, "t", "id", proj, into="out", incremental=True)  # creates
+    api.project(db, "t", "id", proj, into="out", incremental=True)  # nothing new
+    assert db.fetchall('SELECT count(*) FROM "out"')[0][0] == 30
+    db.insert_frame("t", wide_frame(data).iloc[30:])
+    api.project(db, "t", "id", proj, into="out", incremental=True, strategy="mailman")
+    api.project(db, "t", "id", proj, into="out", incremental=True)
+    Y, ids = _table(db, "out")
+    assert ids.tolist() == list(range(57))
+    np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+
+
+def test_incremental_long_layout(db, data):
+    from conftest import long_frame
+
+    proj = make_projection("achlioptas", 12, 4, seed=2, s="auto")
+    frame = long_frame(data)
+    db.write_dataframe("t", frame[frame["id"] < 20])
+    api.project(db, "t", "id", proj, into="out", layout="long", incremental=True)
+    db.insert_frame("t", frame[frame["id"] >= 20])
+    api.project(db, "t", "id", proj, into="out", layout="long", incremental=True)
+    api.project(db, "t", "id", proj, into="out", layout="long", incremental=True)
+    Y, ids = _table(db, "out")
+    assert ids.tolist() == list(range(57))
+    np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+
+
+def test_progress_batches_give_the_same_table(db, data, capsys):
+    proj = make_projection("achlioptas", 12, 6, seed=4, s=3)
+    db.write_dataframe("t", wide_frame(data))
+    api.project(db, "t", "id", proj, into="out", progress=4)
+    assert "projecting into out" in capsys.readouterr().err
+    Y, ids = _table(db, "out")
+    assert ids.tolist() == list(range(57))
+    np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+
+
+def test_small_device_profile(tmp_path, data):
+    path = str(tmp_path / "small.duckdb")
+    with sqlrp.connect(f"duckdb:///{path}", threads=1, memory_limit="64MB") as db:
+        assert db.fetchall("SELECT current_setting('threads')")[0][0] == 1
+        db.write_dataframe("t", wide_frame(data))
+        proj = make_projection("achlioptas", 12, 3, seed=0, s=1)
+        api.project(db, "t", "id", proj, into="out")
+        Y, _ = _table(db, "out")
+        np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+
+
+def test_cli_strategy_threads_progress(tmp_path, data, capsys):
+    path = str(tmp_path / "cli.duckdb")
+    with sqlrp.connect(path) as db:
+        db.write_dataframe("t", wide_frame(data))
+    args = ["project", "--db", path, "--table", "t", "--id-column", "id", "--k", "5", "--s", "1"]
+    assert main([*args, "--into", "out", "--strategy", "mailman", "--threads", "1", "--memory-limit", "256MB"]) == 0
+    assert "projecting into out" in capsys.readouterr().err  # the CLI shows the bar by default
+    assert main([*args, "--into", "out", "--incremental", "--no-progress"]) == 0
+    with sqlrp.connect(path) as db:
+        assert db.fetchall('SELECT count(*) FROM "out"')[0][0] == 57
+        proj = sqlrp.load_projection(db, "t_achlioptas_k5_seed0")
+        Y, _ = _table(db, "out")
+    np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+    assert main([*args[:-4], "--k", "5", "--s", "1", "--strategy", "lookup"]) == 2  # wrong layout: clear error
+    capsys.readouterr()
+    assert main(["compile", "--table", "t", "--id-column", "id", "--columns", "a,b,c,d", "--k", "3", "--s", "1",
+                 "--strategy", "mailman", "--block", "2"]) == 0  # fmt: skip
+    assert '"_m0"' in capsys.readouterr().out

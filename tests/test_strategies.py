@@ -1,0 +1,125 @@
+"""Every strategy matches the NumPy reference (rel 1e-9) on DuckDB and PostgreSQL, and ``auto``
+picks the measured rule.  No timings here: those live in ``bench/``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import array_frame, long_frame, wide_frame
+
+import sqlrp
+from sqlrp import api, reference
+from sqlrp.compiler import Source, compile_sql
+from sqlrp.compiler.strategies import best_mailman, choose, plan_mailman
+from sqlrp.errors import InvalidParameter
+from sqlrp.methods import make_projection
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(want).max())))
+
+
+def _sparse(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    X = X.copy()
+    X[rng.random(X.shape) < 0.6] = 0.0
+    return X
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 24))
+    return _sparse(X, rng)
+
+
+@pytest.mark.parametrize("s", [1, 3, "auto"])
+@pytest.mark.parametrize("strategy", ["inline", "mailman"])
+@pytest.mark.parametrize("layout", ["wide", "array"])
+def test_dense_strategies_match_reference(db, data, s, strategy, layout):
+    proj = make_projection("achlioptas", data.shape[1], 9, seed=3, s=s)
+    want = reference.transform(proj, data)
+    if layout == "wide":
+        db.write_dataframe("t", wide_frame(data))
+        opts = {}
+    else:
+        db.write_dataframe("t", array_frame(data))
+        opts = {"layout": "array", "array_column": "x"}
+    got = api.project(db, "t", "id", proj, strategy=strategy, **opts)
+    _close(got[[f"p{j}" for j in range(9)]].to_numpy(), want)
+
+
+@pytest.mark.parametrize("block", [2, 3, 5, 8])
+def test_mailman_block_sizes(db, data, block):
+    proj = make_projection("achlioptas", data.shape[1], 7, seed=1, s=1)
+    db.write_dataframe("t", wide_frame(data))
+    got = api.project(db, "t", "id", proj, strategy="mailman", block=block)
+    _close(got[[f"p{j}" for j in range(7)]].to_numpy(), reference.transform(proj, data))
+
+
+@pytest.mark.parametrize("strategy", ["join", "lookup"])
+@pytest.mark.parametrize("s", [1, "auto"])
+def test_long_strategies_match_reference(db, data, strategy, s):
+    proj = make_projection("achlioptas", data.shape[1], 9, seed=5, s=s)
+    db.write_dataframe("t", long_frame(data))
+    got = api.project(db, "t", "id", proj, layout="long", strategy=strategy)
+    ids = got["id"].to_numpy()
+    _close(got[[f"p{j}" for j in range(9)]].to_numpy(), reference.transform(proj, data)[ids])
+
+
+@pytest.mark.parametrize("strategy", ["join", "lookup"])
+def test_long_strategies_stored_matrix_and_gaussian(db, data, strategy):
+    proj = sqlrp.create_projection(db, "g", method="gaussian", d=data.shape[1], k=5, seed=2)
+    db.write_dataframe("t", long_frame(data))
+    got = api.project(db, "t", "id", "g", layout="long", strategy=strategy)
+    ids = got["id"].to_numpy()
+    _close(got[[f"p{j}" for j in range(5)]].to_numpy(), reference.transform(proj, data)[ids])
+
+
+def test_mailman_array_output_and_materialised(db, data):
+    proj = make_projection("achlioptas", data.shape[1], 6, seed=4, s=3)
+    db.write_dataframe("t", wide_frame(data))
+    api.project(db, "t", "id", proj, into="out", strategy="mailman", output="array", prefix="v")
+    rows = db.fetchall('SELECT "id", "v" FROM "out" ORDER BY "id"')
+    _close(np.array([list(r[1]) for r in rows]), reference.transform(proj, data))
+
+
+def test_mailman_plan_is_exact_and_smaller():
+    proj = make_projection("achlioptas", 784, 200, seed=0, s=1)
+    plan = plan_mailman(proj.linear, 6)
+    # rebuild the dense matrix from partials and terms
+    d = proj.d
+    P = np.zeros((d, len(plan.partials)))
+    for q, (feat, sign) in enumerate(plan.partials):
+        P[feat, q] = sign
+    E = np.hstack([np.eye(d), P])
+    W = np.zeros((d, proj.linear.p))
+    for v, (idx, sign) in enumerate(plan.terms):
+        W[:, v] = E[:, idx] @ sign
+    np.testing.assert_array_equal(W, proj.linear.dense())
+    assert sum(len(t[0]) for t in plan.terms) < proj.linear.nnz / 5
+
+
+def test_auto_choice():
+    wide = Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))
+    dense = make_projection("achlioptas", 784, 200, seed=0, s=1)
+    sparse = make_projection("achlioptas", 784, 200, seed=0, s="auto")
+    assert choose(dense, wide) == "mailman"
+    assert choose(sparse, wide) == "inline"
+    assert choose(sparse, Source("t", "id", "long")) == "lookup"
+    assert choose(sparse, wide, strategy="mailman") == "mailman"  # a user can force one
+    gauss = make_projection("gaussian", 784, 20, seed=0)
+    assert choose(gauss, wide) == "inline"
+    with pytest.raises(InvalidParameter):
+        choose(gauss, wide, strategy="mailman")
+    with pytest.raises(InvalidParameter):
+        choose(sparse, wide, strategy="lookup")
+    with pytest.raises(InvalidParameter):
+        choose(sparse, wide, strategy="fastest")
+
+
+def test_postgres_column_limit_respected():
+    dense = make_projection("achlioptas", 784, 200, seed=0, s=1)
+    plan = best_mailman(dense.linear, "postgres")
+    assert plan is not None and 784 + len(plan.partials) <= 1600
+    sql = compile_sql(dense, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784))), "postgres")
+    assert "OFFSET 0" in sql and '"_m0"' in sql
