@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from ..dialects import SqlrpDialect, get_dialect
 from ..errors import InvalidParameter
-from ..ir import LinearStage, Projection
+from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .nodes import Inputs, SignedSum
 
@@ -203,7 +203,7 @@ def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.E
 
 
 def compile_select(
-    projection: Projection,
+    projection: Projection | Composed,
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
@@ -216,6 +216,10 @@ def compile_select(
     projection has a stored name.
     """
     dialect = get_dialect(dialect)
+    if isinstance(projection, Composed):
+        from .compose import compile_composed
+
+        return compile_composed(projection, source, dialect, output, matrix, compile_select)
     output = output or Output()
     if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
         raise InvalidParameter(source.layout)
@@ -276,7 +280,7 @@ def compile_select(
 
 
 def compile_sql(
-    projection: Projection,
+    projection: Projection | Composed,
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
