@@ -21,7 +21,7 @@ from .backends import Backend, ColumnInfo, connect
 from .compiler import Output, Source, col, compile_select, compile_sql, dense_source, ident
 from .dialects import get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
-from .ir import Projection
+from .ir import Composed, Projection
 from .methods import make_projection
 from .store import Registry
 
@@ -245,11 +245,45 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
 
 @dataclass
 class Plan:
-    """A projection bound to an input table: what ``project`` and ``compile_projection`` run."""
+    """A projection bound to an input table: what ``project`` and ``compile_projection`` run.
 
-    projection: Projection
+    ``standardize`` holds ``(means, stds)`` of the features when the input is standardised in SQL
+    (``plan(..., standardize=True)``; :mod:`sqlrp.compiler.preprocess`)."""
+
+    projection: Projection | Composed
     source: Source
     output: Output
+    standardize: tuple[list[float], list[float]] | None = None
+
+    def select(self, dialect: str, matrix: str) -> exp.Select:
+        """The plan's ``SELECT`` for ``dialect``."""
+        if self.standardize is None:
+            return compile_select(self.projection, self.source, dialect, self.output, matrix)
+        from .compiler.preprocess import compile_standardized
+
+        means, stds = self.standardize
+        return compile_standardized(self.projection, self.source, dialect, self.output, matrix, means, stds)
+
+    def sql(self, dialect: str, matrix: str, into: str | None = None, view: bool = False) -> str:
+        """SQL text: the select, or ``CREATE TABLE|VIEW <into> AS`` it."""
+        if self.standardize is None:
+            return compile_sql(self.projection, self.source, dialect, self.output, into=into, view=view, matrix=matrix)
+        statement: exp.Expression = self.select(dialect, matrix)
+        if into:
+            table = exp.Table(this=ident(into), db=ident(self.source.schema) if self.source.schema else None)
+            statement = exp.Create(kind="VIEW" if view else "TABLE", this=table, expression=statement)
+        return get_dialect(dialect).render(statement, pretty=True)
+
+
+def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
+    """Per-feature mean and population standard deviation of ``source``, computed in the database."""
+    from .compiler.preprocess import stats_query
+
+    dialect = get_dialect(db.dialect)
+    row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
+    means = [float(v) if v is not None else 0.0 for v in row[0::2]]
+    stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
+    return means, stds
 
 
 def plan(
@@ -272,15 +306,20 @@ def plan(
     prefix: str = "p",
     d: int | None = None,
     save_as: str | None = None,
+    standardize: bool = False,
     **params: Any,
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
-    ``Projection``), or generate and store (``method``, ``k``, ...) the projection."""
+    ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
+
+    ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
+    deviations computed over the table now, then inlined in the SQL); recommended for the
+    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`)."""
     source = resolve_source(
         db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls, group_column
     )
     registry = _registry(db)
-    if isinstance(projection, Projection):
+    if isinstance(projection, (Projection, Composed)):
         proj = projection
     elif isinstance(projection, str) and registry.exists(projection):
         proj = registry.load(projection)
@@ -314,7 +353,8 @@ def plan(
             f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
             f"{source.array_column!r} holds length {d_in}"
         )
-    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
+    stats = feature_stats(db, proj, source) if standardize else None
+    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix), stats)
 
 
 def compile_projection(
@@ -330,7 +370,7 @@ def compile_projection(
     if matrix == "auto":
         same_db = db is not None and get_dialect(dialect_name).name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
-    return compile_sql(plan_.projection, plan_.source, dialect_name, plan_.output, into=into, view=view, matrix=matrix)
+    return plan_.sql(dialect_name, matrix, into=into, view=view)
 
 
 def project(
@@ -357,13 +397,13 @@ def project(
     if check:
         check_source(db, p.projection, p.source)
     if into is None:
-        select = compile_select(p.projection, p.source, db.dialect, p.output, _matrix(db, p, matrix))
+        select = p.select(db.dialect, _matrix(db, p, matrix))
         key = p.source.group_column or p.source.id_column
         select = select.order_by(col(key), copy=False)
         return db.query_df(get_dialect(db.dialect).render(select))
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
-    sql = compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=view, matrix=_matrix(db, p, matrix))
+    sql = p.sql(db.dialect, _matrix(db, p, matrix), into=into, view=view)
     target = ident(into).sql(get_dialect(db.dialect).sqlglot)
     if p.source.schema:
         target = f"{ident(p.source.schema).sql(get_dialect(db.dialect).sqlglot)}.{target}"
@@ -395,7 +435,7 @@ def _is_view(db: Backend, name: str, schema: str | None) -> bool:
 
 
 def transform_frame(
-    projection: Projection, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
+    projection: Projection | Composed, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
 ) -> pd.DataFrame:
     """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path)."""
     cols = list(columns) if columns else list(frame.columns)

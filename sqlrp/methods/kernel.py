@@ -207,7 +207,7 @@ def pk_rp(
     p: int | None = None,
     s: float | str = 3.0,
     distribution: str = "achlioptas",
-    index: str = "distinct",
+    index: str = "balanced",
     c: float = 0.0,
     seed: int | None = 0,
     _method: str = "pk-rp",
@@ -222,6 +222,10 @@ def pk_rp(
 
     With sign-stored ``S`` the entry magnitude ``sqrt(s)`` of each of the ``g`` factors moves into the
     delayed scale: ``scale = sqrt(s)^g / sqrt(t*k)``.  IR: ``t`` terms of ``g`` factors per component.
+    ``index`` defaults to ``"balanced"`` (repetition minimisation, 003 Section 4.4.5): measured here on
+    standardised digits / breast_cancer / wine it is as good as or slightly better than ``"distinct"``
+    (Pseudocode 1's scheme), as 003 Fig. 4.6 reports; unlike ``"distinct"`` it may, rarely, use one vector
+    twice within a term.
     ``c > 0`` gives the inhomogeneous kernel through the appended constant feature ``sqrt(c)``
     (003 Eq. 4.17): each random vector gets one more entry, stored as its ``bias``.  ``p`` defaults to
     ``g*t*k`` (no vector repetition with ``index="balanced"``); vectors no output uses are dropped.
