@@ -208,7 +208,9 @@ class Composed:
 
     def __post_init__(self) -> None:
         if self.first.k != self.second.d:
-            raise ValueError(f"cannot compose: the first stage outputs {self.first.k} values, the second expects {self.second.d}")
+            raise ValueError(
+                f"cannot compose: the first stage outputs {self.first.k} values, the second expects {self.second.d}"
+            )
 
     @property
     def d(self) -> int:

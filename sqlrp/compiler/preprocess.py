@@ -22,9 +22,10 @@ _PLACEHOLDER = "__sqlrp_standardized_input"
 
 
 def _dense(projection: Projection | Composed, source: Source, dialect) -> exp.Select:
+    from ..dialects import get_dialect
     from . import dense_source
 
-    return dense_source(projection, source, dialect)  # type: ignore[arg-type] - only .d is used
+    return dense_source(projection, source, get_dialect(dialect))  # type: ignore[arg-type] - only .d is used
 
 
 def stats_query(projection: Projection | Composed, source: Source, dialect) -> exp.Select:

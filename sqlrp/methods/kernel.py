@@ -56,9 +56,7 @@ def _nonnegative(name: str, value: Any) -> float:
 # P-RP / D2PK-RP
 
 
-def p_rp(
-    d: int, k: int, m: int = 1, s: float | str = 3.0, modified: bool = False, seed: int | None = 0
-) -> Projection:
+def p_rp(d: int, k: int, m: int = 1, s: float | str = 3.0, modified: bool = False, seed: int | None = 0) -> Projection:
     """P-RP (D2PK-RP): random projection from the degree-2 polynomial kernel's feature space.
 
     000 Eq. 13 with the matrices of Eq. 17: ``x'_j = 1/sqrt(k) * sum_{l=1..m} sigma_l * (x . r_jl)^2``,
@@ -290,7 +288,9 @@ def cbp(
     which is a random projection of the pooled bilinear feature ``sum_l x_l x_l^T``.  The sum over the
     group is not part of the IR: project with ``group_column=...`` (SQL ``GROUP BY``, scale applied last).
     """
-    return pk_rp(d, k, degree=2, t=t, p=p, s=s, distribution=distribution, index="balanced", c=c, seed=seed, _method="cbp")
+    return pk_rp(
+        d, k, degree=2, t=t, p=p, s=s, distribution=distribution, index="balanced", c=c, seed=seed, _method="cbp"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
