@@ -22,7 +22,7 @@ from .backends import Backend, ColumnInfo, connect
 from .compiler import Output, Source, col, compile_select, compile_sql, dense_source, ident
 from .dialects import get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
-from .ir import Projection
+from .ir import Composed, Projection
 from .methods import make_projection
 from .store import Registry
 
@@ -258,11 +258,25 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
 
 @dataclass
 class Plan:
-    """A projection bound to an input table: what ``project`` and ``compile_projection`` run."""
+    """A projection bound to an input table: what ``project`` and ``compile_projection`` run.
 
-    projection: Projection
+    ``source.standardize`` holds ``(means, stds)`` of the features when the input is standardised in
+    SQL (``plan(..., standardize=True)``; :mod:`sqlrp.compiler.preprocess`)."""
+
+    projection: Projection | Composed
     source: Source
     output: Output
+
+
+def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
+    """Per-feature mean and population standard deviation of ``source``, computed in the database."""
+    from .compiler.preprocess import stats_query
+
+    dialect = get_dialect(db.dialect)
+    row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
+    means = [float(v) if v is not None else 0.0 for v in row[0::2]]
+    stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
+    return means, stds
 
 
 def plan(
@@ -285,15 +299,20 @@ def plan(
     prefix: str = "p",
     d: int | None = None,
     save_as: str | None = None,
+    standardize: bool = False,
     **params: Any,
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
-    ``Projection``), or generate and store (``method``, ``k``, ...) the projection."""
+    ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
+
+    ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
+    deviations computed over the table now, then inlined in the SQL); recommended for the
+    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`)."""
     source = resolve_source(
         db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls, group_column
     )
     registry = _registry(db)
-    if isinstance(projection, Projection):
+    if isinstance(projection, (Projection, Composed)):
         proj = projection
     elif isinstance(projection, str) and registry.exists(projection):
         proj = registry.load(projection)
@@ -327,6 +346,9 @@ def plan(
             f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
             f"{source.array_column!r} holds length {d_in}"
         )
+    if standardize:
+        means, stds = feature_stats(db, proj, source)
+        source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
 
 
@@ -514,7 +536,7 @@ def _is_view(db: Backend, name: str, schema: str | None) -> bool:
 
 
 def transform_frame(
-    projection: Projection, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
+    projection: Projection | Composed, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
 ) -> pd.DataFrame:
     """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path)."""
     cols = list(columns) if columns else list(frame.columns)

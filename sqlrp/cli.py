@@ -45,9 +45,13 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--projection", help="stored projection name: reused if it exists, else created and stored")
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
     p.add_argument("--k", type=int, help="output dimension (new projections)")
-    p.add_argument("--s", type=_s, default="auto", help="sparsity s >= 1 (1, 3, or auto = sqrt(d))")
+    _add_method_params(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--d", type=int, help="input dimension, when it cannot be read off the table")
+    p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)")
+    p.add_argument(
+        "--standardize", action="store_true", help="centre and scale every feature in SQL first (wide/array)"
+    )
     p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
     p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
     p.add_argument(
@@ -59,6 +63,32 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--block", type=int, help="mailman strategy: features per block (default: chosen)")
     p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
+
+
+def _add_method_params(p: argparse.ArgumentParser) -> None:
+    """Parameters of the methods; each is passed to the method only when given."""
+    p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, or auto = sqrt(d)); default per method")
+    k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
+    k.add_argument("--m", type=int, help="p-rp: number of sign matrices summed (CLT)")
+    k.add_argument("--degree", type=int, help="pk-rp, maclaurin, craftmap: polynomial degree")
+    k.add_argument("--t", type=int, help="pk-rp, cbp: products summed per output (CLT)")
+    k.add_argument("--p", type=int, help="pk-rp, cbp: number of random vectors (default g*t*k)")
+    k.add_argument("--c", type=float, help="constant of the inhomogeneous kernel (x.y + c)^degree")
+    k.add_argument("--kernel-modified", action="store_true", help="p-rp: the modified kernel (x.y)^2 - (x^2).(y^2)")
+    k.add_argument("--index", choices=["distinct", "balanced"], help="pk-rp: index scheme")
+    k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors")
+    k.add_argument("--up", choices=["maclaurin", "pk-rp"], help="craftmap: up-projection method")
+    k.add_argument("--up-k", type=int, help="craftmap: up-projection dimension D (default 4k)")
+
+
+_METHOD_PARAMS = ("s", "m", "degree", "t", "p", "c", "index", "distribution", "up", "up_k")
+
+
+def _method_params(args: argparse.Namespace) -> dict:
+    params = {name: getattr(args, name) for name in _METHOD_PARAMS if getattr(args, name, None) is not None}
+    if getattr(args, "kernel_modified", False):
+        params["modified"] = True
+    return params
 
 
 def _plan_options(args: argparse.Namespace) -> dict:
@@ -76,9 +106,10 @@ def _plan_options(args: argparse.Namespace) -> dict:
         output=args.output,
         prefix=args.prefix,
         d=args.d,
+        group_column=args.group_column,
+        standardize=args.standardize,
     )
-    if args.method == "achlioptas":
-        options["s"] = args.s
+    options.update(_method_params(args))
     return options
 
 
@@ -129,8 +160,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         d = len(cols) if cols else args.d
         if not d or args.k is None:
             raise SqlrpError("without --db, give --k and --d (or --columns)")
-        params = {"s": args.s} if args.method == "achlioptas" else {}
-        projection = make_projection(args.method, d, args.k, seed=args.seed, **params)
+        if args.standardize:
+            raise SqlrpError("--standardize computes the feature statistics in the database: give --db")
+        projection = make_projection(args.method, d, args.k, seed=args.seed, **_method_params(args))
         source = Source(
             args.table,
             args.id_column,
@@ -141,6 +173,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             args.value_column,
             args.schema,
             args.nulls,
+            args.group_column,
         )
         output = Output(args.output, args.prefix, args.prefix)
         sql = compile_sql(
@@ -158,10 +191,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    params = {"s": args.s} if args.method == "achlioptas" else {}
     with connect(args.db) as db:
         proj = api.create_projection(
-            db, args.name, args.method, d=args.d, k=args.k, seed=args.seed, replace=args.replace, **params
+            db, args.name, args.method, d=args.d, k=args.k, seed=args.seed, replace=args.replace, **_method_params(args)
         )
         print(json.dumps(proj.describe(), default=str))
     return 0
@@ -307,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
     p.add_argument("--d", type=int, required=True)
     p.add_argument("--k", type=int, required=True)
-    p.add_argument("--s", type=_s, default="auto")
+    _add_method_params(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replace", action="store_true")
     p.set_defaults(func=cmd_create)

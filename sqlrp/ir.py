@@ -187,3 +187,54 @@ class Projection:
             "seed": self.seed,
             "params": self.params,
         }
+
+
+@dataclass(eq=False)
+class Composed:
+    """Projection ``second`` applied to the output of ``first`` (composition; CRAFTMaps, 001 Algorithm 2).
+
+    ``first`` maps ``d -> D`` and ``second`` maps ``D -> k``; either may itself be a ``Composed``.  The
+    compiler (:mod:`sqlrp.compiler.compose`) nests the select of ``first`` as the wide source of
+    ``second``; the registry stores both stages under derived names (``<name>__stage1``,
+    ``<name>__stage2``) and links them from the composed entry (``sqlrp.store``).
+    """
+
+    first: Projection | Composed
+    second: Projection | Composed
+    method: str = "compose"
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.first.k != self.second.d:
+            raise ValueError(
+                f"cannot compose: the first stage outputs {self.first.k} values, the second expects {self.second.d}"
+            )
+
+    @property
+    def d(self) -> int:
+        return self.first.d
+
+    @property
+    def k(self) -> int:
+        return self.second.k
+
+    @property
+    def stages(self) -> tuple[Projection | Composed, Projection | Composed]:
+        return (self.first, self.second)
+
+    @property
+    def is_linear(self) -> bool:
+        return self.first.is_linear and self.second.is_linear
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "method": self.method,
+            "d": self.d,
+            "k": self.k,
+            "seed": self.seed,
+            "params": self.params,
+            "stages": [self.first.describe(), self.second.describe()],
+        }

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
-from .ir import Combiner, LinearStage, Projection
+from .ir import Combiner, Composed, LinearStage, Projection
 
 
 def linear_outputs(linear: LinearStage, X: np.ndarray) -> np.ndarray:
@@ -49,9 +49,14 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
     return np.asarray(prods @ T)
 
 
-def transform(projection: Projection, X: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+def transform(projection: Projection | Composed, X: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
     """Project the rows of ``X`` (n x d).  With ``groups``, sum the projections per group key
-    (output rows in sorted key order)."""
+    (output rows in sorted key order).  A :class:`Composed` projection applies its stages in turn
+    (pooling is not defined for it)."""
+    if isinstance(projection, Composed):
+        if groups is not None:
+            raise InputError("pooling (a group key) is not supported for composed projections")
+        return transform(projection.second, transform(projection.first, X))
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise InputError(f"expected a 2-D array (rows x features), got shape {X.shape}")

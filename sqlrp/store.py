@@ -18,7 +18,7 @@ import pandas as pd
 
 from .backends import Backend
 from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound
-from .ir import Combiner, LinearStage, Projection
+from .ir import Combiner, Composed, LinearStage, Projection
 
 VERSION_TABLE = "sqlrp_schema_version"
 _BOOTSTRAP = (
@@ -27,6 +27,14 @@ _BOOTSTRAP = (
     " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
 )
 _TABLES = ("sqlrp_linear_entry", "sqlrp_linear_vector", "sqlrp_combiner_term", "sqlrp_combiner_factor")
+# A composed projection (sqlrp.ir.Composed) is stored as its two stages under derived names plus one
+# sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
+STAGES_KEY = "_stages"
+
+
+def stage_names(name: str) -> list[str]:
+    """Names under which the stages of the composed projection ``name`` are stored."""
+    return [f"{name}__stage1", f"{name}__stage2"]
 
 
 def migration_files(dialect: str) -> list[tuple[int, str, str]]:
@@ -77,11 +85,15 @@ class Registry:
     def exists(self, name: str) -> bool:
         return bool(self.backend.fetchall("SELECT 1 FROM sqlrp_projection WHERE name = ?", [name]))
 
-    def save(self, projection: Projection, name: str | None = None, replace: bool = False) -> Projection:
+    def save(
+        self, projection: Projection | Composed, name: str | None = None, replace: bool = False
+    ) -> Projection | Composed:
         """Store ``projection`` under ``name`` (its rows and metadata, in one transaction)."""
         name = name or projection.name
         if not name:
             raise InvalidParameter("a stored projection needs a name")
+        if isinstance(projection, Composed):
+            return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner
         with self.backend.transaction():
             if self.exists(name):
@@ -146,7 +158,36 @@ class Registry:
         projection.name = name
         return projection
 
-    def load(self, name: str) -> Projection:
+    def _save_composed(self, composed: Composed, name: str, replace: bool) -> Composed:
+        names = stage_names(name)
+        with self.backend.transaction():
+            if self.exists(name):
+                if not replace:
+                    raise ProjectionExists(
+                        f"a projection named {name!r} already exists; reuse it, drop it "
+                        f"(sqlrp projections drop {name!r}) or choose another name"
+                    )
+                self._delete(name)
+            for stage, stage_name in zip(composed.stages, names, strict=True):
+                self.save(stage, stage_name, replace=replace)
+            self.backend.execute(
+                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    name,
+                    composed.method,
+                    json.dumps({**composed.params, STAGES_KEY: names}),
+                    composed.d,
+                    composed.k,
+                    0,
+                    composed.seed,
+                    1.0,
+                ],
+            )
+        composed.name = name
+        return composed
+
+    def load(self, name: str) -> Projection | Composed:
         """The stored projection ``name``, rebuilt from its rows."""
         rows = self.backend.fetchall(
             "SELECT method, params, d, k, p, seed, scale FROM sqlrp_projection WHERE name = ?", [name]
@@ -157,6 +198,9 @@ class Registry:
             raise ProjectionNotFound(f"no stored projection named {name!r}.{hint}")
         method, params, d, k, p, seed, scale = rows[0]
         params = params if isinstance(params, dict) else json.loads(params)
+        if STAGES_KEY in params:
+            first, second = (self.load(stage) for stage in params.pop(STAGES_KEY))
+            return Composed(first=first, second=second, method=method, params=params, seed=seed, name=name)
         entries = self._array(
             "SELECT vector, feature, weight FROM sqlrp_linear_entry WHERE projection = ? ORDER BY vector, feature",
             name,
@@ -215,6 +259,11 @@ class Registry:
             self._delete(name)
 
     def _delete(self, name: str) -> None:
+        rows = self.backend.fetchall("SELECT params FROM sqlrp_projection WHERE name = ?", [name])
+        if rows:
+            params = rows[0][0] if isinstance(rows[0][0], dict) else json.loads(rows[0][0])
+            for stage in params.get(STAGES_KEY, []):
+                self._delete(stage)
         for table in _TABLES:
             self.backend.execute(f"DELETE FROM {table} WHERE projection = ?", [name])
         self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])

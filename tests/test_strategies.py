@@ -123,3 +123,20 @@ def test_postgres_column_limit_respected():
     assert plan is not None and 784 + len(plan.partials) <= 1600
     sql = compile_sql(dense, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784))), "postgres")
     assert "OFFSET 0" in sql and '"_m0"' in sql
+
+
+@pytest.mark.parametrize("strategy", ["inline", "mailman", "join", "lookup"])
+@pytest.mark.parametrize(
+    "method, params",
+    [("pk-rp", {"degree": 3, "t": 2, "c": 1.5}), ("p-rp", {"m": 2, "s": 1}), ("cbp", {"t": 2})],
+)
+def test_kernel_projections_under_every_strategy(db, data, strategy, method, params):
+    """Bias (inhomogeneous kernels) and non-identity combiners go through every strategy."""
+    proj = make_projection(method, data.shape[1], 5, seed=1, **params)
+    layout = "long" if strategy in ("join", "lookup") else "wide"
+    X = data.copy()
+    X[:, 0] += 1.0  # no all-zero rows: the long layout has no row for them
+    frame = long_frame(X) if layout == "long" else wide_frame(X)
+    db.write_dataframe("k", frame)
+    out = sqlrp.project(db, "k", "id", proj, layout=layout, strategy=strategy, d=X.shape[1])
+    _close(out.iloc[:, 1:].to_numpy(dtype=float), reference.transform(proj, X))

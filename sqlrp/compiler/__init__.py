@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from ..dialects import SqlrpDialect, get_dialect
 from ..errors import InvalidParameter
-from ..ir import LinearStage, Projection
+from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .nodes import Inputs, SignedSum
 from .strategies import best_mailman, choose
@@ -248,7 +248,7 @@ def _dense_linear(
         extended = Inputs(
             [*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))]
         )
-        sums = [SignedSum.of(extended, idx, sign) for idx, sign in plan.terms]
+        sums = [SignedSum.of(extended, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
         return shared, sums
     squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
     return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
@@ -282,7 +282,7 @@ def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.E
 
 
 def compile_select(
-    projection: Projection,
+    projection: Projection | Composed,
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
@@ -299,6 +299,14 @@ def compile_select(
     mailman block size.
     """
     dialect = get_dialect(dialect)
+    if source.standardize is not None:
+        from .preprocess import compile_standardized
+
+        return compile_standardized(projection, source, dialect, output, matrix, strategy, block)
+    if isinstance(projection, Composed):
+        from .compose import compile_composed
+
+        return compile_composed(projection, source, dialect, output, matrix, compile_select)
     output = output or Output()
     if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
         raise InvalidParameter(source.layout)
@@ -362,7 +370,7 @@ def compile_select(
 
 
 def compile_sql(
-    projection: Projection,
+    projection: Projection | Composed,
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
@@ -380,7 +388,7 @@ def compile_sql(
     select = compile_select(projection, source, dialect, output, matrix, strategy, block)
     statement: exp.Expression = select
     if into and insert:
-        names = [source.group_column or source.id_column, *output.names(projection.k)]
+        names = [source.group_column or source.id_column, *(output or Output()).names(projection.k)]
         target = exp.Schema(
             this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema else None),
             expressions=[ident(n) for n in names],

@@ -35,6 +35,8 @@ class Source:
     group_column: str | None = None
     #: optional sqlglot condition on the input table's own columns (incremental runs, id-range batches)
     row_filter: Any = None
+    # ``(means, stds)`` per feature: standardise in SQL before projecting (:mod:`.preprocess`)
+    standardize: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

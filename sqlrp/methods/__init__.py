@@ -11,16 +11,22 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidParameter
-from ..ir import Projection
+from ..ir import Composed, Projection
+from .kernel import cbp, craftmap, maclaurin, p_rp, pk_rp
 from .linear import achlioptas, expected_distortion, gaussian, johnson_lindenstrauss_min_dim, resolve_s
 
-METHODS: dict[str, Callable[..., Projection]] = {
+METHODS: dict[str, Callable[..., Projection | Composed]] = {
     "achlioptas": achlioptas,
     "gaussian": gaussian,
+    "p-rp": p_rp,
+    "pk-rp": pk_rp,
+    "cbp": cbp,
+    "maclaurin": maclaurin,
+    "craftmap": craftmap,
 }
 
 
-def make_projection(method: str, d: int, k: int, seed: int | None = 0, **params: Any) -> Projection:
+def make_projection(method: str, d: int, k: int, seed: int | None = 0, **params: Any) -> Projection | Composed:
     """Generate a projection of ``d`` inputs to ``k`` outputs with the named method, deterministically."""
     try:
         factory = METHODS[method]
@@ -37,9 +43,14 @@ def make_projection(method: str, d: int, k: int, seed: int | None = 0, **params:
 __all__ = [
     "METHODS",
     "achlioptas",
+    "cbp",
+    "craftmap",
     "expected_distortion",
     "gaussian",
     "johnson_lindenstrauss_min_dim",
+    "maclaurin",
     "make_projection",
+    "p_rp",
+    "pk_rp",
     "resolve_s",
 ]
