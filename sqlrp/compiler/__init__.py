@@ -34,7 +34,7 @@ BIGINT = exp.DataType.build("BIGINT")
 
 def ident(name: str) -> exp.Identifier:
     """A quoted identifier: user text never reaches SQL any other way."""
-    return exp.to_identifier(name, quoted=True)
+    return exp.to_identifier(name, quoted=True, copy=False)
 
 
 def col(name: str, table: str | None = None) -> exp.Column:
@@ -67,9 +67,9 @@ def _feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
 def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
     """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts."""
     d = projection.d
-    keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
+    keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
     if source.group_column:
-        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True))
+        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))
     if source.layout == "wide":
         if len(source.columns) != d:
             raise InvalidParameter(
@@ -83,19 +83,19 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
         if dialect.needs_materialised_array():
             # detoast once per row in a fenced sub-query (see dialects/postgres.py)
             passthrough = [col("_id")] + ([col("_g")] if source.group_column else [])
-            raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True))
+            raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True, copy=False))
             fenced = (
-                exp.select(*passthrough, exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True))
-                .from_(_from_source(raw, source).subquery("_t"))
+                exp.select(*passthrough, exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True, copy=False))
+                .from_(_from_source(raw, source).subquery("_t", copy=False))
                 .offset(0)
             )
-            inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr"))
+            inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr", copy=False))
             array = col("_a")
         else:
             inner = _from_source(exp.select(*keys), source)
         feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
     return inner.select(
-        *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True) for i, f in enumerate(feats)],
+        *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True, copy=False) for i, f in enumerate(feats)],
         append=True,
         copy=False,
     )
@@ -141,10 +141,10 @@ def _long_linear(
     """Linear stage over a long table: join + GROUP BY (id, vector), then a pivot to one value per
     output vector -- ``join``: an aggregate with a FILTER per vector; ``lookup``: see below."""
     lin = projection.linear
-    keys = [exp.alias_(col(source.id_column), "_id", quoted=True)]
+    keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
     group_keys = [col("_id", "s")]
     if source.group_column:
-        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True))
+        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))
         group_keys.append(col("_g", "s"))
     value = col(source.value_column)
     if source.nulls == "zero":
@@ -152,8 +152,8 @@ def _long_linear(
     src = _from_source(
         exp.select(
             *keys,
-            exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True),
-            exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True),
+            exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True, copy=False),
+            exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True, copy=False),
         ),
         source,
     )
@@ -167,15 +167,15 @@ def _long_linear(
     kv = (
         exp.select(
             *group_keys,
-            exp.alias_(exp.cast(col("vector", "m"), BIGINT), "_vec", quoted=True),
-            exp.alias_(exp.Sum(this=signed), "_s1", quoted=True),
+            exp.alias_(exp.cast(col("vector", "m"), BIGINT), "_vec", quoted=True, copy=False),
+            exp.alias_(exp.Sum(this=signed), "_s1", quoted=True, copy=False),
         )
-        .from_(src.subquery("s"))
-        .join(_matrix_relation(projection, matrix).subquery("m"), on=col("feature", "m").eq(col("_f", "s")))
+        .from_(src.subquery("s", copy=False))
+        .join(_matrix_relation(projection, matrix).subquery("m", copy=False), on=col("feature", "m").eq(col("_f", "s")))
         .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
     )
     if lin.power is not None:
-        kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True), append=True, copy=False)
+        kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True, copy=False), append=True, copy=False)
     if strategy == "lookup":
         return _lookup_pivot(projection, kv, pooled=source.group_column is not None)
     sums = []
@@ -206,13 +206,13 @@ def _lookup_pivot(projection: Projection, kv: exp.Select, pooled: bool) -> tuple
 
     collected = (
         exp.select(*[c.copy() for c in keys])
-        .select(exp.alias_(agg("_vec"), "_vv", quoted=True), copy=False)
-        .select(exp.alias_(agg("_s1"), "_ss", quoted=True), copy=False)
-        .from_(kv.subquery("kv0"))
+        .select(exp.alias_(agg("_vec"), "_vv", quoted=True, copy=False), copy=False)
+        .select(exp.alias_(agg("_s1"), "_ss", quoted=True, copy=False), copy=False)
+        .from_(kv.subquery("kv0", copy=False))
         .group_by(*[c.copy() for c in keys])
     )
     if lin.power is not None:
-        collected = collected.select(exp.alias_(agg("_s2"), "_ss2", quoted=True), copy=False)
+        collected = collected.select(exp.alias_(agg("_s2"), "_ss2", quoted=True, copy=False), copy=False)
     sums: list[exp.Expression] = []
     for vec in range(lin.p):
         which = "_ss2" if lin.vector_power(vec) == 2 else "_ss"
@@ -241,10 +241,10 @@ def _dense_linear(
         keys = [col("_id")] + ([col("_g")] if source.group_column else [])
         used = [col(f"_x{i}") for i in range(projection.d) if plan.uses_feature[i]]
         partials = [
-            exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True)
+            exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True, copy=False)
             for q, (feat, sign) in enumerate(plan.partials)
         ]
-        shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src")))
+        shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src", copy=False)))
         extended = Inputs(
             [*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))]
         )
@@ -322,7 +322,7 @@ def compile_select(
 
     if source.layout == "long":
         body, k_exprs = _long_linear(projection, source, matrix, strategy)
-        relation = body.subquery("kv")
+        relation = body.subquery("kv", copy=False)
         key_cols = [col("_g")] if pooled else [col("_id")]
         group_by = [col("_id")] + ([col("_g")] if pooled else [])
         regroup = strategy != "lookup"  # lookup's relation has one row per id already
@@ -335,22 +335,22 @@ def compile_select(
             if regroup:
                 lin_sel = lin_sel.group_by(*group_by, copy=False)
             lin_sel = lin_sel.select(
-                *[exp.alias_(e, f"_k{v}", quoted=True) for v, e in enumerate(k_exprs)], append=True, copy=False
+                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(k_exprs)], append=True, copy=False
             )
             outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
-            base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
+            base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
     else:
         src, sums = _dense_linear(projection, source, dialect, strategy, block)
         key_cols = [col("_g")] if pooled else [col("_id")]
         if projection.combiner.is_identity:
-            outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src"))
+            outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src", copy=False))
         else:
-            lin_sel = exp.select(col("_id"), *([col("_g")] if pooled else [])).from_(src.subquery("src"))
+            lin_sel = exp.select(col("_id"), *([col("_g")] if pooled else [])).from_(src.subquery("src", copy=False))
             lin_sel = lin_sel.select(
-                *[exp.alias_(e, f"_k{v}", quoted=True) for v, e in enumerate(sums)], append=True, copy=False
+                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(sums)], append=True, copy=False
             )
             outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
-            base = exp.select(*key_cols).from_(lin_sel.subquery("lin"))
+            base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
 
     scale = number(projection.scale)
     if pooled:
@@ -359,13 +359,13 @@ def compile_select(
     final = [exp.Mul(this=e, expression=scale.copy()) for e in outputs]
     # rename the key back to the user's column name
     key_expr = base.expressions[0]
-    base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True)])
+    base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True, copy=False)])
     if output.form == "wide":
         return base.select(
-            *[exp.alias_(e, n, quoted=True) for e, n in zip(final, names, strict=True)], append=True, copy=False
+            *[exp.alias_(e, n, quoted=True, copy=False) for e, n in zip(final, names, strict=True)], append=True, copy=False
         )
     return base.select(
-        exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True), append=True, copy=False
+        exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True, copy=False), append=True, copy=False
     )
 
 

@@ -36,7 +36,7 @@ def stats_query(projection: Projection | Composed, source: Source, dialect) -> e
         raise InvalidParameter("standardize is supported for the wide and array layouts, not long (it would densify)")
     from . import col
 
-    src = _dense(projection, source, dialect).subquery("src")
+    src = _dense(projection, source, dialect).subquery("src", copy=False)
     aggs: list[exp.Expression] = []
     for i in range(projection.d):
         aggs.append(exp.Avg(this=col(f"_x{i}")))
@@ -51,15 +51,15 @@ def standardized_relation(
     ``Source`` (over a placeholder table) that reads it."""
     from . import col, number
 
-    src = _dense(projection, source, dialect).subquery("src")
-    keys = [exp.alias_(col("_id"), source.id_column, quoted=True)]
+    src = _dense(projection, source, dialect).subquery("src", copy=False)
+    keys = [exp.alias_(col("_id"), source.id_column, quoted=True, copy=False)]
     if source.group_column:
-        keys.append(exp.alias_(col("_g"), source.group_column, quoted=True))
+        keys.append(exp.alias_(col("_g"), source.group_column, quoted=True, copy=False))
     cols = []
     for i, (mu, sd) in enumerate(zip(means, stds, strict=True)):
         sd = float(sd) if sd and float(sd) > 0 else 1.0
         value = exp.Div(this=exp.paren(col(f"_x{i}") - number(mu)), expression=number(sd))
-        cols.append(exp.alias_(value, f"_s{i}", quoted=True))
+        cols.append(exp.alias_(value, f"_s{i}", quoted=True, copy=False))
     relation = exp.select(*keys, *cols).from_(src)
     wide = Source(
         _PLACEHOLDER,

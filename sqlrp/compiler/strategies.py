@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import weakref
+
 import numpy as np
 
 from ..errors import InvalidParameter
@@ -126,10 +128,21 @@ def plan_mailman(linear: LinearStage, block: int) -> MailmanPlan:
     return MailmanPlan(block, d, partials, terms, uses_feature)
 
 
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def best_mailman(linear: LinearStage, dialect: str = "duckdb", block: int | None = None) -> MailmanPlan | None:
-    """The mailman plan of least estimated cost (or of the given block size)."""
+    """The mailman plan of least estimated cost (or of the given block size); memoised per stage,
+    since both :func:`choose` and the compiler ask for it."""
     if not mailman_applicable(linear):
         return None
+    cache = _PLANS.setdefault(linear, {})
+    if (dialect, block) not in cache:
+        cache[(dialect, block)] = _best_mailman(linear, dialect, block)
+    return cache[(dialect, block)]
+
+
+def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> MailmanPlan | None:
     limit = MAX_COLUMNS.get(dialect)
     best = None
     for b in [block] if block else BLOCK_SIZES:
