@@ -411,7 +411,7 @@ def project(
     ``join`` / ``lookup`` (long); ``block`` forces mailman's block size.
     ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
     it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): materialise in
-    id-range batches (``True`` = 10, or the number given) and show a tqdm bar on stderr.
+    id-range batches (``True``: up to 10 of at least 20,000 rows; or the number given) under a tqdm bar.
     ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
@@ -472,7 +472,7 @@ def _materialise(
 ) -> None:
     """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``;
     with ``progress``, in id-range batches under a tqdm bar (the caller holds the transaction)."""
-    batches = _id_batches(db, source, int(progress) if progress is not True else 10) if progress else [None]
+    batches = _id_batches(db, source, progress) if progress else [None]
     bar = None
     if progress:
         from tqdm import tqdm
@@ -495,19 +495,24 @@ def _materialise(
             bar.close()
 
 
-def _id_batches(db: Backend, source: Source, count: int) -> list[exp.Expression | None]:
-    """``count`` conditions ``lo <= key < hi`` covering the key's range (one ``None`` if the key is not
-    a number or the table is empty).  Each batch is planned anew, so a few large batches are best."""
+MIN_BATCH_ROWS = 20_000
+
+
+def _id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Expression | None]:
+    """Conditions ``lo <= key < hi`` covering the key's range (one ``None`` if the key is not a number,
+    the table is small or empty).  Each batch is planned anew, so a few large batches are best."""
     key = source.group_column or source.id_column
     info = {c.name: c for c in db.columns(source.table, source.schema)}
-    if not info[key].numeric or count <= 1:
+    if not info[key].numeric:
         return [None]
     table = exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
-    query = exp.select(exp.Min(this=col(key)), exp.Max(this=col(key))).from_(table)
+    query = exp.select(exp.Min(this=col(key)), exp.Max(this=col(key)), exp.Count(this=exp.Star())).from_(table)
     if source.row_filter is not None:
         query = query.where(source.row_filter.copy())
-    lo, hi = db.fetchall(get_dialect(db.dialect).render(query))[0]
-    if lo is None:
+    lo, hi, rows = db.fetchall(get_dialect(db.dialect).render(query))[0]
+    # progress=True: up to 10 batches of >= MIN_BATCH_ROWS rows (each batch is planned anew)
+    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else int(progress)
+    if lo is None or count <= 1:
         return [None]
     lo, hi = float(lo), float(hi)
     edges = [lo + (hi - lo) * i / count for i in range(count)]

@@ -119,7 +119,7 @@ def _connect(args: argparse.Namespace):
 
 def cmd_project(args: argparse.Namespace) -> int:
     with _connect(args) as db:
-        progress = False if (args.no_progress or not args.into or args.view) else args.batches
+        progress = False if (args.no_progress or not args.into or args.view) else (args.batches or True)
         result = api.project(
             db,
             args.table,
@@ -322,7 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
     p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar, one statement")
-    p.add_argument("--batches", type=int, default=10, help="with --into: id-range batches behind the progress bar")
+    p.add_argument(
+        "--batches",
+        type=int,
+        help="with --into: id-range batches behind the progress bar (default: up to 10, >= 20,000 rows each)",
+    )
     p.add_argument("--chunk-rows", type=int, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 

@@ -11,8 +11,8 @@ import pandas as pd
 
 from . import api
 from .backends import connect
+from .evaluation.metrics import mean_distortion
 from .methods import expected_distortion
-from .metrics import mean_distortion
 
 
 def run_demo(

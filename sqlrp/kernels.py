@@ -19,7 +19,6 @@ from itertools import combinations_with_replacement
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
 from .errors import InvalidParameter
 
@@ -65,14 +64,9 @@ def kernel_distortion(
 ) -> float | np.ndarray:
     """Distortion ``|‖y_i - y_j‖^2 - ‖phi(x_i) - phi(x_j)‖^2| / ‖phi(x_i) - phi(x_j)‖^2`` (000 Eq. 22), pairs
     with zero feature-space distance excluded; the mean over pairs, or every pair (``reduce=False``)."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    dx = feature_sq_distances(X, degree, c, modified)
-    dy = pdist(Y, "sqeuclidean")
-    keep = dx > 1e-12 * max(float(dx.max(initial=0.0)), 1e-300)
-    dist = np.abs(dy[keep] - dx[keep]) / dx[keep]
+    from .evaluation.metrics import Kernel, pairwise_distortion
+
+    dist = pairwise_distortion(X, Y, Kernel(degree, c, modified))
     return float(dist.mean()) if reduce else dist
 
 

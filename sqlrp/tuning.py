@@ -62,7 +62,7 @@ def dtrp_loss(X: np.ndarray, R: np.ndarray, s: float) -> float:
     evaluation; the tuner never calls it inside its loop."""
     X = np.asarray(X, dtype=np.float64)
     k = R.shape[1]
-    from .metrics import mean_distortion
+    from .evaluation.metrics import mean_distortion
 
     return mean_distortion(X, (X @ R) * (math.sqrt(s) / math.sqrt(k)))
 

@@ -27,8 +27,8 @@ from sqlrp.evaluation import (
     sql_distortion,
     sql_recall_at_k,
 )
+from sqlrp.evaluation.metrics import mean_distortion
 from sqlrp.methods.linear import achlioptas
-from sqlrp.metrics import mean_distortion
 from sqlrp.tuning import best_of_n, candidate_block, dtrp_loss, projection_from_dense, tune, tune_matrix
 
 # ------------------------------------------------------------------------------------------------

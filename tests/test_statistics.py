@@ -7,7 +7,7 @@ import pytest
 from conftest import wide_frame
 
 import sqlrp
-from sqlrp.metrics import mean_distortion
+from sqlrp.evaluation.metrics import mean_distortion
 
 
 @pytest.mark.parametrize("s", [1, 3, "auto"])

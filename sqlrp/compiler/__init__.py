@@ -335,7 +335,9 @@ def compile_select(
             if regroup:
                 lin_sel = lin_sel.group_by(*group_by, copy=False)
             lin_sel = lin_sel.select(
-                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(k_exprs)], append=True, copy=False
+                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(k_exprs)],
+                append=True,
+                copy=False,
             )
             outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
@@ -362,7 +364,9 @@ def compile_select(
     base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True, copy=False)])
     if output.form == "wide":
         return base.select(
-            *[exp.alias_(e, n, quoted=True, copy=False) for e, n in zip(final, names, strict=True)], append=True, copy=False
+            *[exp.alias_(e, n, quoted=True, copy=False) for e, n in zip(final, names, strict=True)],
+            append=True,
+            copy=False,
         )
     return base.select(
         exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True, copy=False), append=True, copy=False

@@ -29,9 +29,8 @@ reuse the same linear-stage strategies: the combiner sits on top of whatever the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 

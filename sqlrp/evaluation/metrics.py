@@ -27,6 +27,9 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist, pdist
 
+from ..kernels import feature_sq_distances as kernel_sq_distances
+from ..kernels import polynomial_kernel
+
 __all__ = [
     "Kernel",
     "auc_rnx",
@@ -35,6 +38,7 @@ __all__ = [
     "kernel_nrmse",
     "knn_indices",
     "linear_classifier_accuracy",
+    "mean_distortion",
     "pairwise_distortion",
     "q_nx",
     "r_nx",
@@ -58,12 +62,7 @@ class Kernel:
             raise ValueError("the modified kernel is the homogeneous degree-2 kernel (degree=2, c=0)")
 
     def gram(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        Y = X if Y is None else np.asarray(Y, dtype=np.float64)
-        G = (X @ Y.T + self.c) ** self.degree
-        if self.modified:
-            G = G - (X * X) @ (Y * Y).T
-        return G
+        return polynomial_kernel(X, Y, self.degree, self.c, self.modified)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "polynomial", "degree": self.degree, "c": self.c, "modified": self.modified}
@@ -74,10 +73,7 @@ def feature_sq_distances(X: np.ndarray, kernel: Kernel | None = None) -> np.ndar
     X = np.asarray(X, dtype=np.float64)
     if kernel is None:
         return pdist(X, "sqeuclidean")
-    G = kernel.gram(X)
-    diag = np.diag(G)
-    i, j = np.triu_indices(len(X), 1)
-    return np.maximum(diag[i] + diag[j] - 2.0 * G[i, j], 0.0)
+    return kernel_sq_distances(X, kernel.degree, kernel.c, kernel.modified)
 
 
 def pairwise_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
@@ -87,8 +83,14 @@ def pairwise_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = No
         raise ValueError(f"X has {len(X)} rows but Y has {len(Y)}")
     dx = feature_sq_distances(X, kernel)
     dy = pdist(Y, "sqeuclidean")
-    keep = dx > 0
+    # duplicate rows are excluded; in a kernel's feature space "zero" is up to the kernel trick's rounding
+    keep = dx > (0.0 if kernel is None else 1e-12 * max(float(dx.max(initial=0.0)), 1e-300))
     return np.abs(dy[keep] - dx[keep]) / dx[keep]
+
+
+def mean_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> float:
+    """Mean pairwise distortion of squared distances (``000`` Eq. 22)."""
+    return float(pairwise_distortion(X, Y, kernel).mean())
 
 
 def distortion_summary(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> dict[str, float]:
