@@ -293,3 +293,14 @@ def test_pitfall_raw_large_magnitude_features():
     assert kernel_distortion(X, Y, degree=2, modified=True) < 1.5 * floor
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
     assert kernel_distortion(Z, reference.transform(proj, Z), degree=2) < 2 * floor
+
+
+def test_many_linear_sums_fit_postgres(db):
+    """P-RP with m = 30 and k = 60 has 1,800 linear sums: more than PostgreSQL's column limit, so they
+    travel as one array; the numbers stay those of the reference."""
+    X = np.random.default_rng(3).standard_normal((15, 10))
+    db.write_dataframe("src", wide_frame(X))
+    proj = make_projection("p-rp", 10, 60, m=30, seed=2)
+    assert proj.linear.p > 1664
+    Y = sqlrp.project(db, "src", "id", proj).iloc[:, 1:].to_numpy(dtype=float)
+    _close(Y, reference.transform(proj, X))

@@ -254,6 +254,26 @@ def _dense_linear(
     return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
 
 
+def _linear_relation(
+    keys: exp.Select, sums: list[exp.Expression], dialect: SqlrpDialect
+) -> tuple[exp.Select, list[exp.Expression]]:
+    """The linear sums as a relation the combiner reads, and how to refer to sum ``v`` in it.
+
+    Normally one column ``_k{v}`` per sum.  Where that exceeds the engine's column limit (PostgreSQL:
+    1,664 per select; P-RP with m = 30 and k = 160 has 4,800 sums) the sums travel as one array
+    ``_kv`` read by subscripts.  Either way the relation is fenced, so each sum is computed once per
+    row even when several products use it."""
+    limit = dialect.max_columns
+    if limit is None or len(sums) + len(keys.expressions) <= limit:
+        rel = keys.select(
+            *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(sums)], append=True, copy=False
+        )
+        return dialect.fence(rel), [col(f"_k{v}") for v in range(len(sums))]
+    rel = keys.select(exp.alias_(exp.Array(expressions=sums), "_kv", quoted=True, copy=False), append=True, copy=False)
+    refs = [exp.Bracket(this=col("_kv"), expressions=[exp.Literal.number(v)], offset=0) for v in range(len(sums))]
+    return dialect.fence(rel), refs
+
+
 def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.Expression]:
     """Combiner terms per component (before scale): ``sum_t w_t * prod_f K[v_f]``."""
     comb = projection.combiner
@@ -316,7 +336,6 @@ def compile_select(
         raise InvalidParameter(f"output column {key_out!r} would appear twice; choose another --prefix or output name")
     if matrix == "auto":
         matrix = "registry" if projection.name else "values"
-    lin = projection.linear
     pooled = source.group_column is not None
     strategy = choose(projection, source, dialect.name, strategy)
 
@@ -334,12 +353,8 @@ def compile_select(
             lin_sel = exp.select(*[c.copy() for c in group_by]).from_(relation)
             if regroup:
                 lin_sel = lin_sel.group_by(*group_by, copy=False)
-            lin_sel = lin_sel.select(
-                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(k_exprs)],
-                append=True,
-                copy=False,
-            )
-            outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
+            lin_sel, k_cols = _linear_relation(lin_sel, k_exprs, dialect)
+            outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
     else:
         src, sums = _dense_linear(projection, source, dialect, strategy, block)
@@ -348,10 +363,8 @@ def compile_select(
             outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src", copy=False))
         else:
             lin_sel = exp.select(col("_id"), *([col("_g")] if pooled else [])).from_(src.subquery("src", copy=False))
-            lin_sel = lin_sel.select(
-                *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(sums)], append=True, copy=False
-            )
-            outputs = _combine(projection, [col(f"_k{v}") for v in range(lin.p)])
+            lin_sel, k_cols = _linear_relation(lin_sel, list(sums), dialect)
+            outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
 
     scale = number(projection.scale)

@@ -47,7 +47,7 @@ MAILMAN_GAIN = 0.75
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
 #: PostgreSQL allows at most 1,664 entries in a select list
-MAX_COLUMNS = {"postgres": 1600}
+MAX_COLUMNS = {"postgres": 1600}  # = dialects.PostgresDialect.max_columns
 
 
 @dataclass

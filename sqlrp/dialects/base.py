@@ -25,6 +25,7 @@ class SqlrpDialect:
 
     name = "generic"
     sqlglot: type[Dialect]
+    max_columns: int | None = None  # most columns one select may produce (None: no practical limit)
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""

@@ -16,6 +16,7 @@ from .base import SqlrpDialect, extend
 class PostgresDialect(SqlrpDialect):
     name = "postgres"
     sqlglot = extend(Postgres)
+    max_columns = 1600  # a select may produce 1,664 columns and a table hold 1,600
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         empty = exp.cast(exp.Array(expressions=[]), exp.DataType.build("DOUBLE[]", dialect="postgres"))
