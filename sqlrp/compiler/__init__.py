@@ -94,11 +94,16 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
         else:
             inner = _from_source(exp.select(*keys), source)
         feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
-    return inner.select(
+    relation = inner.select(
         *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True, copy=False) for i, f in enumerate(feats)],
         append=True,
         copy=False,
     )
+    if source.layout == "array" and dialect.needs_materialised_array():
+        # read each element once per row: unfenced, PostgreSQL would inline `_a[i]` into every sum that
+        # uses feature i (20,000 x 784 rows: 3.35 s unfenced, 1.65 s fenced, 0.72 s for the wide table)
+        relation = dialect.fence(relation)
+    return relation
 
 
 def _linear_sums(linear: LinearStage, inputs: Inputs, squares: Inputs | None) -> list[SignedSum]:
