@@ -30,10 +30,11 @@ def _s(value: str) -> float | str:
         return value
 
 
-def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+def _add_table(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+    """The options that name an input table and its layout (every command that reads one)."""
     p.add_argument("--db", required=db_required, help="database URL: duckdb:///file.db or postgresql://user@host/db")
     p.add_argument("--table", required=True, help="input table (any name; it is quoted)")
-    p.add_argument("--schema", help="schema of the input and output tables")
+    p.add_argument("--schema", help="schema of the input (and output) tables")
     p.add_argument("--id-column", required=True, help="row id column, copied to the output")
     p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
     p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
@@ -42,6 +43,10 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
     p.add_argument("--value-column", default="value", help="long layout: value column")
     p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+
+
+def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+    _add_table(p, db_required)
     p.add_argument("--projection", help="stored projection name: reused if it exists, else created and stored")
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
     p.add_argument("--k", type=int, help="output dimension (new projections)")
@@ -243,20 +248,6 @@ def _table_options(args: argparse.Namespace) -> dict:
         schema=args.schema,
         nulls=args.nulls,
     )
-
-
-def _add_table(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, help="database URL: duckdb:///file.db or postgresql://user@host/db")
-    p.add_argument("--table", required=True, help="input table (any name; it is quoted)")
-    p.add_argument("--schema", help="schema of the input table")
-    p.add_argument("--id-column", required=True, help="row id column")
-    p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
-    p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
-    p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
-    p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
-    p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
-    p.add_argument("--value-column", default="value", help="long layout: value column")
-    p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
