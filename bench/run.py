@@ -11,8 +11,8 @@ Contenders: NumPy dense ``X @ R``; scikit-learn Sparse/GaussianRandomProjection 
 already in memory); the round trip (read the table into NumPy, transform, write the result back);
 sqlrp on DuckDB per strategy (``CREATE TABLE AS``); sqlrp on PostgreSQL.  sqlrp runs use
 ``check=False``: the NULL/NaN scan is one extra pass, reported separately as ``sqlrp_check``.
-Kernel-method cases (PK-RP, by another issue) plug in through ``bench/kernel_cases.py`` if present:
-``cases(cfg) -> dict[name, callable(ctx) -> case result]``.
+Kernel cases (``pk_rp_deg2``, ``pk_rp_deg3``) compare PK-RP in DuckDB with its NumPy reference and
+scikit-learn's ``PolynomialCountSketch`` and ``Nystroem`` at the same k.
 Results: a printed table per case and ``bench/results/<mode>-<time>.json`` (gitignored).
 """
 
@@ -45,6 +45,7 @@ FULL = {
     "text": dict(n=50_000, d=100_000, k=200, nnz=100),
     "postgres": dict(n=50_000, d=784, k=200),
     "scaling": dict(ns=[10_000, 30_000, 100_000, 300_000, 1_000_000], d=784, k=200),
+    "kernel": dict(n=50_000, d=784, k=200, t=5),
 }
 SMOKE = {
     "mnist": dict(n=2_000, d=64, k=16),
@@ -52,6 +53,7 @@ SMOKE = {
     "text": dict(n=2_000, d=5_000, k=16, nnz=10),
     "postgres": dict(n=1_000, d=64, k=16),
     "scaling": dict(ns=[1_000, 3_000, 10_000], d=64, k=16),
+    "kernel": dict(n=1_000, d=64, k=16, t=2),
 }
 
 
@@ -210,8 +212,7 @@ def text_case(cfg: dict) -> dict:
 
 
 def cifar_case(cfg: dict) -> dict:
-    out = dense_case(cfg, "auto", "cifar_ssqrt")
-    return out
+    return dense_case(cfg, "auto", "cifar_ssqrt")
 
 
 def postgres_case(cfg: dict) -> dict:
@@ -296,8 +297,39 @@ def scaling_case(cfg: dict) -> dict:
     }
 
 
+def kernel_case(cfg: dict, degree: int) -> dict:
+    """PK-RP of ``degree`` (t products per output, s = sqrt(d)) materialised in DuckDB, against the
+    NumPy reference on the same matrix and scikit-learn's kernel approximations at the same k."""
+    from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch
+
+    n, d, k, t = cfg["n"], cfg["d"], cfg["k"], cfg["t"]
+    db = sqlrp.connect(threads=2)
+    make_dense(db, n, d)
+    proj = make_projection("pk-rp", d, k, seed=0, degree=degree, t=t, s="auto")
+    X = fetch_dense(db, d)
+    sec: dict[str, float] = {}
+    sec["numpy_reference"] = timed(lambda: sqlrp.transform(proj, X))
+    sketch = PolynomialCountSketch(degree=degree, n_components=k, random_state=0)
+    sec["sklearn_poly_count_sketch"] = timed(lambda: sketch.fit(X[:2]).transform(X))
+    nys = Nystroem(kernel="poly", degree=degree, coef0=0, gamma=1.0, n_components=k, random_state=0)
+    sec["sklearn_nystroem"] = timed(lambda: nys.fit(X).transform(X))
+    X = None
+    sec["sqlrp_duckdb"] = project_into(db, proj, "auto")
+    db.close()
+    return {
+        "name": f"pk_rp_deg{degree}",
+        "size": {**cfg, "degree": degree, "p": proj.linear.p, "nnz": proj.linear.nnz},
+        "seconds": sec,
+        "ratios": {
+            "duckdb/numpy_reference": sec["sqlrp_duckdb"] / sec["numpy_reference"],
+            "duckdb/poly_count_sketch": sec["sqlrp_duckdb"] / sec["sklearn_poly_count_sketch"],
+            "duckdb/nystroem": sec["sqlrp_duckdb"] / sec["sklearn_nystroem"],
+        },
+    }
+
+
 def cases(mode: dict) -> dict[str, Callable[[], dict]]:
-    out: dict[str, Callable[[], dict]] = {
+    return {
         "mnist_ssqrt": lambda: dense_case(mode["mnist"], "auto", "mnist_ssqrt"),
         "mnist_s3": lambda: dense_case(mode["mnist"], 3, "mnist_s3"),
         "mnist_s1": lambda: dense_case(mode["mnist"], 1, "mnist_s1"),
@@ -305,14 +337,9 @@ def cases(mode: dict) -> dict[str, Callable[[], dict]]:
         "text_long": lambda: text_case(mode["text"]),
         "postgres": lambda: postgres_case(mode["postgres"]),
         "scaling": lambda: scaling_case(mode["scaling"]),
+        "pk_rp_deg2": lambda: kernel_case(mode["kernel"], 2),
+        "pk_rp_deg3": lambda: kernel_case(mode["kernel"], 3),
     }
-    try:  # hook for the kernel-method cases (PK-RP), built in another issue
-        from bench import kernel_cases  # type: ignore[attr-defined]
-
-        out.update(kernel_cases.cases(mode))
-    except ImportError:
-        pass
-    return out
 
 
 TARGETS = [
@@ -323,6 +350,7 @@ TARGETS = [
     ("text_long", "join/lookup", ">=", 5.0),
     ("postgres", "pg/duckdb wide s=sqrt(d)", "<=", 3.0),
     ("postgres", "pg/duckdb array s=sqrt(d)", "<=", 3.0),
+    ("pk_rp_deg2", "duckdb/numpy_reference", "<=", 2.0),
 ]
 
 
