@@ -96,13 +96,7 @@ class Registry:
             return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner
         with self.backend.transaction():
-            if self.exists(name):
-                if not replace:
-                    raise ProjectionExists(
-                        f"a projection named {name!r} already exists; reuse it, drop it "
-                        f"(sqlrp projections drop {name!r}) or choose another name"
-                    )
-                self._delete(name)
+            self._make_room(name, replace)
             self.backend.execute(
                 "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -158,16 +152,20 @@ class Registry:
         projection.name = name
         return projection
 
+    def _make_room(self, name: str, replace: bool) -> None:
+        """Delete the stored ``name`` if ``replace``, else refuse to overwrite it."""
+        if self.exists(name):
+            if not replace:
+                raise ProjectionExists(
+                    f"a projection named {name!r} already exists; reuse it, drop it "
+                    f"(sqlrp projections drop {name!r}) or choose another name"
+                )
+            self._delete(name)
+
     def _save_composed(self, composed: Composed, name: str, replace: bool) -> Composed:
         names = stage_names(name)
         with self.backend.transaction():
-            if self.exists(name):
-                if not replace:
-                    raise ProjectionExists(
-                        f"a projection named {name!r} already exists; reuse it, drop it "
-                        f"(sqlrp projections drop {name!r}) or choose another name"
-                    )
-                self._delete(name)
+            self._make_room(name, replace)
             for stage, stage_name in zip(composed.stages, names, strict=True):
                 self.save(stage, stage_name, replace=replace)
             self.backend.execute(
