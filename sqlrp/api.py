@@ -284,7 +284,7 @@ def plan(
     table: str,
     id_column: str,
     projection: str | Projection | None = None,
-    method: str = "achlioptas",
+    method: str | None = None,
     k: int | None = None,
     seed: int | None = 0,
     layout: str = "wide",
@@ -320,7 +320,24 @@ def plan(
             raise InvalidParameter(
                 f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or use another name"
             )
+        if method is not None and method != proj.method:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has method {proj.method}, not {method}; drop --method "
+                "or choose a new --projection name"
+            )
+        stored = proj.params
+        differ = sorted(
+            key
+            for key, value in params.items()
+            if value is not None and value not in (stored.get(key), stored.get(f"{key}_requested"))
+        )
+        if differ:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has other {', '.join(differ)} ({stored}); it is reused as "
+                "stored: drop those options or choose a new --projection name"
+            )
     else:
+        method = method or "achlioptas"
         if k is None:
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
         d_in = d if d is not None else infer_d(db, source)

@@ -48,7 +48,7 @@ def _add_table(p: argparse.ArgumentParser, db_required: bool = True) -> None:
 def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     _add_table(p, db_required)
     p.add_argument("--projection", help="stored projection name: reused if it exists, else created and stored")
-    p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
+    p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
     p.add_argument("--k", type=int, help="output dimension (new projections)")
     _add_method_params(p)
     p.add_argument("--seed", type=int, default=0)
@@ -167,7 +167,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise SqlrpError("without --db, give --k and --d (or --columns)")
         if args.standardize:
             raise SqlrpError("--standardize computes the feature statistics in the database: give --db")
-        projection = make_projection(args.method, d, args.k, seed=args.seed, **_method_params(args))
+        method = args.method or "achlioptas"
+        projection = make_projection(method, d, args.k, seed=args.seed, **_method_params(args))
         source = Source(
             args.table,
             args.id_column,

@@ -180,3 +180,13 @@ def test_output_name_clash(db):
     db.write_dataframe("t", wide_frame(np.ones((3, 2)), id_name="p0"))
     with pytest.raises(sqlrp.InvalidParameter, match="'p0' would appear twice.*--prefix"):
         sqlrp.project(db, "t", "p0", k=2)
+
+
+def test_options_that_a_stored_projection_would_ignore(db):
+    db.write_dataframe("t", wide_frame(np.ones((3, 4))))
+    sqlrp.project(db, "t", "id", "w", k=2, s=3)
+    sqlrp.project(db, "t", "id", "w", k=2, s=3)  # the same options again: fine
+    with pytest.raises(sqlrp.InvalidParameter, match="'w' has method achlioptas, not p-rp"):
+        sqlrp.project(db, "t", "id", "w", method="p-rp", m=30)
+    with pytest.raises(sqlrp.InvalidParameter, match="other s"):
+        sqlrp.project(db, "t", "id", "w", s=1)
