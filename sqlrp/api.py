@@ -1,17 +1,20 @@
 """The Python API.  The CLI (:mod:`sqlrp.cli`) mirrors it name for name.
 
-db = sqlrp.connect("duckdb:///digits.db")
-proj = sqlrp.create_projection(db, "digits_k40", method="achlioptas", d=64, k=40, s="auto", seed=1)
-df = sqlrp.project(db, "digits", id_column="id", projection="digits_k40")          # DataFrame
-sqlrp.project(db, "digits", id_column="id", projection="digits_k40", into="digits_rp")  # table
-print(sqlrp.compile_sql_for(db, "digits", id_column="id", projection="digits_k40", dialect="spark"))
+    db = sqlrp.connect("duckdb:///digits.db")
+    proj = sqlrp.create_projection(db, "digits_k40", method="achlioptas", d=64, k=40, s="auto", seed=1)
+    df = sqlrp.project(db, "digits", "id", "digits_k40")  # DataFrame
+    sqlrp.project(db, "digits", "id", "digits_k40", into="digits_rp")  # table
+    print(sqlrp.compile_projection(db, sqlrp.plan(db, "digits", "id", "digits_k40"), dialect="spark"))
+
+``tune`` (DT-RP / best-of-n, :mod:`sqlrp.tuning`) and ``evaluate`` (metrics and report,
+:mod:`sqlrp.report`) live in their own modules and are imported at the end of this one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -25,9 +28,6 @@ from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
 from .methods import make_projection
 from .store import Registry
-
-# ``tune`` (DT-RP / best-of-n) and ``evaluate`` (metrics + report) live in their own modules;
-# they are part of the API the CLI mirrors.  Imported at the end of this module (they import it).
 
 __all__ = [
     "compile_projection",
@@ -223,7 +223,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
                 f"table {source.table!r} has NULL arrays or arrays whose length is not "
                 f"d = {projection.d} (rows with id {ids}); fix them or use a projection of that d"
             )
-        table = dense_source(projection, replace(source, group_column=None), dialect).subquery("src")
+        table = dense_source(projection, dataclasses.replace(source, group_column=None), dialect).subquery("src")
         conds = [bad_value(col(f"_x{i}")) for i in range(projection.d)]
         what = "NULL or NaN array elements"
         key = "_id"
