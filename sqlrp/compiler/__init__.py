@@ -425,9 +425,4 @@ def compile_sql(
     return dialect.render(statement, pretty=pretty)
 
 
-def order_by_key(select: exp.Select, key: str) -> exp.Select:
-    """``select ... ORDER BY <key>`` (results handed to Python come back in key order)."""
-    return select.order_by(col(key), copy=False)
-
-
 __all__ = ["Output", "Source", "compile_select", "compile_sql", "ident", "choose"]

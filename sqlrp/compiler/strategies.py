@@ -47,7 +47,6 @@ MAILMAN_GAIN = 0.75
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
 #: PostgreSQL allows at most 1,664 entries in a select list
-MAX_COLUMNS = {"postgres": 1600}  # = dialects.PostgresDialect.max_columns
 
 
 @dataclass
@@ -142,7 +141,9 @@ def best_mailman(linear: LinearStage, dialect: str = "duckdb", block: int | None
 
 
 def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> MailmanPlan | None:
-    limit = MAX_COLUMNS.get(dialect)
+    from ..dialects import get_dialect  # late: the dialects package imports the compiler
+
+    limit = get_dialect(dialect).max_columns
     best = None
     for b in [block] if block else BLOCK_SIZES:
         if b > linear.d:
