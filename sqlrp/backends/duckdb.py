@@ -24,7 +24,7 @@ class DuckDBBackend(Backend):
         self.con = duckdb.connect(path)
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
-        # dominates planning (P-RP m = 30, k = 160: 9.2 s -> 2.6 s to plan; bench/README.md)
+        # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench/probes.py planning`)
         self.con.execute("SET disabled_optimizers = 'common_subexpressions'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")

@@ -101,7 +101,7 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
     )
     if source.layout == "array" and dialect.needs_materialised_array():
         # read each element once per row: unfenced, PostgreSQL would inline `_a[i]` into every sum that
-        # uses feature i (20,000 x 784 rows: 3.35 s unfenced, 1.65 s fenced, 0.72 s for the wide table)
+        # uses feature i (20,000 x 784: 3.40 s unfenced, 1.70 s fenced; `bench/probes.py pg-array`)
         relation = dialect.fence(relation)
     return relation
 
