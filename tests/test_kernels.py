@@ -304,3 +304,17 @@ def test_many_linear_sums_fit_postgres(db):
     assert proj.linear.p > 1664
     Y = sqlrp.project(db, "src", "id", proj).iloc[:, 1:].to_numpy(dtype=float)
     _close(Y, reference.transform(proj, X))
+
+
+def test_pk_rp_has_no_diagonal_pitfall_on_raw_data():
+    """The README's claim: PK-RP's products use distinct vectors, so the diagonal features keep their
+    weight and raw large-magnitude data stays near the floor against the full kernel."""
+    from sklearn.datasets import load_breast_cancer
+
+    X = load_breast_cancer().data[:150]
+    floor = expected_distortion(160)
+    values = [
+        kernel_distortion(X, reference.transform(make_projection("pk-rp", 30, 160, seed=s, degree=2, t=30), X))
+        for s in range(3)
+    ]
+    assert np.mean(values) < 1.5 * floor, values
