@@ -25,6 +25,7 @@ from sqlrp.methods import expected_distortion, make_projection
 
 CASES = [
     ("p-rp", {"m": 30}),
+    ("p-rp", {"m": 30, "s": 1}),
     ("pk-rp", {"degree": 2, "t": 30, "p": 6000}),
     ("pk-rp", {"degree": 3, "t": 30, "p": 6000}),
 ]
