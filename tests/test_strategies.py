@@ -10,7 +10,9 @@ from conftest import array_frame, long_frame, wide_frame
 import sqlrp
 from sqlrp import api, reference
 from sqlrp.compiler import Source, compile_sql
-from sqlrp.compiler.strategies import best_mailman, choose, plan_mailman
+from sqlrp.compiler import pairs as pairs_module
+from sqlrp.compiler.pairs import plan_pairs
+from sqlrp.compiler.strategies import best_mailman, best_pairs, choose, plan_mailman
 from sqlrp.errors import InvalidParameter
 from sqlrp.methods import make_projection
 
@@ -33,7 +35,7 @@ def data():
 
 
 @pytest.mark.parametrize("s", [1, 3, "auto"])
-@pytest.mark.parametrize("strategy", ["inline", "mailman"])
+@pytest.mark.parametrize("strategy", ["inline", "mailman", "pairs"])
 @pytest.mark.parametrize("layout", ["wide", "array"])
 def test_dense_strategies_match_reference(db, data, s, strategy, layout):
     proj = make_projection("achlioptas", data.shape[1], 9, seed=3, s=s)
@@ -99,11 +101,48 @@ def test_mailman_plan_is_exact_and_smaller():
     assert sum(len(t[0]) for t in plan.terms) < proj.linear.nnz / 5
 
 
+def _expand(plan, d: int) -> np.ndarray:
+    """The d x p matrix a pairs plan computes, rebuilt from its partials and terms."""
+    E = np.zeros((d, d + len(plan.partials)))
+    E[:, :d] = np.eye(d)
+    for q, (cols, signs) in enumerate(plan.partials):
+        E[:, d + q] = E[:, cols] @ signs
+    return np.column_stack([E[:, cols] @ signs for cols, signs in plan.terms])
+
+
+@pytest.mark.parametrize("s", [1, 3])
+def test_pairs_plan_is_exact_and_smaller(s):
+    proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
+    plan = plan_pairs(proj.linear)
+    np.testing.assert_array_equal(_expand(plan, 784), proj.linear.dense())
+    # d = 784, k = 200: s = 1 156,600 -> 26,354 additions; s = 3 52,186 -> 23,249
+    assert plan.additions < (proj.linear.nnz - proj.linear.p) / (5 if s == 1 else 2)
+    # a partial reads only lower levels
+    for q, (cols, _) in enumerate(plan.partials):
+        below = cols[cols >= 784] - 784
+        assert (plan.level[below] < plan.level[q]).all()
+
+
+def test_pairs_feature_blocks_and_budget(monkeypatch, db, data):
+    """Wide inputs are planned in feature blocks; a budget caps the partials; both stay exact."""
+    monkeypatch.setattr(pairs_module, "FEATURE_BLOCK", 10)
+    proj = make_projection("achlioptas", data.shape[1], 30, seed=2, s=1)
+    plan = plan_pairs(proj.linear)
+    np.testing.assert_array_equal(_expand(plan, data.shape[1]), proj.linear.dense())
+    assert all(len(np.unique(c[c < 24] // 10)) <= 1 for c, _ in plan.partials)  # within one block
+    capped = plan_pairs(proj.linear, max_partials=5)
+    assert len(capped.partials) <= 5
+    np.testing.assert_array_equal(_expand(capped, data.shape[1]), proj.linear.dense())
+    db.write_dataframe("t", wide_frame(data))
+    got = api.project(db, "t", "id", proj, strategy="pairs")
+    _close(got[[f"p{j}" for j in range(30)]].to_numpy(), reference.transform(proj, data))
+
+
 def test_auto_choice():
     wide = Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))
     dense = make_projection("achlioptas", 784, 200, seed=0, s=1)
     sparse = make_projection("achlioptas", 784, 200, seed=0, s="auto")
-    assert choose(dense, wide) == "mailman"
+    assert choose(dense, wide) == "pairs"
     assert choose(sparse, wide) == "inline"
     assert choose(sparse, Source("t", "id", "long")) == "lookup"
     assert choose(sparse, wide, strategy="mailman") == "mailman"  # a user can force one
@@ -121,11 +160,13 @@ def test_postgres_column_limit_respected():
     dense = make_projection("achlioptas", 784, 200, seed=0, s=1)
     plan = best_mailman(dense.linear, "postgres")
     assert plan is not None and 784 + len(plan.partials) <= 1600
+    pairs = best_pairs(dense.linear, "postgres")
+    assert pairs is not None and 784 + len(pairs.partials) + 2 <= 1600
     sql = compile_sql(dense, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784))), "postgres")
     assert "OFFSET 0" in sql and '"_m0"' in sql
 
 
-@pytest.mark.parametrize("strategy", ["inline", "mailman", "join", "lookup"])
+@pytest.mark.parametrize("strategy", ["inline", "mailman", "pairs", "join", "lookup"])
 @pytest.mark.parametrize(
     "method, params",
     [("pk-rp", {"degree": 3, "t": 2, "c": 1.5}), ("p-rp", {"m": 2, "s": 1}), ("cbp", {"t": 2})],

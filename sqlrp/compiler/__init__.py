@@ -18,6 +18,7 @@ expressions are ``(_x3 + _x17 - _x40 ...) * scale``.
 
 from __future__ import annotations
 
+import numpy as np
 from sqlglot import exp
 
 from ..dialects import SqlrpDialect, get_dialect
@@ -25,7 +26,7 @@ from ..errors import InvalidParameter
 from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .nodes import Inputs, SignedSum
-from .strategies import best_mailman, choose
+from .strategies import best_mailman, best_pairs, choose
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -255,8 +256,44 @@ def _dense_linear(
         )
         sums = [SignedSum.of(extended, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
         return shared, sums
+    if strategy == "pairs":
+        return _pairs_linear(projection, source, dialect, src)
     squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
     return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
+
+
+def _pairs_linear(
+    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select
+) -> tuple[exp.Select, list[exp.Expression]]:
+    """Strategy ``pairs``: the partial sums of :mod:`.pairs` as columns ``_m{q}`` of nested selects,
+    one per level (a partial reads only lower levels), each fenced and passing on only the columns
+    that a later level or an output still reads; the outputs sum features and partials."""
+    lin = projection.linear
+    plan = best_pairs(lin, dialect.name)
+    if plan is None:
+        raise InvalidParameter("the pairs strategy needs a sign matrix (+1/-1 weights, no squared features)")
+    d = projection.d
+    names = [f"_x{i}" for i in range(d)] + [f"_m{q}" for q in range(len(plan.partials))]
+    inputs = Inputs(col(n) for n in names)
+    depth = plan.depth
+    defined = np.concatenate([np.zeros(d, dtype=np.int64), plan.level])
+    last_use = np.zeros(len(names), dtype=np.int64)  # level that last reads a column (depth + 1: outputs)
+    for q, (cols, _) in enumerate(plan.partials):
+        np.maximum.at(last_use, cols, plan.level[q])
+    for cols, _ in plan.terms:
+        last_use[cols] = depth + 1
+    keys = [col("_id")] + ([col("_g")] if source.group_column else [])
+    relation = src
+    for lev in range(1, depth + 1):
+        carried = [col(names[c]) for c in np.flatnonzero((defined < lev) & (last_use > lev))]
+        new = [
+            exp.alias_(SignedSum.of(inputs, *plan.partials[q]), names[d + q], quoted=True, copy=False)
+            for q in np.flatnonzero(plan.level == lev)
+        ]
+        select = exp.select(*[k.copy() for k in keys], *carried, *new).from_(relation.subquery(f"_l{lev}", copy=False))
+        relation = dialect.fence(select)
+    sums = [SignedSum.of(inputs, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
+    return relation, sums
 
 
 def _linear_relation(

@@ -12,6 +12,10 @@ Dense layouts (wide, array):
   plus 4,164 partial sums: still additions and subtractions only.  It pays twice in DuckDB: fewer
   additions per row, and a much smaller expression tree for the planner (whose time grows faster than
   linearly with the size of an expression: 49 s to plan the inline ``s = 1`` query, 3 s for mailman).
+- ``pairs``   -- the general form of that idea (:mod:`.pairs`, Paar's greedy algorithm): repeatedly
+  share the signed pair of columns used by the most outputs, partials of partials included, in
+  nested selects (one per level).  d = 784, k = 200, 200,000 rows (``bench/run.py``): ``s = 3``
+  52,186 -> 23,249 additions per row; ``s = 1`` 156,600 -> 26,354.
 
 Long layout (``row_id, feature, value``):
 
@@ -22,8 +26,10 @@ Long layout (``row_id, feature, value``):
   absent).  Measured 8x faster than ``join`` for text-like data in DuckDB.
 
 ``auto`` (:func:`choose`) decides from the matrix alone, by rules measured on this project's
-benchmark (``bench/run.py``): ``lookup`` for long tables; ``mailman`` for dense layouts when its
-estimated work is at most 0.75 of ``inline``'s, else ``inline``.  Kernel methods (PK-RP and friends)
+benchmark (``bench/run.py``): ``lookup`` for long tables; for dense layouts ``pairs`` when its
+estimated cost (:func:`pairs_cost`) is at most 0.8 of ``inline``'s, else ``inline``.  ``mailman``
+is never chosen by ``auto`` any more (``pairs`` did as well or better in every measured case) but
+can still be forced.  Kernel methods (PK-RP and friends)
 reuse the same linear-stage strategies: the combiner sits on top of whatever the strategy returns.
 """
 
@@ -37,16 +43,19 @@ import numpy as np
 from ..errors import InvalidParameter
 from ..ir import LinearStage, Projection
 from .layout import Source
+from .pairs import PairsPlan, plan_pairs
 
-DENSE_STRATEGIES = ("inline", "mailman")
+DENSE_STRATEGIES = ("inline", "mailman", "pairs")
 LONG_STRATEGIES = ("join", "lookup")
 STRATEGIES = ("auto",) + DENSE_STRATEGIES + LONG_STRATEGIES
 
-#: mailman is chosen when its estimated work is at most this fraction of inline's
-MAILMAN_GAIN = 0.75
+#: pairs is chosen when its estimated cost is at most this fraction of inline's
+PAIRS_GAIN = 0.8
+#: cost of one partial-sum column in output terms: a partial is written once per row and read back
+#: later, out of cache (fitted on d = 784, k = 200: s = 3 and s = sqrt(d), ``bench/run.py``)
+PARTIAL_COST = 2.5
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
-#: PostgreSQL allows at most 1,664 entries in a select list
 
 
 @dataclass
@@ -156,6 +165,34 @@ def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> Mailm
     return best
 
 
+def best_pairs(linear: LinearStage, dialect: str = "duckdb") -> PairsPlan | None:
+    """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit; memoised per stage."""
+    if not mailman_applicable(linear):
+        return None
+    cache = _PLANS.setdefault(linear, {})
+    if ("pairs", dialect) not in cache:
+        from ..dialects import get_dialect
+
+        limit = get_dialect(dialect).max_columns
+        budget = None if limit is None else limit - linear.d - 2  # id and group key
+        cache[("pairs", dialect)] = plan_pairs(linear, budget) if budget is None or budget > 0 else None
+    return cache[("pairs", dialect)]
+
+
+def pairs_cost(plan: PairsPlan) -> float:
+    """Estimated time in units of one output term: terms plus :data:`PARTIAL_COST` per partial."""
+    return plan.output_terms + PARTIAL_COST * len(plan.partials)
+
+
+def pairs_worth_planning(linear: LinearStage) -> bool:
+    """Pairs repeat only when a random pair of features shares several outputs: ``p * density^2``
+    is the expected number of outputs holding a given pair.  Below 4 the plan is not worth its
+    planning time: ``s = sqrt(d)`` (d = 784, k = 200: 0.26) and PK-RP degree 2 (t = 5: 2.6) both
+    came out at 0.92 of inline's cost, ``s = 3`` (22) at 0.66."""
+    density = linear.nnz / max(linear.d * linear.p, 1)
+    return mailman_applicable(linear) and linear.p * density**2 >= 4.0
+
+
 def choose(projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto") -> str:
     """The strategy to compile with: ``strategy`` itself if forced (checked against the layout),
     otherwise the measured rule described in the module docstring."""
@@ -168,14 +205,18 @@ def choose(projection: Projection, source: Source, dialect: str = "duckdb", stra
                 f"strategy {strategy!r} does not apply to the {source.layout} layout; "
                 f"choose one of {', '.join(allowed)}"
             )
-        if strategy == "mailman" and not mailman_applicable(projection.linear):
-            raise InvalidParameter("the mailman strategy needs a sign matrix (+1/-1 weights, no squared features)")
+        if strategy in ("mailman", "pairs") and not mailman_applicable(projection.linear):
+            raise InvalidParameter(
+                f"the {strategy} strategy needs a sign matrix (+1/-1 weights, no squared features); use inline"
+            )
         return strategy
     if source.layout == "long":
         return "lookup"
-    plan = best_mailman(projection.linear, dialect)
-    if plan is not None and plan.cost <= MAILMAN_GAIN * inline_cost(projection.linear):
-        return "mailman"
+    if not pairs_worth_planning(projection.linear):
+        return "inline"
+    plan = best_pairs(projection.linear, dialect)
+    if plan is not None and pairs_cost(plan) <= PAIRS_GAIN * inline_cost(projection.linear):
+        return "pairs"
     return "inline"
 
 
@@ -185,6 +226,7 @@ __all__ = [
     "STRATEGIES",
     "MailmanPlan",
     "best_mailman",
+    "best_pairs",
     "choose",
     "plan_mailman",
 ]

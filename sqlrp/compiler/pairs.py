@@ -1,0 +1,226 @@
+"""Greedy shared pair sums: fewer additions for a +-1 / 0 matrix, still additions only.
+
+Paar's greedy algorithm for linear maps over signs (C. Paar, "Optimized arithmetic for Reed-Solomon
+encoders", ISIT 1997; there over XOR, here over +-): every output vector ``v`` is a signed sum of
+columns.  Repeatedly take the pair of columns ``(a, b)`` and relative sign ``sigma`` that occurs in
+the most outputs -- outputs holding ``s*a + s*sigma*b`` for some sign ``s`` -- add the partial sum
+``u = a + sigma*b`` as a new column and rewrite those outputs to ``s*u``.  Each partial costs one
+addition and saves one per output that uses it, so a pair used ``c`` times saves ``c - 1``
+additions.  Partials may pair with features or other partials, which makes a hierarchy: the
+"mailman" strategy's fixed blocks (``strategies.py``) are one special case of it.
+
+Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python bench/probes.py pairs``):
+``s = 3``: 52,186 inline -> about 23,000; ``s = 1``: 156,600 -> about 28,000;
+``s = sqrt(d)``: 5,541 -> about 4,600.
+
+Counting is incremental: ``same[a, b]`` / ``diff[a, b]`` (outputs where ``a`` and ``b`` have equal /
+opposite signs) change only on the rows a new partial rewrites, so each step costs
+O(rows rewritten x columns) instead of a fresh Gram matrix; the best pair of each column is cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import LinearStage
+
+
+@dataclass
+class PairsPlan:
+    """Partial sums in levels, and outputs over features and partials.
+
+    Column ``c < d`` is feature ``c``; column ``d + q`` is partial ``q``,
+    ``partials[q] = (columns, signs)`` over columns of lower levels (``level[q] >= 1``);
+    output vector ``v`` is ``sum(signs * column)`` over ``terms[v] = (columns, signs)``.
+    """
+
+    d: int
+    partials: list[tuple[np.ndarray, np.ndarray]]
+    level: np.ndarray
+    terms: list[tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def depth(self) -> int:
+        return int(self.level.max()) if len(self.level) else 0
+
+    @property
+    def partial_additions(self) -> int:
+        return sum(len(c) - 1 for c, _ in self.partials)
+
+    @property
+    def output_terms(self) -> int:
+        return sum(len(c) for c, _ in self.terms)
+
+    @property
+    def additions(self) -> int:
+        """Additions per row: inside the partials plus inside the outputs."""
+        return self.partial_additions + sum(max(len(c) - 1, 0) for c, _ in self.terms)
+
+
+def _sign_matrix(linear: LinearStage) -> np.ndarray:
+    W = np.zeros((linear.p, linear.d), dtype=np.int8)
+    W[linear.vector, linear.feature] = np.sign(linear.weight).astype(np.int8)
+    return W
+
+
+#: features planned together; wider matrices are cut into blocks planned one by one, which bounds
+#: the count matrices (``(block + partials)^2`` entries) and the planning time
+FEATURE_BLOCK = 1024
+
+
+def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: int = 2) -> PairsPlan:
+    """Greedy shared pair sums for a sign matrix (see the module docstring).
+
+    ``max_partials`` caps the number of partials (PostgreSQL's column limit; default ``16 d``);
+    a pair is shared only if at least ``min_uses`` outputs use it."""
+    W = _sign_matrix(linear)
+    p, d = W.shape
+    budget = max_partials if max_partials is not None else 16 * d
+    pairs: list[tuple[int, int, int]] = []
+    outputs: list[np.ndarray] = []
+    partial_cols: list[np.ndarray] = []
+    blocks = range(0, d, FEATURE_BLOCK)
+    for start in blocks:
+        stop = min(start + FEATURE_BLOCK, d)
+        share = budget * (stop - start) // d
+        local_pairs, M = _greedy(W[:, start:stop], share, min_uses)
+        width = stop - start
+        offset = len(pairs)
+
+        def glob(c: int, start: int = start, width: int = width, offset: int = offset) -> int:
+            return start + c if c < width else d + offset + (c - width)
+
+        pairs.extend((glob(a), glob(b), sigma) for a, b, sigma in local_pairs)
+        outputs.append(M[:, :width])
+        partial_cols.append(M[:, width:])
+    M = np.concatenate([*outputs, *partial_cols], axis=1)
+    return _flatten(d, pairs, M)
+
+
+def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+    """The greedy loop on one block of features: ``(a, b, sigma)`` per partial (column ``width + q``)
+    and the rewritten sign matrix over features and partials."""
+    p, d = W.shape
+    cap = d + min(budget, d)  # grown by doubling: short rows keep the column updates cache-friendly
+    count_t = np.uint8 if p < 256 else np.uint16
+    M = np.zeros((p, cap), dtype=np.int8)
+    M[:, :d] = W
+    S = W.astype(np.float32)
+    A = np.abs(S)
+    G, Ga = S.T @ S, A.T @ A
+    same = np.zeros((cap, cap), dtype=count_t)
+    diff = np.zeros((cap, cap), dtype=count_t)
+    same[:d, :d] = np.rint((Ga + G) / 2)
+    diff[:d, :d] = np.rint((Ga - G) / 2)
+    idx = np.arange(d)
+    same[idx, idx] = diff[idx, idx] = 0
+    best = np.maximum(same[:d, :d], diff[:d, :d])
+    rowmax = np.zeros(cap, dtype=np.int64)
+    rowarg = np.zeros(cap, dtype=np.int64)
+    rowmax[:d], rowarg[:d] = best.max(1), best.argmax(1)
+    pairs: list[tuple[int, int, int]] = []
+    m = d
+
+    def refresh(rows: np.ndarray) -> None:
+        block = np.maximum(same[rows, :m], diff[rows, :m])
+        rowmax[rows], rowarg[rows] = block.max(1), block.argmax(1)
+
+    while len(pairs) < budget:
+        a = int(np.argmax(rowmax[:m]))
+        if rowmax[a] < min_uses:
+            break
+        b = int(rowarg[a])
+        sigma = 1 if same[a, b] >= diff[a, b] else -1
+        rows = np.flatnonzero((M[:, a] != 0) & (M[:, b] == sigma * M[:, a]))
+        if m == cap:
+            cap = min(2 * cap, d + budget)
+            M, same, diff, rowmax, rowarg = (_grown(x, m, cap) for x in (M, same, diff, rowmax, rowarg))
+        sign_a = M[rows, a].astype(np.int16)
+        M[rows, a] = 0
+        M[rows, b] = 0
+        X = M[rows, :m].astype(np.int16) * sign_a[:, None]
+        d_same = (X > 0).sum(0).astype(count_t)
+        d_diff = (X < 0).sum(0).astype(count_t)
+        kept = diff[a, b] if sigma > 0 else same[a, b]  # the other relative sign is untouched
+        for col, s_delta, d_delta in ((a, d_same, d_diff), (b, *((d_same, d_diff) if sigma > 0 else (d_diff, d_same)))):
+            same[col, :m] -= s_delta
+            same[:m, col] = same[col, :m]
+            diff[col, :m] -= d_delta
+            diff[:m, col] = diff[col, :m]
+        (same if sigma > 0 else diff)[a, b] = 0
+        (same if sigma > 0 else diff)[b, a] = 0
+        (diff if sigma > 0 else same)[a, b] = kept
+        (diff if sigma > 0 else same)[b, a] = kept
+        u = m
+        m += 1
+        M[rows, u] = sign_a
+        pairs.append((a, b, sigma))
+        same[u, :u], diff[u, :u] = d_same, d_diff
+        same[:u, u], diff[:u, u] = d_same, d_diff
+        stale = np.flatnonzero((rowarg[:m] == a) | (rowarg[:m] == b))
+        refresh(np.union1d(stale, [a, b, u]))
+        column_u = np.maximum(same[:m, u], diff[:m, u]).astype(np.int64)
+        better = column_u > rowmax[:m]
+        rowmax[:m][better] = column_u[better]
+        rowarg[:m][better] = u
+    return pairs, M[:, :m]
+
+
+def _grown(x: np.ndarray, m: int, cap: int) -> np.ndarray:
+    """``x`` with its first ``m`` columns (and rows, if square) in a larger zeroed array."""
+    if x.ndim == 1:
+        out = np.zeros(cap, dtype=x.dtype)
+        out[:m] = x[:m]
+    elif x.shape[0] == x.shape[1]:
+        out = np.zeros((cap, cap), dtype=x.dtype)
+        out[:m, :m] = x[:m, :m]
+    else:
+        out = np.zeros((x.shape[0], cap), dtype=x.dtype)
+        out[:, :m] = x[:, :m]
+    return out
+
+
+def _flatten(d: int, pairs: list[tuple[int, int, int]], M: np.ndarray) -> PairsPlan:
+    """Fold every partial used exactly once, by another partial, into that user: same additions,
+    fewer columns and levels.  Then renumber the partials that remain and assign their levels."""
+    n = len(pairs)
+    output_users = np.count_nonzero(M[:, d:], axis=0)
+    partial_users = np.zeros(n, dtype=np.int64)
+    for a, b, _ in pairs:
+        for c in (a, b):
+            if c >= d:
+                partial_users[c - d] += 1
+    folded = (output_users == 0) & (partial_users == 1)
+    resolved: list[dict[int, int]] = []  # partial q over features and kept partials (children first)
+    for a, b, sigma in pairs:
+        out: dict[int, int] = {}
+        for c, s in ((a, 1), (b, sigma)):
+            inner = resolved[c - d].items() if c >= d and folded[c - d] else ((c, 1),)
+            for cc, ss in inner:
+                out[cc] = out.get(cc, 0) + s * ss
+        resolved.append({c: s for c, s in out.items() if s})
+    keep = np.flatnonzero(~folded)
+    new_index = np.full(n, -1, dtype=np.int64)
+    new_index[keep] = np.arange(len(keep))
+
+    def renumber(cols: np.ndarray) -> np.ndarray:
+        return np.where(cols < d, cols, d + new_index[np.maximum(cols - d, 0)])
+
+    partials: list[tuple[np.ndarray, np.ndarray]] = []
+    level = np.zeros(len(keep), dtype=np.int64)
+    for i, q in enumerate(keep):
+        items = sorted(resolved[q].items())
+        cols = renumber(np.array([c for c, _ in items], dtype=np.int64))
+        partials.append((cols, np.array([s for _, s in items], dtype=np.float64)))
+        below = cols[cols >= d] - d
+        level[i] = 1 + (int(level[below].max()) if len(below) else 0)
+    terms = []
+    for row in M:
+        nz = np.flatnonzero(row)
+        terms.append((renumber(nz.astype(np.int64)), row[nz].astype(np.float64)))
+    return PairsPlan(d, partials, level, terms)
+
+
+__all__ = ["PairsPlan", "plan_pairs"]
