@@ -4,6 +4,7 @@
     PYTHONPATH=. python bench/probes.py pg-array     # PostgreSQL array layout: detoast and fence variants
     PYTHONPATH=. python bench/probes.py scatter      # DuckDB cost of sums over scattered vs few columns
     PYTHONPATH=. python bench/probes.py dtrp         # DT-RP wall time, n=500, d=784, k=200, 4000 iterations
+    PYTHONPATH=. python bench/probes.py pairs        # additions per row: inline vs the pairs plan, planning time
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -143,7 +144,27 @@ def dtrp() -> None:
         print(f"  seed {seed}: {spent:5.2f} s, loss {result.initial_loss:.4f} -> {result.loss:.4f}")
 
 
-PROBES = {"planning": planning, "pg-array": pg_array, "scatter": scatter, "dtrp": dtrp}
+def pairs() -> None:
+    """Additions per row of d = 784, k = 200 Achlioptas matrices: inline, mailman's blocks, the pairs
+    plan (partials, depth), and the time to plan (Python, once per matrix)."""
+    from sqlrp.compiler.pairs import plan_pairs
+    from sqlrp.compiler.strategies import best_mailman
+
+    for s in (1, 3, "auto"):
+        proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
+        lin = proj.linear
+        t0 = time.perf_counter()
+        plan = plan_pairs(lin)
+        spent = time.perf_counter() - t0
+        mm = best_mailman(lin)
+        mm_adds = sum(len(t[0]) - 1 for t in mm.terms) + sum(len(p[0]) - 1 for p in mm.partials)
+        print(
+            f"s={s!s:4}  inline {lin.nnz - lin.p:7d}  mailman {mm_adds:7d}  pairs {plan.additions:7d} "
+            f"({len(plan.partials)} partials, depth {plan.depth}; planned in {spent:.2f} s)"
+        )
+
+
+PROBES = {"planning": planning, "pg-array": pg_array, "scatter": scatter, "dtrp": dtrp, "pairs": pairs}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -424,7 +424,7 @@ def project(
     Materialisation is one transaction: on any failure no output table is left, and the source table
     is never written.
 
-    ``strategy``: ``auto`` (the compiler's measured choice) or ``inline`` / ``mailman`` (wide, array),
+    ``strategy``: ``auto`` (the compiler's measured choice) or ``inline`` / ``pairs`` / ``mailman`` (wide, array),
     ``join`` / ``lookup`` (long); ``block`` forces mailman's block size.
     ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
     it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): materialise in

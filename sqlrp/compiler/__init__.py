@@ -236,7 +236,7 @@ def _lookup_pivot(projection: Projection, kv: exp.Select, pooled: bool) -> tuple
 def _dense_linear(
     projection: Projection, source: Source, dialect: SqlrpDialect, strategy: str, block: int | None
 ) -> tuple[exp.Select, list[exp.Expression]]:
-    """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman``)."""
+    """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman`` / ``pairs``)."""
     lin = projection.linear
     src = dense_source(projection, source, dialect)
     inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
@@ -357,7 +357,7 @@ def compile_select(
     ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
     ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
     projection has a stored name.  ``strategy``: ``auto`` (measured rule, :mod:`.strategies`) or one
-    of ``inline`` / ``mailman`` (wide, array) and ``join`` / ``lookup`` (long); ``block`` forces the
+    of ``inline`` / ``pairs`` / ``mailman`` (wide, array) and ``join`` / ``lookup`` (long); ``block`` forces the
     mailman block size.
     """
     dialect = get_dialect(dialect)
