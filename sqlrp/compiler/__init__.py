@@ -250,7 +250,7 @@ def _dense_linear(
             exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True, copy=False)
             for q, (feat, sign) in enumerate(plan.partials)
         ]
-        shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src", copy=False)))
+        shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src", copy=False), copy=False))
         extended = Inputs(
             [*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))]
         )
@@ -290,7 +290,9 @@ def _pairs_linear(
             exp.alias_(SignedSum.of(inputs, *plan.partials[q]), names[d + q], quoted=True, copy=False)
             for q in np.flatnonzero(plan.level == lev)
         ]
-        select = exp.select(*[k.copy() for k in keys], *carried, *new).from_(relation.subquery(f"_l{lev}", copy=False))
+        select = exp.select(*[k.copy() for k in keys], *carried, *new).from_(
+            relation.subquery(f"_l{lev}", copy=False), copy=False
+        )
         relation = dialect.fence(select)
     sums = [SignedSum.of(inputs, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
     return relation, sums
