@@ -28,8 +28,8 @@ Long layout (``row_id, feature, value``):
 ``auto`` (:func:`choose`) decides from the matrix alone, by rules measured on this project's
 benchmark (``bench/run.py``): ``lookup`` for long tables; for dense layouts ``pairs`` when its
 estimated cost (:func:`pairs_cost`) is at most 0.8 of ``inline``'s, else ``inline``.  ``mailman``
-is never chosen by ``auto`` any more (``pairs`` did as well or better in every measured case) but
-can still be forced.  Kernel methods (PK-RP and friends)
+is never chosen by ``auto`` any more (``pairs`` was faster for ``s = 1`` and ``s = 3``; at
+``s = sqrt(d)`` neither beats ``inline``) but can still be forced.  Kernel methods (PK-RP and friends)
 reuse the same linear-stage strategies: the combiner sits on top of whatever the strategy returns.
 """
 
@@ -52,7 +52,8 @@ STRATEGIES = ("auto",) + DENSE_STRATEGIES + LONG_STRATEGIES
 #: pairs is chosen when its estimated cost is at most this fraction of inline's
 PAIRS_GAIN = 0.8
 #: cost of one partial-sum column in output terms: a partial is written once per row and read back
-#: later, out of cache (fitted on d = 784, k = 200: s = 3 and s = sqrt(d), ``bench/run.py``)
+#: later, out of cache (estimated from the s = 3 and s = sqrt(d) times of ``bench/run.py`` with the
+#: plans' terms and partials from ``bench/probes.py pairs``; d = 784, k = 200)
 PARTIAL_COST = 2.5
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
