@@ -122,7 +122,7 @@ def test_postgres_column_limit_respected():
     plan = best_mailman(dense.linear, "postgres")
     assert plan is not None and 784 + len(plan.partials) <= 1600
     sql = compile_sql(dense, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784))), "postgres")
-    assert "OFFSET 0" in sql and '"_m0"' in sql
+    assert "OFFSET CAST('0' AS BIGINT)" in sql and '"_m0"' in sql
 
 
 @pytest.mark.parametrize("strategy", ["inline", "mailman", "join", "lookup"])
