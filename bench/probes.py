@@ -1,7 +1,8 @@
 """One-off measurements behind statements in the README, docstrings and notes (not part of run.py).
 
     PYTHONPATH=. python bench/probes.py planning     # DuckDB planning of a big kernel projection, CSE on/off
-    PYTHONPATH=. python bench/probes.py pg-array     # PostgreSQL array layout: detoast and fence variants
+    PYTHONPATH=. python bench/probes.py pg-array     # PostgreSQL array layout: detoast, fence and parallel variants
+    PYTHONPATH=. python bench/probes.py pg-fence     # PostgreSQL mailman / kernel relations: OFFSET 0 vs the new fence
     PYTHONPATH=. python bench/probes.py scatter      # DuckDB cost of sums over scattered vs few columns
     PYTHONPATH=. python bench/probes.py dtrp         # DT-RP wall time, n=500, d=784, k=200, 4000 iterations
     PYTHONPATH=. python bench/probes.py pairs        # additions per row: inline vs the pairs plan, planning time
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +70,26 @@ def planning() -> None:
     print(f"  sqlrp.project (CSE off)      {seconds(lambda: sqlrp.project(db, 'src', 'id', proj)):6.2f} s")
 
 
-def pg_array(n: int = 20_000) -> None:
-    """n x 784 -> 200 (s = sqrt(d)) into a table on PostgreSQL: wide table, the compiled array query,
-    the same without the fence around the element relation, and without the detoast."""
+OLD_FENCE, FENCE = "OFFSET 0", "OFFSET CAST('0' AS BIGINT)"
+
+
+def plan_shape(db, sql: str) -> str:
+    """Where EXPLAIN puts the Gather: on top (every row computed in the workers), under another node
+    (workers only read the table; the leader computes alone), or nowhere (serial)."""
+    lines = [r[0] for r in db.fetchall("EXPLAIN " + sql)]
+    gather = next((i for i, line in enumerate(lines) if "Gather" in line), None)
+    if gather is None:
+        return "serial"
+    workers = next(line.split(":")[1].strip() for line in lines if "Workers Planned" in line)
+    if gather == 0:
+        return f"Gather on top, {workers} workers"
+    return f"Gather under {lines[0].split('  (')[0]}, {workers} workers"
+
+
+@contextmanager
+def pg_tables(n: int):
+    """A throw-away PostgreSQL server holding the same n x 784 rows twice: ``wide`` (784 float8
+    columns) and ``arr`` (one float8[] column, TOASTed); yields a connected sqlrp backend."""
     import psycopg
     from pgserver import TempPostgres
 
@@ -89,26 +108,69 @@ def pg_array(n: int = 20_000) -> None:
                     copy.write_row([i, *X[i].tolist()])
             con.execute("ANALYZE")
         db = sqlrp.connect(url)
-        proj = make_projection("achlioptas", 784, 200, seed=0)
-
-        def run(sql: str) -> float:
-            spent = seconds(lambda: db.execute(sql))
-            db.execute("DROP TABLE o")
-            return spent
-
-        pw, pa = sqlrp.plan(db, "wide", "id", proj), sqlrp.plan(db, "arr", "id", proj, layout="array")
-        array_sql = compile_sql(proj, pa.source, "postgres", pa.output, into="o")
-        unfenced = array_sql.replace("\n  OFFSET 0\n) AS src", "\n) AS src")
-        no_detoast = array_sql.replace('ARRAY_CAT("_a0", CAST(ARRAY[] AS DOUBLE PRECISION[]))', '"_a0"')
-        assert unfenced != array_sql and no_detoast != array_sql
-        print(f"PostgreSQL, {n} rows x 784 -> 200")
-        wide_sql = compile_sql(proj, pw.source, "postgres", pw.output, into="o")
-        print(f"  wide table                   {run(wide_sql):6.2f} s")
-        print(f"  array, as compiled           {run(array_sql):6.2f} s")
-        print(f"  array, element relation unfenced {run(unfenced):6.2f} s")
-        print(f"  array, no detoast            {run(no_detoast):6.2f} s")
+        yield db
+        db.close()
     finally:
         server.stop()
+
+
+def pg_run(db, label: str, sql: str, settings: list[str]) -> None:
+    """Time ``sql`` (a CREATE TABLE o AS ...) in one transaction after ``settings``; print the plan shape."""
+    with db.transaction():
+        for statement in settings:
+            db.execute(statement)
+        shape = plan_shape(db, sql)
+        spent = seconds(lambda: db.execute(sql))
+        db.execute("DROP TABLE o")
+    print(f"  {label:38s} {spent:6.2f} s   {shape}")
+
+
+def pg_array(n: int = 20_000) -> None:
+    """n x 784 -> 200 (s = sqrt(d)) into a table on PostgreSQL: wide table; the array query as sqlrp
+    runs it (fence ``OFFSET CAST('0' AS BIGINT)`` and ``SET LOCAL min_parallel_table_scan_size = 0``);
+    the same without that setting; with the old fence ``OFFSET 0``; without the fence around the element
+    relation; without the detoast.  Each line says where EXPLAIN puts the Gather."""
+    from sqlrp.dialects import get_dialect
+
+    with pg_tables(n) as db:
+        proj = make_projection("achlioptas", 784, 200, seed=0)
+        pw, pa = sqlrp.plan(db, "wide", "id", proj), sqlrp.plan(db, "arr", "id", proj, layout="array")
+        settings = get_dialect("postgres").local_settings(pa.source)
+        array_sql = compile_sql(proj, pa.source, "postgres", pa.output, into="o")
+        old_fence = array_sql.replace(FENCE, OLD_FENCE)
+        unfenced = array_sql.replace(f"\n  {FENCE}\n) AS src", "\n) AS src")
+        no_detoast = array_sql.replace('ARRAY_CAT("_a0", CAST(ARRAY[] AS DOUBLE PRECISION[]))', '"_a0"')
+        assert settings and len({array_sql, old_fence, unfenced, no_detoast}) == 4
+        print(f"PostgreSQL, {n} rows x 784 -> 200; settings for the array layout: {'; '.join(settings)}")
+        pg_run(db, "wide table", compile_sql(proj, pw.source, "postgres", pw.output, into="o"), [])
+        pg_run(db, "array, as sqlrp runs it", array_sql, settings)
+        pg_run(db, "array, without the setting", array_sql, [])
+        pg_run(db, "array, old fence OFFSET 0", old_fence, settings)
+        pg_run(db, "array, element relation unfenced", unfenced, settings)
+        pg_run(db, "array, no detoast", no_detoast, settings)
+
+
+def pg_fence(n: int = 20_000) -> None:
+    """The other fenced relations on PostgreSQL, n x 784 -> 200, old fence ``OFFSET 0`` against
+    ``OFFSET CAST('0' AS BIGINT)`` (with sqlrp's settings for the layout): mailman's partial sums
+    (wide, s = 1) and a kernel method's linear sums (P-RP m = 4, wide, and array, which also fences the
+    detoast and the elements)."""
+    from sqlrp.dialects import get_dialect
+
+    cases = [
+        ("wide, s = 1 mailman", "wide", "wide", make_projection("achlioptas", 784, 200, seed=0, s=1), "mailman"),
+        ("wide, P-RP m = 4", "wide", "wide", make_projection("p-rp", 784, 200, seed=0, m=4), "auto"),
+        ("array, P-RP m = 4", "arr", "array", make_projection("p-rp", 784, 200, seed=0, m=4), "auto"),
+    ]
+    with pg_tables(n) as db:
+        print(f"PostgreSQL, {n} rows x 784 -> 200")
+        for label, table, layout, proj, strategy in cases:
+            plan = sqlrp.plan(db, table, "id", proj, layout=layout)
+            settings = get_dialect("postgres").local_settings(plan.source)
+            sql = compile_sql(proj, plan.source, "postgres", plan.output, into="o", strategy=strategy)
+            print(f" {label}: {sql.count(FENCE)} fenced sub-queries")
+            pg_run(db, "old fence OFFSET 0", sql.replace(FENCE, OLD_FENCE), settings)
+            pg_run(db, "fence OFFSET CAST('0' AS BIGINT)", sql, settings)
 
 
 def scatter(n: int = 200_000) -> None:
@@ -164,7 +226,14 @@ def pairs() -> None:
         )
 
 
-PROBES = {"planning": planning, "pg-array": pg_array, "scatter": scatter, "dtrp": dtrp, "pairs": pairs}
+PROBES = {
+    "planning": planning,
+    "pg-array": pg_array,
+    "pg-fence": pg_fence,
+    "scatter": scatter,
+    "dtrp": dtrp,
+    "pairs": pairs,
+}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -445,7 +445,13 @@ def project(
             select = select.order_by(col(key), copy=False)
         if chunk_rows:
             return db.iter_chunks(dialect.render(select), rows=int(chunk_rows))
-        return db.query_df(dialect.render(select))
+        settings = dialect.local_settings(p.source)
+        if not settings:
+            return db.query_df(dialect.render(select))
+        with db.transaction():
+            for statement in settings:
+                db.execute(statement)
+            return db.query_df(dialect.render(select))
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
     target = ident(into).sql(dialect.sqlglot)
@@ -489,6 +495,8 @@ def _materialise(
 ) -> None:
     """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``;
     with ``progress``, in id-range batches under a tqdm bar (the caller holds the transaction)."""
+    for statement in get_dialect(db.dialect).local_settings(source):
+        db.execute(statement)  # SET LOCAL: ends with the caller's transaction
     batches = _id_batches(db, source, progress) if progress else [None]
     bar = None
     if progress:

@@ -82,13 +82,12 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
         assert source.array_column is not None
         array = col(source.array_column)
         if dialect.needs_materialised_array():
-            # detoast once per row in a fenced sub-query (see dialects/postgres.py)
+            # detoast once per row in a fenced sub-query (the fence allows parallel plans: dialects/postgres.py)
             passthrough = [col("_id")] + ([col("_g")] if source.group_column else [])
             raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True, copy=False))
-            fenced = (
-                exp.select(*passthrough, exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True, copy=False))
-                .from_(_from_source(raw, source).subquery("_t", copy=False))
-                .offset(0)
+            detoasted = exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True, copy=False)
+            fenced = dialect.fence(
+                exp.select(*passthrough, detoasted).from_(_from_source(raw, source).subquery("_t", copy=False))
             )
             inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr", copy=False))
             array = col("_a")
@@ -102,7 +101,8 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
     )
     if source.layout == "array" and dialect.needs_materialised_array():
         # read each element once per row: unfenced, PostgreSQL would inline `_a[i]` into every sum that
-        # uses feature i (20,000 x 784: 3.40 s unfenced, 1.70 s fenced; `bench/probes.py pg-array`)
+        # uses feature i (20,000 x 784 -> 200, 2 parallel workers: 1.83 s unfenced, 0.96 s fenced;
+        # `PYTHONPATH=. python bench/probes.py pg-array`)
         relation = dialect.fence(relation)
     return relation
 
@@ -250,6 +250,8 @@ def _dense_linear(
             exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True, copy=False)
             for q, (feat, sign) in enumerate(plan.partials)
         ]
+        # fenced: each partial sum computed once per row (PostgreSQL, parallel plans still allowed:
+        # s = 1, 20,000 x 784 wide, 10.0-11.6 s; 16.5-17.3 s under OFFSET 0; `bench/probes.py pg-fence`)
         shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src", copy=False), copy=False))
         extended = Inputs(
             [*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))]
@@ -306,7 +308,9 @@ def _linear_relation(
     Normally one column ``_k{v}`` per sum.  Where that exceeds the engine's column limit (PostgreSQL:
     1,664 per select; P-RP with m = 30 and k = 160 has 4,800 sums) the sums travel as one array
     ``_kv`` read by subscripts.  Either way the relation is fenced, so each sum is computed once per
-    row even when several products use it."""
+    row even when several products use it; PostgreSQL's fence still lets the workers of a parallel
+    plan compute it (P-RP m = 4 on 20,000 x 784 arrays: 35.9-38.6 s, 66.8-66.9 s under ``OFFSET 0``;
+    ``bench/probes.py pg-fence``)."""
     limit = dialect.max_columns
     if limit is None or len(sums) + len(keys.expressions) <= limit:
         rel = keys.select(

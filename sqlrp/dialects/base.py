@@ -5,10 +5,15 @@ A dialect file holds only its differences from this base (array access, detoasti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from ..compiler.nodes import SignedSum, signed_sum_sql
+
+if TYPE_CHECKING:
+    from ..compiler.layout import Source
 
 
 def extend(base: type[Dialect]) -> type[Dialect]:
@@ -37,8 +42,14 @@ class SqlrpDialect:
 
     def fence(self, select: exp.Select) -> exp.Select:
         """``select`` as a sub-query the planner computes once per row instead of inlining its
-        expressions into the outer query (PostgreSQL pulls sub-queries up; ``OFFSET 0`` stops it)."""
+        expressions into the outer query (PostgreSQL pulls sub-queries up; an OFFSET stops it, see
+        ``dialects/postgres.py``).  A fence must not change the rows, nor forbid a parallel plan."""
         return select
+
+    def local_settings(self, source: Source) -> list[str]:
+        """Statements that tune the planner for one projection of ``source``, run inside the
+        projection's transaction (``SET LOCAL``: they end with it).  None by default."""
+        return []
 
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)

@@ -1,8 +1,34 @@
 """PostgreSQL.  The difference that matters: ``float8[]`` values wider than ~2 kB are TOASTed and
 every ``x[i]`` subscript on a TOASTed value detoasts the whole array (``../shared/DESIGN.md`` §4:
 784 subscripts per row did not finish in 5 minutes on 50,000 rows).  The compiler therefore detoasts
-once per row, in a sub-query fenced with ``OFFSET 0`` so the planner cannot flatten it back into the
-subscripts; ``array_cat`` with an empty array returns its input detoasted.
+once per row, in a fenced sub-query the planner cannot flatten back into the subscripts
+(``array_cat`` with an empty array returns its input detoasted), and reads each element once into a
+second fenced relation.
+
+The fence is ``OFFSET CAST('0' AS BIGINT)``, not the usual ``OFFSET 0``.  Any OFFSET keeps a
+sub-query from being pulled up (``is_simple_subquery``, ``prepjointree.c``), but a parallel plan over
+a sub-query needs its OFFSET to be a constant zero (``set_rel_consider_parallel``, ``allpaths.c``,
+asks ``limit_needed``), and the literal ``0`` is an int4 the parser casts to int8 by a function call,
+which ``limit_needed`` does not count as a constant.  ``CAST('0' AS BIGINT)`` is typed when parsed:
+an int8 constant, no Limit node, parallel plans allowed.  Under ``OFFSET 0`` the Gather can only sit
+below the sub-queries, so the workers merely read the table and the leader computes every row.
+
+PostgreSQL also sizes a parallel scan by the table's main heap (``min_parallel_table_scan_size``,
+8 MB), and an array table's heap holds only TOAST pointers (20,000 x 784: 1.2 MB of heap, 166 MB in
+all), so the array layout got no workers at all.  :meth:`PostgresDialect.local_settings` therefore
+sets ``min_parallel_table_scan_size = 0`` with ``SET LOCAL``, inside the projection's transaction
+(``api.project``) and nowhere else; the planner still weighs the costs, and ``max_parallel_workers_per_gather``
+still caps the workers.  ``PYTHONPATH=. python bench/probes.py pg-array``, 20,000 x 784 -> 200
+(s = sqrt(d)) into a table, 2 cores: 0.96 s with both (Gather on top, 2 workers); 1.64 s without
+the setting, 1.61 s with ``OFFSET 0`` (both serial); 0.72 s for the wide table.  ``bench/run.py
+--only postgres`` (50,000 rows), PostgreSQL/DuckDB for the array layout in two runs: 2.06 and 1.98
+(3.18 s, 3.21 s), against 3.07 and 2.95 under ``OFFSET 0`` (5.15 s, 5.26 s).  The mailman partial sums
+and the kernel methods' linear sums use the same fence (``PYTHONPATH=. python bench/probes.py
+pg-fence``, two runs): s = 1 mailman on the wide table 10.0-11.6 s (16.5-17.3 s under ``OFFSET 0``),
+P-RP m = 4 on the array table 35.9-38.6 s (66.8-66.9 s); P-RP m = 4 on the wide table, where the
+Gather already sat under the linear sums, is unchanged within the noise (34-44 s either way).
+Workers run ``CREATE TABLE AS`` and plain queries only: PostgreSQL 15 plans ``INSERT INTO ... SELECT``
+(``progress`` batches after the first, ``incremental``) and cursors (``chunk_rows``) serially.
 """
 
 from __future__ import annotations
@@ -10,7 +36,10 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
+from ..compiler.layout import Source
 from .base import SqlrpDialect, extend
+
+BIGINT = exp.DataType.build("BIGINT")
 
 
 class PostgresDialect(SqlrpDialect):
@@ -26,4 +55,9 @@ class PostgresDialect(SqlrpDialect):
         return True
 
     def fence(self, select: exp.Select) -> exp.Select:
-        return select.offset(0, copy=False)
+        # an int8 constant: fences like OFFSET 0 without forbidding parallel plans (module docstring)
+        return select.offset(exp.cast(exp.Literal.string("0"), BIGINT), copy=False)
+
+    def local_settings(self, source: Source) -> list[str]:
+        # the array table's heap holds only TOAST pointers: without this, no parallel workers (module docstring)
+        return ["SET LOCAL min_parallel_table_scan_size = 0"] if source.layout == "array" else []
