@@ -210,7 +210,7 @@ def pairs() -> None:
     """Additions per row of d = 784, k = 200 Achlioptas matrices: inline, mailman's blocks, the pairs
     plan (partials, depth), and the time to plan (Python, once per matrix)."""
     from sqlrp.compiler.pairs import plan_pairs
-    from sqlrp.compiler.strategies import best_mailman
+    from sqlrp.compiler.strategies import best_mailman, inline_cost, pairs_cost
 
     for s in (1, 3, "auto"):
         proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
@@ -222,7 +222,8 @@ def pairs() -> None:
         mm_adds = sum(len(t[0]) - 1 for t in mm.terms) + sum(len(p[0]) - 1 for p in mm.partials)
         print(
             f"s={s!s:4}  inline {lin.nnz - lin.p:7d}  mailman {mm_adds:7d}  pairs {plan.additions:7d} "
-            f"({len(plan.partials)} partials, depth {plan.depth}; planned in {spent:.2f} s)"
+            f"({len(plan.partials)} partials, depth {plan.depth}; planned in {spent:.2f} s; "
+            f"cost vs inline {pairs_cost(plan) / inline_cost(lin):.2f})"
         )
 
 

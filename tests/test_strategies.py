@@ -181,3 +181,16 @@ def test_kernel_projections_under_every_strategy(db, data, strategy, method, par
     db.write_dataframe("k", frame)
     out = sqlrp.project(db, "k", "id", proj, layout=layout, strategy=strategy, d=X.shape[1])
     _close(out.iloc[:, 1:].to_numpy(dtype=float), reference.transform(proj, X))
+
+
+def test_pairs_plan_exact_when_the_matrix_is_as_wide_as_the_count_matrices():
+    """p = 2d: the sign matrix has as many columns as the count matrices when they first grow."""
+    proj = make_projection("achlioptas", 10, 20, seed=0, s=1)
+    plan = plan_pairs(proj.linear)
+    assert len(plan.partials) > 10  # grew past the first capacity
+    np.testing.assert_array_equal(_expand(plan, 10), proj.linear.dense())
+
+
+def test_auto_skips_pairs_for_pk_rp():
+    pk = make_projection("pk-rp", 784, 200, seed=0, degree=2, t=5, s="auto")
+    assert choose(pk, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))) == "inline"

@@ -10,8 +10,7 @@ additions.  Partials may pair with features or other partials, which makes a hie
 "mailman" strategy's fixed blocks (``strategies.py``) are one special case of it.
 
 Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python bench/probes.py pairs``):
-``s = 3``: 52,186 inline -> about 23,000; ``s = 1``: 156,600 -> about 28,000;
-``s = sqrt(d)``: 5,541 -> about 4,600.
+``s = 3``: 52,186 inline -> 23,249; ``s = 1``: 156,600 -> 26,354; ``s = sqrt(d)``: 5,541 -> 4,577.
 
 Counting is incremental: ``same[a, b]`` / ``diff[a, b]`` (outputs where ``a`` and ``b`` have equal /
 opposite signs) change only on the rows a new partial rewrites, so each step costs
@@ -136,7 +135,9 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         rows = np.flatnonzero((M[:, a] != 0) & (M[:, b] == sigma * M[:, a]))
         if m == cap:
             cap = min(2 * cap, d + budget)
-            M, same, diff, rowmax, rowarg = (_grown(x, m, cap) for x in (M, same, diff, rowmax, rowarg))
+            M = _grown(M, m, cap, square=False)
+            same, diff = (_grown(x, m, cap, square=True) for x in (same, diff))
+            rowmax, rowarg = (_grown(x, m, cap, square=False) for x in (rowmax, rowarg))
         sign_a = M[rows, a].astype(np.int16)
         M[rows, a] = 0
         M[rows, b] = 0
@@ -168,12 +169,12 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
     return pairs, M[:, :m]
 
 
-def _grown(x: np.ndarray, m: int, cap: int) -> np.ndarray:
-    """``x`` with its first ``m`` columns (and rows, if square) in a larger zeroed array."""
+def _grown(x: np.ndarray, m: int, cap: int, square: bool) -> np.ndarray:
+    """``x`` with its first ``m`` columns (and rows, if ``square``) in a larger zeroed array."""
     if x.ndim == 1:
         out = np.zeros(cap, dtype=x.dtype)
         out[:m] = x[:m]
-    elif x.shape[0] == x.shape[1]:
+    elif square:
         out = np.zeros((cap, cap), dtype=x.dtype)
         out[:m, :m] = x[:m, :m]
     else:

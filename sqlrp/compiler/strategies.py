@@ -188,8 +188,9 @@ def pairs_cost(plan: PairsPlan) -> float:
 def pairs_worth_planning(linear: LinearStage) -> bool:
     """Pairs repeat only when a random pair of features shares several outputs: ``p * density^2``
     is the expected number of outputs holding a given pair.  Below 4 the plan is not worth its
-    planning time: ``s = sqrt(d)`` (d = 784, k = 200: 0.26) and PK-RP degree 2 (t = 5: 2.6) both
-    came out at 0.92 of inline's cost, ``s = 3`` (22) at 0.66."""
+    planning time: ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes out at 1.03 of inline's estimated
+    cost and PK-RP degree 2 (t = 5: 2.6) at 0.92, ``s = 3`` (22) at 0.66 (``bench/probes.py pairs``
+    prints the ratio for the Achlioptas cases; ``test_auto_choice`` pins the choices)."""
     density = linear.nnz / max(linear.d * linear.p, 1)
     return mailman_applicable(linear) and linear.p * density**2 >= 4.0
 
