@@ -8,8 +8,37 @@ holds index arrays into a shared list of input expressions instead; each dialect
 
 from __future__ import annotations
 
+import functools
+import gc
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 from sqlglot import exp
+
+F = TypeVar("F", bound=Callable)
+
+
+def gc_paused(fn: F) -> F:
+    """Run ``fn`` with Python's cyclic garbage collector paused.
+
+    Building and rendering a tree of tens of thousands of sqlglot nodes (parent pointers make them
+    cycles) triggers a full collection every few thousand allocations, each walking every live node:
+    for s = 3, d = 784, k = 200 with the ``pairs`` strategy that was 0.36 s of a 0.44 s compile, and
+    0.08 s without it.  The trees are collected as usual once ``fn`` returns.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper  # type: ignore[return-value]
 
 
 class Inputs(list):
@@ -29,8 +58,8 @@ class SignedSum(exp.Expression):
     def of(cls, inputs: Inputs, index: np.ndarray, weight: np.ndarray, bias: float = 0.0) -> SignedSum:
         node = cls()
         node.meta["inputs"] = inputs
-        node.meta["index"] = [int(i) for i in index]
-        node.meta["weight"] = [float(w) for w in weight]
+        node.meta["index"] = np.asarray(index, dtype=np.int64).tolist()  # plain ints, 10x faster than a loop
+        node.meta["weight"] = np.asarray(weight, dtype=np.float64).tolist()
         node.meta["bias"] = float(bias)
         return node
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from ..compiler.nodes import SignedSum, signed_sum_sql
+from ..compiler.nodes import SignedSum, gc_paused, signed_sum_sql
 
 if TYPE_CHECKING:
     from ..compiler.layout import Source
@@ -31,6 +31,7 @@ class SqlrpDialect:
     name = "generic"
     sqlglot: type[Dialect]
     max_columns: int | None = None  # most columns one select may produce (None: no practical limit)
+    star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""
@@ -51,5 +52,6 @@ class SqlrpDialect:
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""
         return []
 
+    @gc_paused
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)

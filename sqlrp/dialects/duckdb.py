@@ -10,3 +10,4 @@ from .base import SqlrpDialect, extend
 class DuckDBDialect(SqlrpDialect):
     name = "duckdb"
     sqlglot = extend(DuckDB)
+    star_exclude = True
