@@ -427,8 +427,10 @@ def project(
     ``strategy``: ``auto`` (the compiler's measured choice) or ``inline`` / ``pairs`` / ``mailman`` (wide, array),
     ``join`` / ``lookup`` (long); ``block`` forces mailman's block size.
     ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
-    it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): materialise in
-    id-range batches (``True``: up to 10 of at least 20,000 rows; or the number given) under a tqdm bar.
+    it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): a tqdm bar.  ``True``
+    on DuckDB follows the engine's own progress through one statement; on PostgreSQL, which reports
+    none, it materialises in id-range batches (up to 10 of at least 20,000 rows); an integer asks
+    for that many batches on any engine (each batch is planned anew: one statement is faster).
     ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
@@ -490,13 +492,29 @@ def _schema(p: Plan) -> exp.Identifier | None:
     return ident(p.source.schema) if p.source.schema else None
 
 
+_PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
+
+
 def _materialise(
     db: Backend, p: Plan, source: Source, into: str, compile_opts: dict, progress: bool | int, create: bool
 ) -> None:
-    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``;
-    with ``progress``, in id-range batches under a tqdm bar (the caller holds the transaction)."""
+    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``
+    (the caller holds the transaction).  ``progress=True`` shows a tqdm bar: the engine's own
+    progress of the one statement where it reports it (DuckDB), else id-range batches; an integer
+    asks for that many batches."""
     for statement in get_dialect(db.dialect).local_settings(source):
         db.execute(statement)  # SET LOCAL: ends with the caller's transaction
+    if progress is True and db.reports_progress:
+        from tqdm import tqdm
+
+        sql = compile_sql(p.projection, source, db.dialect, p.output, into=into, insert=not create, **compile_opts)
+        with tqdm(total=100, desc=f"projecting into {into}", unit="%", bar_format=_PERCENT_BAR) as bar:
+
+            def report(percent: float) -> None:
+                bar.update(max(0.0, round(percent, 1) - bar.n))
+
+            db.execute_watched(sql, report)
+        return
     batches = _id_batches(db, source, progress) if progress else [None]
     bar = None
     if progress:

@@ -313,11 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="replace an existing output table")
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
-    p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar, one statement")
+    p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar")
     p.add_argument(
         "--batches",
         type=int,
-        help="with --into: id-range batches behind the progress bar (default: up to 10, >= 20,000 rows each)",
+        help="with --into: materialise in this many id-range batches behind the progress bar (default: DuckDB "
+        "reports the progress of one statement; PostgreSQL batches, up to 10 of >= 20,000 rows each)",
     )
     p.add_argument("--chunk-rows", type=int, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)

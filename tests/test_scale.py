@@ -72,6 +72,43 @@ def test_progress_batches_give_the_same_table(db, data, capsys):
     np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
 
 
+def test_progress_on_duckdb_follows_one_statement(data, capsys):
+    """``progress=True`` on DuckDB: one statement watched through ``query_progress`` (no batches),
+    a percentage bar that ends at 100, and the same table as without it."""
+    with sqlrp.connect() as db:
+        assert db.reports_progress
+        proj = make_projection("achlioptas", 12, 6, seed=4, s=3)
+        big = np.tile(data, (400, 1))  # 22,800 rows: more than one batch's worth if it batched
+        db.write_dataframe("t", wide_frame(big))
+        seen: list[float] = []
+        original = db.execute_watched
+        db.execute_watched = lambda sql, report: (seen.append(sql), original(sql, report))[1]
+        api.project(db, "t", "id", proj, into="out", progress=True)
+        assert len(seen) == 1 and seen[0].startswith("CREATE TABLE")
+        err = capsys.readouterr().err
+        assert "projecting into out" in err and "100%" in err
+        Y, ids = _table(db, "out")
+        assert ids.tolist() == list(range(len(big)))
+        np.testing.assert_allclose(Y, reference.transform(proj, big), rtol=1e-9, atol=1e-12)
+
+
+def test_watched_statement_failure_raises_and_leaves_nothing():
+    import duckdb
+
+    with sqlrp.connect() as db:
+        db.execute("CREATE TABLE src AS SELECT 'not a number' AS s")
+        reports: list[float] = []
+        with pytest.raises(duckdb.ConversionException):
+            with db.transaction():
+                db.execute_watched('CREATE TABLE "z" AS SELECT CAST(s AS DOUBLE) AS v FROM src', reports.append)
+        assert not db.table_exists("z")
+        assert 100.0 not in reports
+        db.execute_watched('CREATE TABLE "z" AS SELECT 1.5 AS v', reports.append)
+        assert reports[-1] == 100.0 and all(0 <= r <= 100 for r in reports)
+        assert db.fetchall('SELECT v FROM "z"') == [(1.5,)]
+        assert db.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0] is True  # settings reset
+
+
 def test_small_device_profile(tmp_path, data):
     path = str(tmp_path / "small.duckdb")
     with sqlrp.connect(f"duckdb:///{path}", threads=1, memory_limit="64MB") as db:

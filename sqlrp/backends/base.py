@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +49,17 @@ class Backend(ABC):
     dialect: str
     url: str
 
+    reports_progress = False  # the engine reports a running statement's progress (execute_watched)
+
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run a statement.  ``params`` bind to ``?`` placeholders (internal queries only)."""
+
+    def execute_watched(self, sql: str, report: Callable[[float], None]) -> None:
+        """Run a statement, calling ``report(percent)`` while it runs (engines with
+        ``reports_progress``); by default only once, with 100, when it is done."""
+        self.execute(sql)
+        report(100.0)
 
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:

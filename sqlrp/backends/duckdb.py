@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -38,6 +39,48 @@ class DuckDBBackend(Backend):
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    reports_progress = True
+
+    def execute_watched(self, sql: str, report: Callable[[float], None], every: float = 0.25) -> None:
+        """Run ``sql`` on a worker thread (DuckDB releases the GIL) and poll ``query_progress()``.
+
+        One statement, so one plan and the whole table for the scan's parallel tasks: the id-range
+        batches this replaces planned the statement once per batch and ran batches within one row
+        group on one thread (s = 3 pairs, 200,000 x 784: 25.9 s in 10 batches, 6.8 s as one
+        statement).  The percentage moves as row groups finish, so small tables jump.  Ctrl-C
+        interrupts the statement; its error, if any, is raised here.
+        """
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.con.execute(sql)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+                failed.append(exc)
+
+        for name, value in (("enable_progress_bar", "true"), ("enable_progress_bar_print", "false"),
+                            ("progress_bar_time", "0")):  # fmt: skip
+            self.con.execute(f"SET {name} = {value}")
+        worker = threading.Thread(target=run, name="sqlrp-statement", daemon=True)
+        try:
+            worker.start()
+            while worker.is_alive():
+                worker.join(every)
+                done = self.con.query_progress()
+                if done >= 0:
+                    report(float(done))
+        except BaseException:
+            self.con.interrupt()
+            worker.join()
+            raise
+        finally:
+            with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses RESET: keep its error
+                for name in ("enable_progress_bar", "enable_progress_bar_print", "progress_bar_time"):
+                    self.con.execute(f"RESET {name}")
+        if failed:
+            raise failed[0]
+        report(100.0)
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)

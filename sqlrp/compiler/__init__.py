@@ -301,9 +301,7 @@ def _pairs_linear(
             exp.alias_(SignedSum.of(inputs, *plan.partials[q]), names[d + q], quoted=True, copy=False)
             for q in np.flatnonzero(plan.level == lev)
         ]
-        select = exp.select(*carried, *new).from_(
-            relation.subquery(f"_l{lev}", copy=False), copy=False
-        )
+        select = exp.select(*carried, *new).from_(relation.subquery(f"_l{lev}", copy=False), copy=False)
         relation = dialect.fence(select)
     sums = [SignedSum.of(inputs, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
     return relation, sums
