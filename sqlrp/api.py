@@ -381,6 +381,8 @@ def compile_projection(
 ) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
     dialect_name = dialect or (db.dialect if db is not None else "duckdb")
+    if db is not None:
+        _stored_pairs_plan(db, plan_, get_dialect(dialect_name).name, strategy)
     if matrix == "auto":
         same_db = db is not None and get_dialect(dialect_name).name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
@@ -395,6 +397,19 @@ def compile_projection(
         strategy=strategy,
         block=block,
     )
+
+
+def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> None:
+    """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
+    :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
+    plan it once and store it there (:meth:`Registry.pairs_plan`)."""
+    from .compiler.strategies import pairs_worth_planning
+
+    proj = p.projection
+    if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
+        return
+    if strategy == "pairs" or (strategy == "auto" and pairs_worth_planning(proj.linear)):
+        _registry(db).pairs_plan(proj, dialect)
 
 
 def project(
@@ -438,6 +453,7 @@ def project(
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
+    _stored_pairs_plan(db, p, db.dialect, strategy)
     dialect = get_dialect(db.dialect)
     key = p.source.group_column or p.source.id_column
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)

@@ -63,6 +63,7 @@ def test_null_or_nan_features_error_by_default(db, bad):
         "sqlrp_linear_vector",
         "sqlrp_combiner_term",
         "sqlrp_combiner_factor",
+        "sqlrp_pairs_entry",
         "sqlrp_schema_version",
     }
 

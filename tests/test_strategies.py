@@ -194,3 +194,63 @@ def test_pairs_plan_exact_when_the_matrix_is_as_wide_as_the_count_matrices():
 def test_auto_skips_pairs_for_pk_rp():
     pk = make_projection("pk-rp", 784, 200, seed=0, degree=2, t=5, s="auto")
     assert choose(pk, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))) == "inline"
+
+
+def _counting_planner(monkeypatch) -> list[int]:
+    """Count the calls of the real pair planner (instrumentation only: it still plans)."""
+    from sqlrp.compiler import strategies
+
+    calls: list[int] = []
+    real = strategies.plan_pairs
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(strategies, "plan_pairs", counted)
+    return calls
+
+
+def test_stored_projection_keeps_its_pairs_plan(db, monkeypatch):
+    """The pairs plan is planned once per stored matrix: stored by the first projection, read back
+    (not planned) by the next one in a fresh load, and dropped with the projection."""
+    X = np.random.default_rng(3).normal(size=(30, 50))
+    db.write_dataframe("t", wide_frame(X))
+    calls = _counting_planner(monkeypatch)
+    proj = sqlrp.create_projection(db, "p3", "achlioptas", d=50, k=40, seed=1, s=3)
+    api.project(db, "t", "id", "p3", into="out1")
+    assert calls == [1]
+    stored = db.fetchall("SELECT count(*), count(DISTINCT node) FROM sqlrp_pairs_entry WHERE projection = 'p3'")[0]
+    assert stored[0] > 0 and stored[1] > 40  # 40 outputs plus the partials
+    again = sqlrp.load_projection(db, "p3")  # a new object: nothing memoised for it
+    out = api.project(db, "t", "id", again)
+    assert calls == [1]  # read from the registry, not planned again
+    expected = reference.transform(proj, X)
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-12)
+    rows = db.fetchall('SELECT * FROM "out1" ORDER BY "id"')
+    np.testing.assert_allclose(np.array([r[1:] for r in rows]), expected, rtol=1e-9, atol=1e-12)
+    sqlrp.drop_projection(db, "p3")
+    assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'p3'")[0][0] == 0
+
+
+def test_a_stored_pairs_plan_that_does_not_compute_the_matrix_is_replaced(db, monkeypatch):
+    X = np.random.default_rng(4).normal(size=(25, 50))
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(db, "p4", "achlioptas", d=50, k=40, seed=2, s=3)
+    api.project(db, "t", "id", "p4", strategy="pairs")
+    total = db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'p4'")[0][0]
+    db.execute("DELETE FROM sqlrp_pairs_entry WHERE projection = 'p4' AND node = -1")  # output 0 loses its terms
+    calls = _counting_planner(monkeypatch)
+    out = api.project(db, "t", "id", sqlrp.load_projection(db, "p4"), strategy="pairs")
+    assert calls == [1]  # the damaged plan was detected and planned again, and stored
+    assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'p4'")[0][0] == total
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9, atol=1e-12)
+
+
+def test_a_named_projection_that_is_not_stored_leaves_no_plan_rows(db):
+    X = np.random.default_rng(5).normal(size=(20, 50))
+    db.write_dataframe("t", wide_frame(X))
+    ghost = sqlrp.create_projection(None, "ghost", "achlioptas", d=50, k=40, seed=3, s=3)
+    out = api.project(db, "t", "id", ghost, check=False)
+    assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry")[0][0] == 0
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(ghost, X), rtol=1e-9, atol=1e-12)

@@ -52,13 +52,28 @@ class PairsPlan:
     def output_terms(self) -> int:
         return sum(len(c) for c, _ in self.terms)
 
+    def expand(self) -> np.ndarray:
+        """The ``p x d`` sign matrix this plan computes (each partial resolved to features)."""
+        d = self.d
+        E = np.zeros((d, d + len(self.partials)), dtype=np.int16)
+        E[:, :d] = np.eye(d, dtype=np.int16)
+        for q, (cols, signs) in enumerate(self.partials):  # children come before their readers
+            E[:, d + q] = E[:, cols] @ signs.astype(np.int16)
+        return np.stack([E[:, cols] @ signs.astype(np.int16) for cols, signs in self.terms])
+
+    def computes(self, linear: LinearStage) -> bool:
+        """True if this plan computes exactly the sign matrix of ``linear`` (a stored plan is
+        checked with this before it is used)."""
+        return len(self.terms) == linear.p and np.array_equal(self.expand(), signs_of(linear))
+
     @property
     def additions(self) -> int:
         """Additions per row: inside the partials plus inside the outputs."""
         return self.partial_additions + sum(max(len(c) - 1, 0) for c, _ in self.terms)
 
 
-def _sign_matrix(linear: LinearStage) -> np.ndarray:
+def signs_of(linear: LinearStage) -> np.ndarray:
+    """The ``p x d`` matrix of the signs of ``linear``'s weights (int8)."""
     W = np.zeros((linear.p, linear.d), dtype=np.int8)
     W[linear.vector, linear.feature] = np.sign(linear.weight).astype(np.int8)
     return W
@@ -74,7 +89,7 @@ def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: i
 
     ``max_partials`` caps the number of partials (PostgreSQL's column limit; default ``16 d``);
     a pair is shared only if at least ``min_uses`` outputs use it."""
-    W = _sign_matrix(linear)
+    W = signs_of(linear)
     p, d = W.shape
     budget = max_partials if max_partials is not None else 16 * d
     pairs: list[tuple[int, int, int]] = []

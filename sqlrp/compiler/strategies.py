@@ -166,18 +166,34 @@ def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> Mailm
     return best
 
 
+def pairs_budget(linear: LinearStage, dialect: str = "duckdb") -> int | None:
+    """Most partials the dialect's column limit leaves room for (``None``: no limit)."""
+    from ..dialects import get_dialect  # late: the dialects package imports the compiler
+
+    limit = get_dialect(dialect).max_columns
+    return None if limit is None else limit - linear.d - 2  # id and group key
+
+
 def best_pairs(linear: LinearStage, dialect: str = "duckdb") -> PairsPlan | None:
-    """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit; memoised per stage."""
+    """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit; memoised per stage
+    (and, for stored projections, in the registry: ``Registry.pairs_plan``)."""
     if not mailman_applicable(linear):
         return None
     cache = _PLANS.setdefault(linear, {})
     if ("pairs", dialect) not in cache:
-        from ..dialects import get_dialect
-
-        limit = get_dialect(dialect).max_columns
-        budget = None if limit is None else limit - linear.d - 2  # id and group key
+        budget = pairs_budget(linear, dialect)
         cache[("pairs", dialect)] = plan_pairs(linear, budget) if budget is None or budget > 0 else None
     return cache[("pairs", dialect)]
+
+
+def pairs_planned(linear: LinearStage, dialect: str = "duckdb") -> bool:
+    """True if this process already holds the pair plan of ``linear`` for ``dialect``."""
+    return ("pairs", dialect) in _PLANS.get(linear, {})
+
+
+def remember_pairs(linear: LinearStage, dialect: str, plan: PairsPlan) -> None:
+    """Hand the compiler a pair plan made earlier (a stored one), so it is not planned again."""
+    _PLANS.setdefault(linear, {})[("pairs", dialect)] = plan
 
 
 def pairs_cost(plan: PairsPlan) -> float:
