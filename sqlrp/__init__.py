@@ -25,7 +25,6 @@ from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNo
 from .ir import Combiner, LinearStage, Projection
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .reference import transform
-from .transformer import SQLRandomProjection
 
 __version__ = "0.1.0"
 
@@ -60,3 +59,13 @@ __all__ = [
     "transform_frame",
     "tune",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``SQLRandomProjection`` is imported on first use: it needs scikit-learn, which the CLI and
+    the SQL paths do not (see README, "Small devices")."""
+    if name == "SQLRandomProjection":
+        from .transformer import SQLRandomProjection
+
+        return SQLRandomProjection
+    raise AttributeError(f"module 'sqlrp' has no attribute {name!r}")

@@ -8,7 +8,6 @@ Optional pooling sums ``y`` over rows that share a group key (CBP-KRP, 003 Ch. 5
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import InputError
 from .ir import Combiner, Composed, LinearStage, Projection
@@ -16,6 +15,8 @@ from .ir import Combiner, Composed, LinearStage, Projection
 
 def linear_outputs(linear: LinearStage, X: np.ndarray) -> np.ndarray:
     """``K`` (n x p): the linear stage applied to the rows of ``X``."""
+    import scipy.sparse as sp  # late: keeps `import sqlrp` light (CLI start-up)
+
     W = sp.csc_matrix((linear.weight, (linear.feature, linear.vector)), shape=(linear.d, linear.p))
     if linear.power is None:
         K = np.asarray(X @ W)
@@ -42,6 +43,8 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
         has = np.bincount(ft, minlength=combiner.n_terms) > 0
         reduced = np.multiply.reduceat(K[:, fv], np.minimum(starts, len(ft) - 1), axis=1)
         prods[:, has] = reduced[:, has]
+    import scipy.sparse as sp
+
     T = sp.csr_matrix(
         (combiner.term_weight, (np.arange(combiner.n_terms), combiner.term_component)),
         shape=(combiner.n_terms, combiner.k),

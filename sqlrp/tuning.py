@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist, pdist
 
 from .backends import Backend
 from .errors import InvalidParameter
+from .evaluation.metrics import cdist, pdist  # scipy on first use
 from .ir import Combiner, LinearStage, Projection
 from .methods.linear import achlioptas, check_dims, resolve_s
 

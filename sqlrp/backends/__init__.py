@@ -7,9 +7,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
 from ..errors import InvalidParameter
 from .base import Backend, ColumnInfo
 
@@ -32,6 +29,9 @@ def connect(url: str | Backend | None = None, **options: object) -> Backend:
         from .duckdb import DuckDBBackend
 
         return DuckDBBackend(url, **options)  # type: ignore[arg-type]
+    from sqlalchemy.engine import make_url  # late: only URLs need it (CLI start-up)
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:

@@ -25,10 +25,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist, pdist
 
 from ..kernels import feature_sq_distances as kernel_sq_distances
 from ..kernels import polynomial_kernel
+
+
+def pdist(X: np.ndarray, metric: str, **kwargs: Any) -> np.ndarray:
+    """:func:`scipy.spatial.distance.pdist`, imported on first use (keeps ``import sqlrp`` light)."""
+    from scipy.spatial.distance import pdist as _pdist
+
+    return _pdist(X, metric, **kwargs)
+
+
+def cdist(A: np.ndarray, B: np.ndarray, metric: str, **kwargs: Any) -> np.ndarray:
+    """:func:`scipy.spatial.distance.cdist`, imported on first use."""
+    from scipy.spatial.distance import cdist as _cdist
+
+    return _cdist(A, B, metric, **kwargs)
+
 
 __all__ = [
     "Kernel",
