@@ -6,6 +6,8 @@
     PYTHONPATH=. python bench/probes.py scatter      # DuckDB cost of sums over scattered vs few columns
     PYTHONPATH=. python bench/probes.py dtrp         # DT-RP wall time, n=500, d=784, k=200, 4000 iterations
     PYTHONPATH=. python bench/probes.py pairs        # additions per row: inline vs the pairs plan, planning time
+    PYTHONPATH=. python bench/probes.py footprint    # DuckDB ns per addition vs the number of addition nodes
+    PYTHONPATH=. python bench/probes.py roundtrip    # the round trip's parts: fetch, transform, write back
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -227,6 +229,62 @@ def pairs() -> None:
         )
 
 
+def footprint(n: int = 1_000_000) -> None:
+    """DuckDB time per addition as the number of addition nodes in one select grows (k sums of 28
+    columns drawn from 32, one thread, summed so nothing is written).  Each node writes its own
+    2,048-row vector (16 KB) per chunk; once all of them outgrow the last-level cache every addition
+    goes to memory.  The s = sqrt(d) projection (d = 784, k = 200) has 5,400 nodes."""
+    import duckdb
+
+    con = duckdb.connect(config={"threads": 1})
+    con.execute(f"CREATE TABLE t AS SELECT {', '.join(f'random() AS f{i}' for i in range(32))} FROM range({n})")
+    rng = np.random.default_rng(0)
+    print(f"DuckDB, {n} rows, one thread: sums of 28 of 32 columns, SELECT sum(...) of each")
+    for k in (1, 4, 16, 32, 64, 200):
+        exprs = ", ".join(
+            "(" + " + ".join(f"f{i}" for i in rng.choice(32, 28, replace=False)) + f") AS p{j}" for j in range(k)
+        )
+        query = f"SELECT {', '.join(f'sum(p{j})' for j in range(k))} FROM (SELECT {exprs} FROM t)"
+        con.execute(query).fetchall()
+        spent = min(seconds(lambda q=query: con.execute(q).fetchall()) for _ in range(3))
+        nodes = k * 27
+        print(
+            f"  k={k:4d}  {nodes:5d} nodes  {nodes * 16 / 1024:6.1f} MB of vectors  "
+            f"{spent / (nodes * n) * 1e9:5.2f} ns per addition"
+        )
+
+
+def roundtrip(n: int = 200_000, d: int = 784, k: int = 200) -> None:
+    """The round trip's parts (s = sqrt(d)), each timed twice: the first touch of new memory is slow
+    on this machine.  Fetching as a DataFrame gives a column-major float block for free."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import make_dense, sklearn_sparse, write_back
+
+    db = sqlrp.connect(threads=2)
+    make_dense(db, n, d)
+    srp = sklearn_sparse(k, np.sqrt(d), d)
+    for attempt in (1, 2):
+        t0 = time.perf_counter()
+        frame = db.con.execute('SELECT * FROM "t"').df()
+        X = frame.drop(columns="id").to_numpy()
+        t1 = time.perf_counter()
+        Y = srp.transform(X)
+        t2 = time.perf_counter()
+        write_back(db, frame["id"].to_numpy(), Y)
+        t3 = time.perf_counter()
+        res = db.con.execute('SELECT * FROM "t"').fetchnumpy()
+        Xc = np.empty((n, d), order="F")
+        for i in range(d):
+            Xc[:, i] = res[f"f{i}"]
+        t4 = time.perf_counter()
+        print(
+            f"  run {attempt}: fetch .df() {t1 - t0:5.2f} s (column-major: {X.flags['F_CONTIGUOUS']})  "
+            f"transform {t2 - t1:5.2f} s  write back {t3 - t2:5.2f} s  "
+            f"[fetchnumpy + column-by-column copy {t4 - t3:5.2f} s]"
+        )
+        del frame, X, Y, res, Xc
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -234,6 +292,8 @@ PROBES = {
     "scatter": scatter,
     "dtrp": dtrp,
     "pairs": pairs,
+    "footprint": footprint,
+    "roundtrip": roundtrip,
 }
 
 if __name__ == "__main__":
