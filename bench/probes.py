@@ -8,6 +8,7 @@
     PYTHONPATH=. python bench/probes.py pairs        # additions per row: inline vs the pairs plan, planning time
     PYTHONPATH=. python bench/probes.py footprint    # DuckDB ns per addition vs the number of addition nodes
     PYTHONPATH=. python bench/probes.py roundtrip    # the round trip's parts: fetch, transform, write back
+    PYTHONPATH=. python bench/probes.py pg-insert    # PostgreSQL: CREATE TABLE AS vs INSERT, serial vs staged
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -285,6 +286,54 @@ def roundtrip(n: int = 200_000, d: int = 784, k: int = 200) -> None:
         del frame, X, Y, res, Xc
 
 
+def pg_insert(n: int = 50_000, d: int = 784) -> None:
+    """PostgreSQL, n x d -> 200 (s = sqrt(d)): ``CREATE TABLE AS`` (parallel), an incremental run
+    into an empty table and 10 progress batches, each inserting by plain ``INSERT ... SELECT``
+    (serial in PostgreSQL 15) and staged through ``CREATE TEMPORARY TABLE AS`` (sqlrp's way)."""
+    from pgserver import TempPostgres
+
+    from sqlrp import api
+    from sqlrp.dialects.postgres import PostgresDialect
+
+    server = TempPostgres()
+    url = server.start()
+    try:
+        pg = sqlrp.connect(url)
+        pg.write_dataframe("t", wide(n, d))
+        pg.execute("VACUUM ANALYZE")
+        proj = make_projection("achlioptas", d, 200, seed=0, s="auto")
+
+        def fresh() -> None:
+            pg.execute('DROP TABLE IF EXISTS "o"')
+
+        def emptied() -> None:
+            fresh()
+            api.project(pg, "t", "id", proj, into="o", check=False)
+            pg.execute('DELETE FROM "o"')
+
+        print(f"PostgreSQL, {n} x {d} -> 200, s = sqrt(d), best of 2")
+        for staged in (False, True):
+            PostgresDialect.parallel_insert = not staged
+            label = "staged (temp table)" if staged else "plain INSERT ... SELECT"
+            runs = {
+                "CREATE TABLE AS": (fresh, dict()),
+                "incremental into empty": (emptied, dict(incremental=True)),
+                "10 progress batches": (fresh, dict(progress=10)),
+            }
+            for name, (setup, opts) in runs.items():
+                best = np.inf
+                for _ in range(2):
+                    setup()
+                    best = min(
+                        best, seconds(lambda o=opts: api.project(pg, "t", "id", proj, into="o", check=False, **o))
+                    )
+                print(f"  {label:24s} {name:24s} {best:6.2f} s")
+        PostgresDialect.parallel_insert = False
+        pg.close()
+    finally:
+        server.stop()
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -294,6 +343,7 @@ PROBES = {
     "pairs": pairs,
     "footprint": footprint,
     "roundtrip": roundtrip,
+    "pg-insert": pg_insert,
 }
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -520,7 +521,7 @@ def _materialise(
     asks for that many batches."""
     for statement in get_dialect(db.dialect).local_settings(source):
         db.execute(statement)  # SET LOCAL: ends with the caller's transaction
-    if progress is True and db.reports_progress:
+    if progress is True and db.reports_progress and (create or get_dialect(db.dialect).parallel_insert):
         from tqdm import tqdm
 
         sql = compile_sql(p.projection, source, db.dialect, p.output, into=into, insert=not create, **compile_opts)
@@ -543,15 +544,32 @@ def _materialise(
             if condition is not None:
                 both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
                 part = dataclasses.replace(source, row_filter=both)
-            first = create and i == 0
-            db.execute(
-                compile_sql(p.projection, part, db.dialect, p.output, into=into, insert=not first, **compile_opts)
-            )
+            if create and i == 0:
+                db.execute(compile_sql(p.projection, part, db.dialect, p.output, into=into, **compile_opts))
+            else:
+                _insert(db, p, part, into, compile_opts)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) -> None:
+    """``INSERT INTO into`` the projection of ``source``.  Where the engine runs ``INSERT ... SELECT``
+    serially (PostgreSQL), the rows are first made by a parallel ``CREATE TEMPORARY TABLE AS`` and
+    then copied, which is cheap next to projecting them (``dialects/postgres.py``)."""
+    dialect = get_dialect(db.dialect)
+    if dialect.parallel_insert:
+        db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=into, insert=True, **compile_opts))
+        return
+    staging = f"_sqlrp_staging_{uuid.uuid4().hex[:12]}"
+    db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=staging, temporary=True, **compile_opts))
+    names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
+    target = exp.Schema(this=exp.Table(this=ident(into), db=_schema(p)), expressions=names)
+    copy = exp.select(*[exp.Column(this=n.copy()) for n in names]).from_(exp.Table(this=ident(staging)))
+    db.execute(dialect.render(exp.Insert(this=target, expression=copy)))
+    db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(staging))], kind="TABLE")))
 
 
 MIN_BATCH_ROWS = 20_000

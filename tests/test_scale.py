@@ -138,3 +138,23 @@ def test_cli_strategy_threads_progress(tmp_path, data, capsys):
     assert main(["compile", "--table", "t", "--id-column", "id", "--columns", "a,b,c,d", "--k", "3", "--s", "1",
                  "--strategy", "mailman", "--block", "2"]) == 0  # fmt: skip
     assert '"_m0"' in capsys.readouterr().out
+
+
+def test_inserts_are_staged_where_insert_select_runs_serially(db, data):
+    """PostgreSQL inserts through a parallel ``CREATE TEMPORARY TABLE AS`` (``parallel_insert``):
+    batches and incremental runs give the same rows, and no staging table outlives its statement."""
+    from sqlrp.dialects import get_dialect
+
+    assert get_dialect(db.dialect).parallel_insert is (db.dialect == "duckdb")
+    proj = make_projection("achlioptas", 12, 6, seed=5, s=3)
+    frame = wide_frame(data)
+    db.write_dataframe("t", frame[frame["id"] < 30])
+    api.project(db, "t", "id", proj, into="out", progress=3)
+    db.insert_frame("t", frame[frame["id"] >= 30])
+    api.project(db, "t", "id", proj, into="out", incremental=True)
+    api.project(db, "t", "id", proj, into="out", incremental=True)  # idempotent
+    Y, ids = _table(db, "out")
+    assert ids.tolist() == list(range(57))
+    np.testing.assert_allclose(Y, reference.transform(proj, data), rtol=1e-9, atol=1e-12)
+    staging = "SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '\\_sqlrp\\_staging%'"
+    assert db.fetchall(staging)[0][0] == 0

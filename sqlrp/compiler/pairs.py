@@ -12,6 +12,10 @@ additions.  Partials may pair with features or other partials, which makes a hie
 Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python bench/probes.py pairs``):
 ``s = 3``: 52,186 inline -> 23,249; ``s = 1``: 156,600 -> 26,354; ``s = sqrt(d)``: 5,541 -> 4,577.
 
+Each partial is then computed as late as possible -- on the last level before its first reader --
+because every level passes on the columns later levels read (:func:`_as_late_as_possible`).  A
+stored projection keeps its plan in the registry (``sqlrp_pairs_entry``, ``Registry.pairs_plan``).
+
 Counting is incremental: ``same[a, b]`` / ``diff[a, b]`` (outputs where ``a`` and ``b`` have equal /
 opposite signs) change only on the rows a new partial rewrites, so each step costs
 O(rows rewritten x columns) instead of a fresh Gram matrix; the best pair of each column is cached.
