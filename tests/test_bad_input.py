@@ -10,6 +10,8 @@ import pytest
 from conftest import array_frame, wide_frame
 
 import sqlrp
+from sqlrp import api
+from sqlrp.methods import make_projection
 
 DB_ERRORS = (duckdb.Error, psycopg.Error)
 HOSTILE = ['we"ird', "semi;colon", "has space", "ünïcødé_表", "select", "Robert'); DROP TABLE t;--", "a`b"]
@@ -83,6 +85,19 @@ def test_nulls_as_zero_option(db):
     db.execute('UPDATE "t2" SET "f0" = CAST(\'NaN\' AS DOUBLE PRECISION) WHERE "id" = 1')
     with pytest.raises(sqlrp.InputError, match="id 1"):
         sqlrp.project(db, "t2", "id", "z", nulls="zero")
+
+
+def test_infinities_that_sum_to_nan_are_not_reported_as_nan(db):
+    """DuckDB's check first sums each row (NaN if +inf meets -inf); the exact check then clears it."""
+    X = np.arange(12, dtype=float).reshape(4, 3)
+    X[1, 0], X[1, 2] = np.inf, -np.inf
+    db.write_dataframe("t", wide_frame(X))
+    proj = make_projection("achlioptas", 3, 2, seed=0, s=1)
+    api.check_source(db, proj, api.plan(db, "t", "id", proj).source)  # no error: inf is not NaN
+    X[2, 1] = np.nan
+    db.write_dataframe("t2", wide_frame(X))
+    with pytest.raises(sqlrp.InputError, match=r"id 2\)"):
+        api.check_source(db, proj, api.plan(db, "t2", "id", proj).source)
 
 
 def test_array_of_wrong_length_and_nan_elements(db):

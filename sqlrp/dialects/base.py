@@ -33,6 +33,7 @@ class SqlrpDialect:
     max_columns: int | None = None  # most columns one select may produce (None: no practical limit)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
+    nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""

@@ -11,3 +11,4 @@ class DuckDBDialect(SqlrpDialect):
     name = "duckdb"
     sqlglot = extend(DuckDB)
     star_exclude = True
+    nan_propagating_sums = True
