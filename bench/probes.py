@@ -9,6 +9,7 @@
     PYTHONPATH=. python bench/probes.py footprint    # DuckDB ns per addition vs the number of addition nodes
     PYTHONPATH=. python bench/probes.py roundtrip    # the round trip's parts: fetch, transform, write back
     PYTHONPATH=. python bench/probes.py pg-insert    # PostgreSQL: CREATE TABLE AS vs INSERT, serial vs staged
+    PYTHONPATH=. python bench/probes.py progress     # DuckDB: no bar, the engine-reported bar, 10 id-range batches
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -334,6 +335,28 @@ def pg_insert(n: int = 50_000, d: int = 784) -> None:
         server.stop()
 
 
+def progress(n: int = 200_000, d: int = 784) -> None:
+    """DuckDB, n x d -> 200 with s = 3 (pairs, planned before timing): materialising without a bar,
+    with ``progress=True`` (one statement, DuckDB's ``query_progress``), and in 10 id-range batches
+    (each planned anew; a batch inside one row group runs on one thread)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import make_dense
+
+    from sqlrp import api
+
+    db = sqlrp.connect(threads=2)
+    make_dense(db, n, d)
+    proj = make_projection("achlioptas", d, 200, seed=0, s=3)
+    api.project(db, "t", "id", proj, into="o", check=False)  # plans the pairs once
+    print(f"DuckDB, {n} x {d} -> 200, s = 3")
+    for label, opt, runs in (("no progress bar", False, 2), ("progress=True", True, 2), ("10 batches", 10, 1)):
+        spent = []
+        for _ in range(runs):
+            db.execute('DROP TABLE IF EXISTS "o"')
+            spent.append(seconds(lambda o=opt: api.project(db, "t", "id", proj, into="o", check=False, progress=o)))
+        print(f"  {label:18s} {' '.join(f'{x:6.2f}' for x in spent)} s")
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -344,6 +367,7 @@ PROBES = {
     "footprint": footprint,
     "roundtrip": roundtrip,
     "pg-insert": pg_insert,
+    "progress": progress,
 }
 
 if __name__ == "__main__":
