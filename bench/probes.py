@@ -10,6 +10,7 @@
     PYTHONPATH=. python bench/probes.py roundtrip    # the round trip's parts: fetch, transform, write back
     PYTHONPATH=. python bench/probes.py pg-insert    # PostgreSQL: CREATE TABLE AS vs INSERT, serial vs staged
     PYTHONPATH=. python bench/probes.py progress     # DuckDB: no bar, the engine-reported bar, 10 id-range batches
+    PYTHONPATH=. python bench/probes.py pg-check     # PostgreSQL NULL/NaN check: LIMIT 5 (serial) vs count (parallel)
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -357,6 +358,36 @@ def progress(n: int = 200_000, d: int = 784) -> None:
         print(f"  {label:18s} {' '.join(f'{x:6.2f}' for x in spent)} s")
 
 
+def pg_check(n: int = 50_000, d: int = 784) -> None:
+    """PostgreSQL, the NULL/NaN check of a clean n x d table: the query with ``LIMIT 5`` (planned
+    serially) against ``count(*)`` (parallel workers), and ``api.check_source`` as it is now."""
+    from pgserver import TempPostgres
+
+    from sqlrp import api
+    from sqlrp.compiler import Source
+
+    server = TempPostgres()
+    url = server.start()
+    try:
+        pg = sqlrp.connect(url)
+        pg.write_dataframe("t", wide(n, d))
+        pg.execute("VACUUM ANALYZE")
+        nan = "CAST('NaN' AS DOUBLE PRECISION)"
+        cond = " OR ".join(f'"f{i}" IS NULL OR CAST("f{i}" AS DOUBLE PRECISION) = {nan}' for i in range(d))
+        proj = make_projection("achlioptas", d, 200, seed=0, s="auto")
+        src = Source("t", "id", "wide", tuple(f"f{i}" for i in range(d)))
+        print(f"PostgreSQL, {n} x {d}, clean table, best of 2")
+        for label, fn in (
+            ("SELECT id ... LIMIT 5", lambda: pg.fetchall(f'SELECT "id" FROM "t" WHERE {cond} LIMIT 5')),
+            ("SELECT count(*) ...", lambda: pg.fetchall(f'SELECT count(*) FROM "t" WHERE {cond}')),
+            ("api.check_source", lambda: api.check_source(pg, proj, src)),
+        ):
+            print(f"  {label:24s} {min(seconds(fn) for _ in range(2)):6.2f} s")
+        pg.close()
+    finally:
+        server.stop()
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -368,6 +399,7 @@ PROBES = {
     "roundtrip": roundtrip,
     "pg-insert": pg_insert,
     "progress": progress,
+    "pg-check": pg_check,
 }
 
 if __name__ == "__main__":
