@@ -279,7 +279,7 @@ def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, cond
     if not db.fetchall(dialect.render(count))[0][0]:
         return []
     ids = exp.select(key).from_(table, copy=False).where(condition, copy=False).limit(5, copy=False)
-    return db.fetchall(dialect.render(ids))  # the count's select is done with: its nodes move here
+    return db.fetchall(dialect.render(ids))  # reuses the nodes of the count query, already rendered
 
 
 def _suspect_rows(

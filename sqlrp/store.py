@@ -255,11 +255,13 @@ class Registry:
             raise InvalidParameter("only a stored projection has a stored plan")
         budget = pairs_budget(lin, dialect)
         key = -1 if budget is None else int(budget)
-        if not pairs_planned(lin, dialect):
+        where = "WHERE projection = ? AND budget = ?"
+        if pairs_planned(lin, dialect):  # planned in this process: store it unless it is stored already
+            if self.backend.fetchall(f"SELECT 1 FROM sqlrp_pairs_entry {where} LIMIT 1", [name, key]):
+                return best_pairs(lin, dialect)
+        else:
             rows = self.backend.fetchall(
-                "SELECT node, level, reads, sign FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ? "
-                "ORDER BY node, reads",
-                [name, key],
+                f"SELECT node, level, reads, sign FROM sqlrp_pairs_entry {where} ORDER BY node, reads", [name, key]
             )
             stored = _plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None
             if stored is not None and stored.computes(lin):  # else a stale plan: plan again, replace it
@@ -269,7 +271,7 @@ class Registry:
         if plan is None or not self._holds(name, lin):  # a name given but never stored: plan only
             return plan
         with self.backend.transaction():
-            self.backend.execute("DELETE FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ?", [name, key])
+            self.backend.execute(f"DELETE FROM sqlrp_pairs_entry {where}", [name, key])
             self.backend.insert_frame("sqlrp_pairs_entry", _plan_rows(plan, name, key))
         return plan
 

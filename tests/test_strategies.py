@@ -254,3 +254,24 @@ def test_a_named_projection_that_is_not_stored_leaves_no_plan_rows(db):
     out = api.project(db, "t", "id", ghost, check=False)
     assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry")[0][0] == 0
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(ghost, X), rtol=1e-9, atol=1e-12)
+
+
+def test_a_plan_made_before_storing_is_stored_once(db, monkeypatch):
+    X = np.random.default_rng(6).normal(size=(20, 50))
+    db.write_dataframe("t", wide_frame(X))
+    proj = make_projection("achlioptas", 50, 40, seed=4, s=3)
+    best_pairs(proj.linear, db.dialect)  # planned in this process first
+    sqlrp.api._registry(db).save(proj, "early")
+    statements: list[str] = []
+    real = db.execute
+
+    def counting(sql, params=None):
+        statements.append(sql)
+        return real(sql, params)
+
+    monkeypatch.setattr(db, "execute", counting)
+    for _ in range(3):
+        out = api.project(db, "t", "id", proj)
+    assert sum("DELETE FROM sqlrp_pairs_entry" in sql for sql in statements) == 1  # stored by the first run only
+    assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'early'")[0][0] > 0
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9, atol=1e-12)
