@@ -107,6 +107,9 @@ def test_watched_statement_failure_raises_and_leaves_nothing():
         assert reports[-1] == 100.0 and all(0 <= r <= 100 for r in reports)
         assert db.fetchall('SELECT v FROM "z"') == [(1.5,)]
         assert db.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0] is True  # settings reset
+        db.execute("SET progress_bar_time = 1234")  # a user's own setting survives
+        db.execute_watched('CREATE TABLE "z2" AS SELECT 2.5 AS v', reports.append)
+        assert db.fetchall("SELECT current_setting('progress_bar_time')")[0][0] == 1234
 
 
 def test_small_device_profile(tmp_path, data):

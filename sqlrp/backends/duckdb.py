@@ -36,6 +36,7 @@ class DuckDBBackend(Backend):
             # (results handed to Python are ORDER BY id anyway)
             self.con.execute("SET preserve_insertion_order = false")
         self._in_tx = False
+        self._pending_settings: dict[str, object] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         self.con.execute(sql, params) if params is not None else self.con.execute(sql)
@@ -47,10 +48,10 @@ class DuckDBBackend(Backend):
 
         One statement, so one plan and the whole table for the scan's parallel tasks: the id-range
         batches this replaces planned the statement once per batch and ran batches within one row
-        group on one thread (s = 3 pairs, 200,000 x 784: 25.9 s in 10 batches, 6.8 s as one
-        statement).  The percentage moves as row groups finish, so small tables jump.  Ctrl-C
-        interrupts the statement; its error, if any, is raised here.
-        """
+        group on one thread (``bench/probes.py progress``, s = 3 pairs, 200,000 x 784: 25.7 s in 10
+        batches, 6.5-6.6 s watched, 6.8-7.4 s without a bar).  The percentage moves as row groups
+        finish, so small tables jump.  Ctrl-C interrupts the statement; its error, if any, is raised
+        here.  The connection's progress settings are put back as they were."""
         failed: list[BaseException] = []
 
         def run() -> None:
@@ -59,8 +60,9 @@ class DuckDBBackend(Backend):
             except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
                 failed.append(exc)
 
-        for name, value in (("enable_progress_bar", "true"), ("enable_progress_bar_print", "false"),
-                            ("progress_bar_time", "0")):  # fmt: skip
+        settings = {"enable_progress_bar": "true", "enable_progress_bar_print": "false", "progress_bar_time": "0"}
+        before = {name: self.con.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in settings}
+        for name, value in settings.items():
             self.con.execute(f"SET {name} = {value}")
         worker = threading.Thread(target=run, name="sqlrp-statement", daemon=True)
         try:
@@ -75,9 +77,7 @@ class DuckDBBackend(Backend):
             worker.join()
             raise
         finally:
-            with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses RESET: keep its error
-                for name in ("enable_progress_bar", "enable_progress_bar_print", "progress_bar_time"):
-                    self.con.execute(f"RESET {name}")
+            self._restore(before)
         if failed:
             raise failed[0]
         report(100.0)
@@ -128,6 +128,18 @@ class DuckDBBackend(Backend):
             self.con.execute("COMMIT")
         finally:
             self._in_tx = False
+            if self._pending_settings:  # refused inside the aborted transaction: put them back now
+                self._restore(self._pending_settings)
+
+    def _restore(self, settings: dict[str, object]) -> None:
+        """SET each setting back to its value; an aborted transaction refuses SET, so then keep them
+        for the end of the transaction (and let the statement's own error through)."""
+        try:
+            for name, value in settings.items():
+                self.con.execute(f"SET {name} = {_setting(value)}")
+            self._pending_settings = {}
+        except duckdb.Error:
+            self._pending_settings = settings
 
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
         rows = self.fetchall(
@@ -183,3 +195,12 @@ def _size(text: str) -> str:
 
         raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {text!r}")
     return text.strip()
+
+
+def _setting(value: object) -> str:
+    """A ``current_setting`` value as a SET literal (booleans and integers bare)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
