@@ -181,7 +181,8 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         same[:u, u], diff[:u, u] = d_same, d_diff
         stale = np.flatnonzero((rowarg[:m] == a) | (rowarg[:m] == b))
         refresh(np.union1d(stale, [a, b, u]))
-        column_u = np.maximum(same[:m, u], diff[:m, u]).astype(np.int64)
+        column_u = np.zeros(m, dtype=np.int64)  # symmetric: column u is row u, just written
+        column_u[:u] = np.maximum(d_same, d_diff)
         better = column_u > rowmax[:m]
         rowmax[:m][better] = column_u[better]
         rowarg[:m][better] = u
