@@ -230,6 +230,61 @@ def pairs() -> None:
             f"({len(plan.partials)} partials, depth {plan.depth}; planned in {spent:.2f} s; "
             f"cost vs inline {pairs_cost(plan) / inline_cost(lin):.2f})"
         )
+    pairs_sql()
+
+
+def _carried(plan, level: np.ndarray) -> int:
+    """Columns the nested selects pass on, summed over levels, for partials placed at ``level``."""
+    d, depth = plan.d, int(level.max())
+    defined = np.concatenate([np.zeros(d, dtype=np.int64), level])
+    last = np.zeros(d + len(plan.partials), dtype=np.int64)
+    for q, (cols, _) in enumerate(plan.partials):
+        np.maximum.at(last, cols, level[q])
+    for cols, _ in plan.terms:
+        last[cols] = depth + 1
+    return sum(int(((defined < lev) & (last > lev)).sum()) for lev in range(1, depth + 1))
+
+
+def pairs_sql() -> None:
+    """The pairs query for s = 1 and 3 (d = 784, k = 200): columns carried between levels with each
+    partial placed as early / as late as possible, the size of the SQL and DuckDB's parse time with
+    and without ``* EXCLUDE``, and the compile time with Python's cyclic GC running / paused."""
+    import gc
+    import types
+
+    import duckdb
+
+    from sqlrp.compiler import Source, nodes
+    from sqlrp.compiler.strategies import best_pairs
+    from sqlrp.dialects.duckdb import DuckDBDialect
+
+    con = duckdb.connect()
+    src = Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))
+    for s in (3, 1):
+        proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
+        plan = best_pairs(proj.linear)
+        early = np.zeros(len(plan.partials), dtype=np.int64)
+        for q, (cols, _) in enumerate(plan.partials):  # children come first
+            below = cols[cols >= plan.d] - plan.d
+            early[q] = 1 + (int(early[below].max()) if len(below) else 0)
+        print(
+            f"s={s}: carried columns, partials as early as possible {_carried(plan, early)}, "
+            f"as late as possible (sqlrp) {_carried(plan, plan.level)}"
+        )
+        for star in (False, True):
+            DuckDBDialect.star_exclude = star
+            sql = compile_sql(proj, src, "duckdb", strategy="pairs", pretty=False)
+            parse = min(seconds(lambda q=sql: con.extract_statements(q)) for _ in range(2))
+            how = "* EXCLUDE" if star else "columns named"
+            print(f"  {how}: {len(sql):,} characters, DuckDB parses in {parse:.2f} s")
+        for paused in (False, True):
+            # nodes.gc_paused leaves the GC alone when it reports itself disabled: fake that to keep it running
+            nodes.gc = gc if paused else types.SimpleNamespace(isenabled=lambda: False)
+            spent = min(
+                seconds(lambda p=proj: compile_sql(p, src, "duckdb", strategy="pairs", pretty=False)) for _ in range(3)
+            )
+            print(f"  compile with the GC {'paused' if paused else 'running'}: {spent:.2f} s")
+        nodes.gc = gc
 
 
 def footprint(n: int = 1_000_000) -> None:

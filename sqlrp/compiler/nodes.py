@@ -23,9 +23,10 @@ def gc_paused(fn: F) -> F:
     """Run ``fn`` with Python's cyclic garbage collector paused.
 
     Building and rendering a tree of tens of thousands of sqlglot nodes (parent pointers make them
-    cycles) triggers a full collection every few thousand allocations, each walking every live node:
-    for s = 3, d = 784, k = 200 with the ``pairs`` strategy that was 0.36 s of a 0.44 s compile, and
-    0.08 s without it.  The trees are collected as usual once ``fn`` returns.
+    cycles) triggers collections that walk every live node: compiling the ``pairs`` query for
+    d = 784, k = 200 takes 0.21 s with the GC running and 0.15 s paused for s = 3, 0.39 s and 0.18 s
+    for s = 1 (``PYTHONPATH=. python bench/probes.py pairs``).  The trees are collected as usual
+    once ``fn`` returns.
     """
 
     @functools.wraps(fn)

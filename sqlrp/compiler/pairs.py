@@ -248,7 +248,8 @@ def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], 
     """Move each partial to the last level before its first reader (outputs read after the last
     level), keeping the depth.  Each level's select passes on every column a later level still
     reads, so computing a partial late shortens what is carried: for s = 3, d = 784, k = 200 the
-    carried columns summed over levels fall from 26,228 to 7,965 (s = 1: 24,209 to 8,867)."""
+    carried columns summed over levels fall from 26,228 to 7,965 (s = 1: 24,209 to 8,867;
+    ``PYTHONPATH=. python bench/probes.py pairs``)."""
     if not len(level):
         return level
     depth = int(level.max())
