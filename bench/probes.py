@@ -343,14 +343,11 @@ def roundtrip(n: int = 200_000, d: int = 784, k: int = 200) -> None:
         del frame, X, Y, res, Xc
 
 
-def pg_insert(n: int = 50_000, d: int = 784) -> None:
-    """PostgreSQL, n x d -> 200 (s = sqrt(d)): ``CREATE TABLE AS`` (parallel), an incremental run
-    into an empty table and 10 progress batches, each inserting by plain ``INSERT ... SELECT``
-    (serial in PostgreSQL 15) and staged through ``CREATE TEMPORARY TABLE AS`` (sqlrp's way)."""
+@contextmanager
+def pg_wide(n: int, d: int):
+    """A throw-away PostgreSQL server with one wide table ``t`` of n x d float8 features, vacuumed
+    and analysed; yields a connected sqlrp backend."""
     from pgserver import TempPostgres
-
-    from sqlrp import api
-    from sqlrp.dialects.postgres import PostgresDialect
 
     server = TempPostgres()
     url = server.start()
@@ -358,6 +355,20 @@ def pg_insert(n: int = 50_000, d: int = 784) -> None:
         pg = sqlrp.connect(url)
         pg.write_dataframe("t", wide(n, d))
         pg.execute("VACUUM ANALYZE")
+        yield pg
+        pg.close()
+    finally:
+        server.stop()
+
+
+def pg_insert(n: int = 50_000, d: int = 784) -> None:
+    """PostgreSQL, n x d -> 200 (s = sqrt(d)): ``CREATE TABLE AS`` (parallel), an incremental run
+    into an empty table and 10 progress batches, each inserting by plain ``INSERT ... SELECT``
+    (serial in PostgreSQL 15) and staged through ``CREATE TEMPORARY TABLE AS`` (sqlrp's way)."""
+    from sqlrp import api
+    from sqlrp.dialects.postgres import PostgresDialect
+
+    with pg_wide(n, d) as pg:
         proj = make_projection("achlioptas", d, 200, seed=0, s="auto")
 
         def fresh() -> None:
@@ -386,9 +397,6 @@ def pg_insert(n: int = 50_000, d: int = 784) -> None:
                     )
                 print(f"  {label:24s} {name:24s} {best:6.2f} s")
         PostgresDialect.parallel_insert = False
-        pg.close()
-    finally:
-        server.stop()
 
 
 def progress(n: int = 200_000, d: int = 784) -> None:
@@ -416,17 +424,10 @@ def progress(n: int = 200_000, d: int = 784) -> None:
 def pg_check(n: int = 50_000, d: int = 784) -> None:
     """PostgreSQL, the NULL/NaN check of a clean n x d table: the query with ``LIMIT 5`` (planned
     serially) against ``count(*)`` (parallel workers), and ``api.check_source`` as it is now."""
-    from pgserver import TempPostgres
-
     from sqlrp import api
     from sqlrp.compiler import Source
 
-    server = TempPostgres()
-    url = server.start()
-    try:
-        pg = sqlrp.connect(url)
-        pg.write_dataframe("t", wide(n, d))
-        pg.execute("VACUUM ANALYZE")
+    with pg_wide(n, d) as pg:
         nan = "CAST('NaN' AS DOUBLE PRECISION)"
         cond = " OR ".join(f'"f{i}" IS NULL OR CAST("f{i}" AS DOUBLE PRECISION) = {nan}' for i in range(d))
         proj = make_projection("achlioptas", d, 200, seed=0, s="auto")
@@ -438,9 +439,6 @@ def pg_check(n: int = 50_000, d: int = 784) -> None:
             ("api.check_source", lambda: api.check_source(pg, proj, src)),
         ):
             print(f"  {label:24s} {min(seconds(fn) for _ in range(2)):6.2f} s")
-        pg.close()
-    finally:
-        server.stop()
 
 
 PROBES = {
