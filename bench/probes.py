@@ -255,6 +255,7 @@ def pairs_sql() -> None:
     import duckdb
 
     from sqlrp.compiler import Source, nodes
+    from sqlrp.compiler.pairs import earliest_levels
     from sqlrp.compiler.strategies import best_pairs
     from sqlrp.dialects.duckdb import DuckDBDialect
 
@@ -263,10 +264,7 @@ def pairs_sql() -> None:
     for s in (3, 1):
         proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
         plan = best_pairs(proj.linear)
-        early = np.zeros(len(plan.partials), dtype=np.int64)
-        for q, (cols, _) in enumerate(plan.partials):  # children come first
-            below = cols[cols >= plan.d] - plan.d
-            early[q] = 1 + (int(early[below].max()) if len(below) else 0)
+        early = earliest_levels(plan.d, plan.partials)
         print(
             f"s={s}: carried columns, partials as early as possible {_carried(plan, early)}, "
             f"as late as possible (sqlrp) {_carried(plan, plan.level)}"

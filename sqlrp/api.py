@@ -24,7 +24,17 @@ from sqlglot import exp
 
 from . import reference
 from .backends import Backend, ColumnInfo, connect
-from .compiler import Output, Source, col, compile_select, compile_sql, dense_source, ident
+from .compiler import (
+    Output,
+    Source,
+    as_double,
+    col,
+    compile_select,
+    compile_sql,
+    dense_source,
+    feature_input,
+    ident,
+)
 from .compiler.nodes import Inputs, SignedSum, gc_paused
 from .dialects import get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
@@ -205,10 +215,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     table: exp.Expression = exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
 
     def nan() -> exp.Expression:
-        return exp.Cast(this=exp.Literal.string("NaN"), to=exp.DataType(this=exp.DataType.Type.DOUBLE))
-
-    def as_double(e: exp.Expression) -> exp.Expression:
-        return exp.Cast(this=e, to=exp.DataType(this=exp.DataType.Type.DOUBLE))
+        return as_double(exp.Literal.string("NaN"))
 
     def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
         cond: exp.Expression = exp.EQ(this=as_double(e()), expression=nan())
@@ -294,11 +301,7 @@ def _suspect_rows(
     row).  Only for engines whose float sums overflow to infinity instead of raising
     (``SqlrpDialect.nan_propagating_sums``); NULLs count as 0 under ``nulls="zero"``."""
 
-    def term(v: Callable[[], exp.Expression]) -> exp.Expression:
-        e = exp.Cast(this=v(), to=exp.DataType(this=exp.DataType.Type.DOUBLE))
-        return e if source.nulls == "error" else exp.Coalesce(this=e, expressions=[exp.Literal.number(0)])
-
-    inputs = Inputs(term(v) for v in values)  # rendered once, read by every group's sum
+    inputs = Inputs(feature_input(v(), source) for v in values)  # rendered once, read by every group's sum
 
     def total() -> exp.Expression:
         out: exp.Expression | None = None

@@ -206,3 +206,16 @@ def test_options_that_a_stored_projection_would_ignore(db):
         sqlrp.project(db, "t", "id", "w", method="p-rp", m=30)
     with pytest.raises(sqlrp.InvalidParameter, match="other s"):
         sqlrp.project(db, "t", "id", "w", s=1)
+
+
+def test_float_overflow_matches_the_dialect_flag(db):
+    """``nan_propagating_sums`` (the sum-first NULL/NaN check) holds only where float sums overflow
+    to infinity: DuckDB does, PostgreSQL raises."""
+    from sqlrp.dialects import get_dialect
+
+    sql = "SELECT CAST(1e308 AS DOUBLE PRECISION) + CAST(1e308 AS DOUBLE PRECISION)"
+    if get_dialect(db.dialect).nan_propagating_sums:
+        assert db.fetchall(sql)[0][0] == float("inf")
+    else:
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+            db.fetchall(sql)

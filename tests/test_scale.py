@@ -112,6 +112,20 @@ def test_watched_statement_failure_raises_and_leaves_nothing():
         assert db.fetchall("SELECT current_setting('progress_bar_time')")[0][0] == 1234
 
 
+def test_watched_statement_is_interrupted_when_the_caller_is():
+    """An exception on the polling side (Ctrl-C is a KeyboardInterrupt) interrupts the running
+    statement: the table it was making never appears, and the connection still works."""
+    with sqlrp.connect(threads=2) as db:
+
+        def stop(percent: float) -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):  # minutes of work if it ran to the end
+            db.execute_watched('CREATE TABLE "z" AS SELECT sum(sqrt(range)) AS v FROM range(20000000000)', stop)
+        assert not db.table_exists("z")
+        assert db.fetchall("SELECT 1 + 1")[0][0] == 2
+
+
 def test_small_device_profile(tmp_path, data):
     path = str(tmp_path / "small.duckdb")
     with sqlrp.connect(f"duckdb:///{path}", threads=1, memory_limit="64MB") as db:

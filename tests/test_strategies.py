@@ -275,3 +275,15 @@ def test_a_plan_made_before_storing_is_stored_once(db, monkeypatch):
     assert sum("DELETE FROM sqlrp_pairs_entry" in sql for sql in statements) == 1  # stored by the first run only
     assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'early'")[0][0] > 0
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9, atol=1e-12)
+
+
+def test_plan_expand_and_computes_agree_with_an_independent_rebuild():
+    """``PairsPlan.expand`` (what ``computes`` checks stored plans with) against this file's own
+    float rebuild; and ``computes`` refuses a plan with one sign flipped."""
+    proj = make_projection("achlioptas", 60, 30, seed=7, s=1)
+    plan = plan_pairs(proj.linear)
+    np.testing.assert_array_equal(plan.expand().T, _expand(plan, 60))
+    assert plan.computes(proj.linear)
+    cols, signs = plan.terms[0]
+    plan.terms[0] = (cols, np.r_[-signs[0], signs[1:]])
+    assert not plan.computes(proj.linear)

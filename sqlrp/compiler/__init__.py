@@ -59,10 +59,16 @@ def _from_source(select: exp.Select, source: Source) -> exp.Select:
     return select
 
 
-def _feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
+def as_double(expr: exp.Expression) -> exp.Expression:
+    """``CAST(expr AS DOUBLE)``, built fresh (``exp.cast`` deep-copies its type: slow by the thousand)."""
+    return exp.Cast(this=expr, to=exp.DataType(this=exp.DataType.Type.DOUBLE))
+
+
+def feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
+    """A feature as the sums read it: DOUBLE, and 0 for NULL under ``nulls="zero"``."""
     if source.nulls == "zero":
         expr = exp.Coalesce(this=expr, expressions=[exp.Literal.number(0)])
-    return exp.Cast(this=expr, to=exp.DataType(this=exp.DataType.Type.DOUBLE))  # no deep copy of DOUBLE
+    return as_double(expr)
 
 
 def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
@@ -95,7 +101,7 @@ def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) 
             inner = _from_source(exp.select(*keys), source)
         feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
     relation = inner.select(
-        *[exp.alias_(_feature_input(f, source), f"_x{i}", quoted=True, copy=False) for i, f in enumerate(feats)],
+        *[exp.alias_(feature_input(f, source), f"_x{i}", quoted=True, copy=False) for i, f in enumerate(feats)],
         append=True,
         copy=False,
     )
@@ -482,4 +488,4 @@ def compile_sql(
     return dialect.render(statement, pretty=pretty)
 
 
-__all__ = ["Output", "Source", "compile_select", "compile_sql", "ident", "choose"]
+__all__ = ["Output", "Source", "as_double", "compile_select", "compile_sql", "feature_input", "ident", "choose"]

@@ -230,18 +230,25 @@ def _flatten(d: int, pairs: list[tuple[int, int, int]], M: np.ndarray) -> PairsP
         return np.where(cols < d, cols, d + new_index[np.maximum(cols - d, 0)])
 
     partials: list[tuple[np.ndarray, np.ndarray]] = []
-    level = np.zeros(len(keep), dtype=np.int64)
-    for i, q in enumerate(keep):
+    for q in keep:
         items = sorted(resolved[q].items())
         cols = renumber(np.array([c for c, _ in items], dtype=np.int64))
         partials.append((cols, np.array([s for _, s in items], dtype=np.float64)))
-        below = cols[cols >= d] - d
-        level[i] = 1 + (int(level[below].max()) if len(below) else 0)
     terms = []
     for row in M:
         nz = np.flatnonzero(row)
         terms.append((renumber(nz.astype(np.int64)), row[nz].astype(np.float64)))
-    return PairsPlan(d, partials, _as_late_as_possible(d, partials, level), terms)
+    return PairsPlan(d, partials, _as_late_as_possible(d, partials, earliest_levels(d, partials)), terms)
+
+
+def earliest_levels(d: int, partials: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each partial one level above the highest partial it reads (features are level 0); partials
+    are listed children first."""
+    level = np.zeros(len(partials), dtype=np.int64)
+    for q, (cols, _) in enumerate(partials):
+        below = cols[cols >= d] - d
+        level[q] = 1 + (int(level[below].max()) if len(below) else 0)
+    return level
 
 
 def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], level: np.ndarray) -> np.ndarray:
