@@ -287,3 +287,18 @@ def test_plan_expand_and_computes_agree_with_an_independent_rebuild():
     cols, signs = plan.terms[0]
     plan.terms[0] = (cols, np.r_[-signs[0], signs[1:]])
     assert not plan.computes(proj.linear)
+
+
+def test_a_signed_sum_opens_with_a_positive_term():
+    """``b - a`` rather than ``-a + b``: DuckDB evaluates the leading negation as one more node
+    (s = 3, d = 784, k = 200: 289 of the pairs query's 23,249 additions, 106 of inline's 52,186)."""
+    from sqlglot import exp
+
+    from sqlrp.compiler.nodes import Inputs, SignedSum
+    from sqlrp.dialects import get_dialect
+
+    inputs = Inputs(exp.column(n, quoted=True) for n in "abc")
+    render = get_dialect("duckdb").render
+    assert render(SignedSum.of(inputs, [0, 1, 2], [-1.0, -1.0, 1.0])) == '("c" - "a" - "b")'
+    assert render(SignedSum.of(inputs, [0, 1], [-1.0, -2.0])) == '(-"a" - 2.0 * "b")'
+    assert render(SignedSum.of(inputs, [0, 1], [1.0, -1.0])) == '("a" - "b")'

@@ -77,7 +77,12 @@ def signed_sum_sql(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglo
     if rendered is None:
         rendered = cache[id(inputs)] = [self.sql(e) for e in inputs]
     parts: list[str] = []
-    for i, w in zip(expression.meta["index"], expression.meta["weight"], strict=True):
+    index, weight = expression.meta["index"], expression.meta["weight"]
+    lead = next((t for t, w in enumerate(weight) if w > 0), 0)
+    if lead:  # open with a positive term: ``b - a``, not ``-a + b`` (a negation is one more node)
+        index = [index[lead], *index[:lead], *index[lead + 1 :]]
+        weight = [weight[lead], *weight[:lead], *weight[lead + 1 :]]
+    for i, w in zip(index, weight, strict=True):
         if w == 1.0:
             term, op = rendered[i], "+"
         elif w == -1.0:
