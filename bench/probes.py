@@ -11,6 +11,7 @@
     PYTHONPATH=. python bench/probes.py pg-insert    # PostgreSQL: CREATE TABLE AS vs INSERT, serial vs staged
     PYTHONPATH=. python bench/probes.py progress     # DuckDB: no bar, the engine-reported bar, 10 id-range batches
     PYTHONPATH=. python bench/probes.py pg-check     # PostgreSQL NULL/NaN check: LIMIT 5 (serial) vs count (parallel)
+    PYTHONPATH=. python bench/probes.py floor        # s = sqrt(d): DuckDB's least possible time vs the peers
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -439,6 +441,72 @@ def pg_check(n: int = 50_000, d: int = 784) -> None:
             print(f"  {label:24s} {min(seconds(fn) for _ in range(2)):6.2f} s")
 
 
+def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
+    """The least time DuckDB's expression executor could take for s = sqrt(d), against the peers
+    measured in the same run.  A lower bound, built from two parts that each under-count:
+
+    - writing: ``CREATE TABLE AS`` of k outputs that are each one feature times the scale (k
+      columns scanned and written, no additions; the projection scans all d);
+    - adding: every addition of the projection at the rate of additions whose vectors all fit the
+      cache (16 sums of 28 of 32 columns, 432 nodes, on 10^6 rows; the same select of 16 plain
+      columns subtracted; written to a table or summed, whichever is cheaper).
+
+    Both on 2 threads.  Against scikit-learn on column-major input and the round trip, this bound
+    decides whether the s = sqrt(d) targets are reachable with any SQL that DuckDB runs as one
+    vector per expression node."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import make_dense, sklearn_sparse, write_back
+
+    from sqlrp import api
+    from sqlrp.compiler.pairs import signs_of
+
+    db = sqlrp.connect(threads=2)
+    make_dense(db, n, d)
+    proj = make_projection("achlioptas", d, k, seed=0, s="auto")
+    additions = int(np.abs(signs_of(proj.linear)).sum(1).clip(min=1).sum() - k)
+
+    def best(fn, runs: int = 3) -> float:
+        return min(seconds(fn) for _ in range(runs))
+
+    def ctas(select: str) -> Callable[[], None]:
+        return lambda: db.execute(f'CREATE OR REPLACE TABLE "o" AS {select}')
+
+    write = best(ctas("SELECT id, " + ", ".join(f"f{j} * 0.5 AS p{j}" for j in range(k)) + ' FROM "t"'))
+    m = 1_000_000  # rows for the rate: 8 row groups keep both threads busy to the end
+    db.execute(f"CREATE TABLE s AS SELECT {', '.join(f'random() AS c{i}' for i in range(32))} FROM range({m})")
+    rng = np.random.default_rng(0)
+    sums = ", ".join(
+        "(" + " + ".join(f"c{i}" for i in rng.choice(32, 28, replace=False)) + f") * 0.5 AS p{j}" for j in range(16)
+    )
+    plain = ", ".join(f"c{j} * 0.5 AS p{j}" for j in range(16))
+    summed = ", ".join(f"sum(p{j})" for j in range(16))
+    rate = min(  # written to a table, or summed and not written: whichever is cheaper per addition
+        best(ctas(f"SELECT {sums} FROM s")) - best(ctas(f"SELECT {plain} FROM s")),
+        best(lambda: db.fetchall(f"SELECT {summed} FROM (SELECT {sums} FROM s)"))
+        - best(lambda: db.fetchall(f"SELECT {summed} FROM (SELECT {plain} FROM s)")),
+    ) / (16 * 27 * m)
+    bound = write + additions * n * rate
+
+    srp = sklearn_sparse(k, np.sqrt(d), d)
+    frame = db.con.execute('SELECT * FROM "t"').df()
+    X = frame.drop(columns="id").to_numpy()  # column-major: scikit-learn's fast layout
+    sk = best(lambda: srp.transform(X))
+    del frame
+
+    def round_trip() -> None:
+        frame = db.con.execute('SELECT * FROM "t"').df()
+        write_back(db, frame["id"].to_numpy(), srp.transform(frame.drop(columns="id").to_numpy()))
+
+    trip = best(round_trip, runs=2)
+    actual = best(lambda: api.project(db, "t", "id", proj, into="o", check=False, replace=True), runs=2)
+    print(f"DuckDB, {n} x {d} -> {k}, s = sqrt(d): {additions:,} additions per row, 2 threads")
+    print(f"  write k outputs, no additions      {write:6.3f} s")
+    print(f"  additions at the in-cache rate     {additions * n * rate:6.3f} s  ({rate * 1e9:.2f} ns each, wall)")
+    print(f"  lower bound                        {bound:6.3f} s   (sqlrp now: {actual:.3f} s)")
+    print(f"  scikit-learn, column-major input   {sk:6.3f} s   bound / it = {bound / sk:.2f} (target <= 0.7)")
+    print(f"  round trip                         {trip:6.3f} s   it / bound = {trip / bound:.2f} (target >= 10)")
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -451,6 +519,7 @@ PROBES = {
     "pg-insert": pg_insert,
     "progress": progress,
     "pg-check": pg_check,
+    "floor": floor,
 }
 
 if __name__ == "__main__":
