@@ -12,6 +12,7 @@
     PYTHONPATH=. python bench/probes.py progress     # DuckDB: no bar, the engine-reported bar, 10 id-range batches
     PYTHONPATH=. python bench/probes.py pg-check     # PostgreSQL NULL/NaN check: LIMIT 5 (serial) vs count (parallel)
     PYTHONPATH=. python bench/probes.py floor        # s = sqrt(d): DuckDB's least possible time vs the peers
+    PYTHONPATH=. python bench/probes.py overhead     # s = 3: DuckDB's parse, bind and optimise time per strategy
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -507,6 +508,42 @@ def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     print(f"  round trip                         {trip:6.3f} s   it / bound = {trip / bound:.2f} (target >= 10)")
 
 
+def overhead(d: int = 784, k: int = 200) -> None:
+    """DuckDB's time before the first row for the s = 3 projection (d x k) under ``pairs`` and
+    ``inline``: parsing (``extract_statements``), then binding and the optimizers as DuckDB's own
+    profiler reports them for a ``CREATE TABLE AS`` over 10 rows (so execution is nothing).  A fixed
+    cost per expression node, not per row."""
+    import json
+    import tempfile
+
+    from sqlrp import api
+
+    db = sqlrp.connect(threads=2)
+    features = ", ".join(f"random() AS f{i}" for i in range(d))
+    db.execute(f"CREATE TABLE t AS SELECT range AS id, {features} FROM range(10)")
+    proj = make_projection("achlioptas", d, k, seed=0, s=3)
+    profile = Path(tempfile.mkdtemp()) / "profile.json"
+    print(f"DuckDB, d = {d}, k = {k}, s = 3: seconds before the first row (best of 3)")
+    for strategy in ("pairs", "inline"):
+        sql = api.compile_projection(db, api.plan(db, "t", "id", proj), into="o", strategy=strategy)
+        terms = sql.count(" + ") + sql.count(" - ")
+        parse = min(seconds(lambda q=sql: db.con.extract_statements(q)) for _ in range(3))
+        runs = []
+        for _ in range(3):
+            db.execute('DROP TABLE IF EXISTS "o"')
+            db.execute(f"SET enable_profiling = 'json'; SET profiling_output = '{profile}'")
+            db.execute("SET profiling_mode = 'detailed'")
+            total = seconds(lambda q=sql: db.execute(q))
+            db.execute("PRAGMA disable_profiling")
+            report = json.loads(profile.read_text())
+            runs.append((total, report["planner"]["binding_time"], report["optimizer"]["total_time"]))
+        total, binding, optimizer = min(runs)
+        print(
+            f"  {strategy:7s} {terms:6,d} + and -   total {total:5.2f}  parse {parse:4.2f}  bind {binding:4.2f}"
+            f" ({binding / terms * 1e6:4.1f} us per term)  optimise {optimizer:4.2f}"
+        )
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -520,6 +557,7 @@ PROBES = {
     "progress": progress,
     "pg-check": pg_check,
     "floor": floor,
+    "overhead": overhead,
 }
 
 if __name__ == "__main__":

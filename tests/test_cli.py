@@ -160,3 +160,18 @@ def test_schema_hint(dbfile, capsys):
     url, _ = dbfile
     assert main(["project", "--db", url, "--table", "main.my table", "--id-column", "id", "--k", "2"]) == 2
     assert "--schema main --table my table" in capsys.readouterr().err
+
+
+def test_the_readme_shows_what_compile_prints(capsys):
+    """The compiled example in the README is this command's output, output lines verbatim."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    command = "sqlrp compile --table t --id-column id --columns a,b,c --k 2 --s 1"
+    assert command in readme
+    assert main(command.split()[1:]) == 0
+    printed = capsys.readouterr().out
+    outputs = [line for line in printed.splitlines() if ' AS "p' in line]
+    assert len(outputs) == 2
+    for line in outputs:
+        assert line in readme
