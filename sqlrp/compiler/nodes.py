@@ -70,7 +70,8 @@ def _number(value: float) -> str:
 
 
 def signed_sum_sql(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglot Generator method
-    """Render ``(a + b - c)`` (signs) or ``(0.5 * a - 1.25 * b)`` (float weights)."""
+    """Render ``(a + b - c)`` (signs) or ``(0.5 * a - 1.25 * b)`` (float weights), opening with a
+    positive term where there is one."""
     inputs: Inputs = expression.meta["inputs"]
     cache: dict[int, list[str]] = self.__dict__.setdefault("_sqlrp_inputs", {})
     rendered = cache.get(id(inputs))
