@@ -121,7 +121,7 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
     """The greedy loop on one block of features: ``(a, b, sigma)`` per partial (column ``width + q``)
     and the rewritten sign matrix over features and partials."""
     p, d = W.shape
-    cap = d + min(budget, d)  # grown by doubling: short rows keep the column updates cache-friendly
+    cap = d + min(budget, d)  # grown by doubling: the count matrices stay as small as the plan
     count_t = np.uint8 if p < 256 else np.uint16
     M = np.zeros((p, cap), dtype=np.int8)
     M[:, :d] = W
@@ -163,12 +163,16 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         X = M[rows, :m].astype(np.int16) * sign_a[:, None]
         d_same = (X > 0).sum(0).astype(count_t)
         d_diff = (X < 0).sum(0).astype(count_t)
+        # only the columns the rewritten rows still hold change: a column write in these row-major
+        # matrices touches one cache line per entry, so write those few entries, not all m
+        nz = np.flatnonzero(X.any(0))
+        n_same, n_diff = d_same[nz], d_diff[nz]
         kept = diff[a, b] if sigma > 0 else same[a, b]  # the other relative sign is untouched
-        for col, s_delta, d_delta in ((a, d_same, d_diff), (b, *((d_same, d_diff) if sigma > 0 else (d_diff, d_same)))):
-            same[col, :m] -= s_delta
-            same[:m, col] = same[col, :m]
-            diff[col, :m] -= d_delta
-            diff[:m, col] = diff[col, :m]
+        for col, s_delta, d_delta in ((a, n_same, n_diff), (b, *((n_same, n_diff) if sigma > 0 else (n_diff, n_same)))):
+            same[col, nz] -= s_delta
+            same[nz, col] = same[col, nz]
+            diff[col, nz] -= d_delta
+            diff[nz, col] = diff[col, nz]
         (same if sigma > 0 else diff)[a, b] = 0
         (same if sigma > 0 else diff)[b, a] = 0
         (diff if sigma > 0 else same)[a, b] = kept
@@ -177,8 +181,8 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         m += 1
         M[rows, u] = sign_a
         pairs.append((a, b, sigma))
-        same[u, :u], diff[u, :u] = d_same, d_diff
-        same[:u, u], diff[:u, u] = d_same, d_diff
+        same[u, nz], diff[u, nz] = n_same, n_diff  # row and column u are still zero elsewhere
+        same[nz, u], diff[nz, u] = n_same, n_diff
         stale = np.flatnonzero((rowarg[:m] == a) | (rowarg[:m] == b))
         refresh(np.union1d(stale, [a, b, u]))
         column_u = np.zeros(m, dtype=np.int64)  # symmetric: column u is row u, just written
