@@ -141,12 +141,21 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
     pairs: list[tuple[int, int, int]] = []
     m = d
 
+    # rowmax holds each row's best count, exactly -- or, where ``dirty``, an upper bound: counts of
+    # existing pairs only fall, so a row whose best pair lost uses is recounted only when it comes
+    # up as the maximum (the first maximum of the bounds that is exact is the first exact maximum)
+    dirty = np.zeros(cap, dtype=bool)
+
     def refresh(rows: np.ndarray) -> None:
         block = np.maximum(same[rows, :m], diff[rows, :m])
         rowmax[rows], rowarg[rows] = block.max(1), block.argmax(1)
+        dirty[rows] = False
 
     while len(pairs) < budget:
         a = int(np.argmax(rowmax[:m]))
+        while dirty[a]:
+            refresh(np.array([a]))
+            a = int(np.argmax(rowmax[:m]))
         if rowmax[a] < min_uses:
             break
         b = int(rowarg[a])
@@ -156,7 +165,7 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
             cap = min(2 * cap, d + budget)
             M = _grown(M, m, cap, square=False)
             same, diff = (_grown(x, m, cap, square=True) for x in (same, diff))
-            rowmax, rowarg = (_grown(x, m, cap, square=False) for x in (rowmax, rowarg))
+            rowmax, rowarg, dirty = (_grown(x, m, cap, square=False) for x in (rowmax, rowarg, dirty))
         sign_a = M[rows, a].astype(np.int16)
         M[rows, a] = 0
         M[rows, b] = 0
@@ -183,13 +192,14 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         pairs.append((a, b, sigma))
         same[u, nz], diff[u, nz] = n_same, n_diff  # row and column u are still zero elsewhere
         same[nz, u], diff[nz, u] = n_same, n_diff
-        stale = np.flatnonzero((rowarg[:m] == a) | (rowarg[:m] == b))
-        refresh(np.union1d(stale, [a, b, u]))
+        dirty[:m][(rowarg[:m] == a) | (rowarg[:m] == b)] = True  # their best pair lost uses
+        refresh(np.array([a, b, u]))
         column_u = np.zeros(m, dtype=np.int64)  # symmetric: column u is row u, just written
         column_u[:u] = np.maximum(d_same, d_diff)
-        better = column_u > rowmax[:m]
+        better = column_u > rowmax[:m]  # above a bound is above the exact count: u is the best
         rowmax[:m][better] = column_u[better]
         rowarg[:m][better] = u
+        dirty[:m][better] = False
     return pairs, M[:, :m]
 
 
