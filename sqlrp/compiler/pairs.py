@@ -18,7 +18,8 @@ stored projection keeps its plan in the registry (``sqlrp_pairs_entry``, ``Regis
 
 Counting is incremental: ``same[a, b]`` / ``diff[a, b]`` (outputs where ``a`` and ``b`` have equal /
 opposite signs) change only on the rows a new partial rewrites, so each step costs
-O(rows rewritten x columns) instead of a fresh Gram matrix; the best pair of each column is cached.
+O(rows rewritten x columns) instead of a fresh Gram matrix; the best pair of each column is cached
+and recounted only once it may have lost uses and comes up as the maximum.
 """
 
 from __future__ import annotations
