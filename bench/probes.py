@@ -215,24 +215,28 @@ def dtrp() -> None:
 
 
 def pairs() -> None:
-    """Additions per row of d = 784, k = 200 Achlioptas matrices: inline, mailman's blocks, the pairs
-    plan (partials, depth), and the time to plan (Python, once per matrix)."""
-    from sqlrp.compiler.pairs import plan_pairs
+    """Additions per row of d = 784, k = 200 Achlioptas matrices: inline, mailman's blocks, and the
+    pairs plan on the matrix and on its transpose (partials, how often they are read back, depth,
+    the time to plan in Python, once per matrix, and the estimated cost against inline's)."""
+    from sqlrp.compiler.pairs import plan_pairs, plan_pairs_transposed
     from sqlrp.compiler.strategies import best_mailman, inline_cost, pairs_cost
 
     for s in (1, 3, "auto"):
         proj = make_projection("achlioptas", 784, 200, seed=0, s=s)
         lin = proj.linear
-        t0 = time.perf_counter()
-        plan = plan_pairs(lin)
-        spent = time.perf_counter() - t0
         mm = best_mailman(lin)
         mm_adds = sum(len(t[0]) - 1 for t in mm.terms) + sum(len(p[0]) - 1 for p in mm.partials)
-        print(
-            f"s={s!s:4}  inline {lin.nnz - lin.p:7d}  mailman {mm_adds:7d}  pairs {plan.additions:7d} "
-            f"({len(plan.partials)} partials, depth {plan.depth}; planned in {spent:.2f} s; "
-            f"cost vs inline {pairs_cost(plan) / inline_cost(lin):.2f})"
-        )
+        print(f"s={s!s:4}  inline {lin.nnz - lin.p:7d}  mailman {mm_adds:7d}")
+        for label, planner in (("pairs", plan_pairs), ("pairs transposed", plan_pairs_transposed)):
+            t0 = time.perf_counter()
+            plan = planner(lin)
+            spent = time.perf_counter() - t0
+            reads = sum(int((c >= lin.d).sum()) for c, _ in plan.partials + plan.terms)
+            print(
+                f"      {label:17s} {plan.additions:7d} ({len(plan.partials)} partials read {reads} times, "
+                f"depth {plan.depth}; planned in {spent:.2f} s; "
+                f"cost vs inline {pairs_cost(plan) / inline_cost(lin):.2f})"
+            )
     pairs_sql()
 
 

@@ -277,9 +277,10 @@ def _pairs_linear(
     one per level (a partial reads only lower levels; each sits on the last level before its first
     reader), each fenced and passing on only the columns that a later level or an output still reads;
     the outputs sum features and partials.  Where the dialect has ``SELECT * EXCLUDE`` (DuckDB) a
-    level names the columns it drops rather than the many it keeps: for s = 3, d = 784, k = 200 the
-    SQL shrinks from 537,000 to 469,000 characters and DuckDB parses it in 0.28 s instead of 0.39 s
-    (``PYTHONPATH=. python bench/probes.py pairs``, which also counts the carried columns)."""
+    level names the columns it drops if they are fewer than those it keeps: for d = 784, k = 200 the
+    SQL shrinks from 451,000 to 427,000 characters for s = 3 and from 460,000 to 432,000 for s = 1,
+    and DuckDB parses it in 0.29-0.31 s instead of 0.32-0.35 s (``PYTHONPATH=. python
+    bench/probes.py pairs``, which also counts the carried columns)."""
     lin = projection.linear
     plan = best_pairs(lin, dialect.name)
     if plan is None:
@@ -299,9 +300,10 @@ def _pairs_linear(
     available = defined == 0  # the columns of the relation the next level reads
     for lev in range(1, depth + 1):
         keep = (defined < lev) & (last_use > lev)
-        if dialect.star_exclude:
-            # ``* EXCLUDE`` names the few columns dropped here, not the thousands kept
-            dropped = [col(names[c]) for c in np.flatnonzero(available & ~keep)]
+        drop = available & ~keep
+        if dialect.star_exclude and drop.sum() < keep.sum():
+            # ``* EXCLUDE`` names the columns dropped here where they are fewer than those kept
+            dropped = [col(names[c]) for c in np.flatnonzero(drop)]
             carried: list[exp.Expression] = [exp.Star(except_=dropped) if dropped else exp.Star()]
         else:
             carried = [k.copy() for k in keys] + [col(names[c]) for c in np.flatnonzero(keep)]

@@ -11,6 +11,8 @@ additions.  Partials may pair with features or other partials, which makes a hie
 
 Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python bench/probes.py pairs``):
 ``s = 3``: 52,186 inline -> 23,249; ``s = 1``: 156,600 -> 26,354; ``s = sqrt(d)``: 5,541 -> 4,577.
+The same greedy on the transposed matrix (:func:`plan_pairs_transposed`) gives plans with fewer,
+longer partials that are read back half as often, and DuckDB runs them faster for wide matrices.
 
 Each partial is then computed as late as possible -- on the last level before its first reader --
 because every level passes on the columns later levels read (:func:`_as_late_as_possible`).  A
@@ -116,6 +118,50 @@ def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: i
         partial_cols.append(M[:, width:])
     M = np.concatenate([*outputs, *partial_cols], axis=1)
     return _flatten(d, pairs, M)
+
+
+def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, min_uses: int = 2) -> PairsPlan:
+    """Paar's greedy on the transposed matrix, its circuit transposed back.
+
+    By the transposition principle (Tellegen) a circuit of additions computing ``W^T`` (p inputs,
+    d outputs) turns into one computing ``W`` by reversing every edge: each node ``c`` of the first
+    becomes the sum ``z_c`` of the nodes that read it -- features for the outputs ``W^T`` made,
+    ``z`` of the partials that read ``c`` -- and output ``j`` is ``z`` of input ``j``.  The
+    additions differ by ``d - p``.  For a wide matrix the greedy finds more to share among the
+    outputs' side, and the plan that comes back has fewer and longer partials, read back half as
+    often: d = 784, k = 200, s = 3: 23,678 additions (23,249 direct), 5,361 partials (7,737) read
+    10,773 times (22,967); s = 1: 24,073 additions (26,354).  DuckDB, 200,000 rows: s = 3 5.5-6.0 s
+    against 6.1-6.3 s, s = 1 6.6 s against 7.1-7.5 s (``PYTHONPATH=. python bench/probes.py
+    pairs`` prints both plans; :func:`sqlrp.compiler.strategies.best_pairs` keeps the cheaper).
+
+    ``max_partials`` (default ``16 d``, as for :func:`plan_pairs`) and ``min_uses`` apply to the greedy
+    on the transposed matrix; a ``z`` with a single term is folded into its readers, so the plan has
+    at most ``max_partials`` partials."""
+    d, p = linear.d, linear.p
+    flipped = LinearStage(d=p, p=d, vector=linear.feature, feature=linear.vector, weight=linear.weight)
+    dual = plan_pairs(flipped, max_partials if max_partials is not None else 16 * d, min_uses)
+    # readers[c]: z_c as {column of the new plan: sign}; nodes c < p are the inputs of the dual
+    # plan (this plan's outputs), c = p + q its partials.  Features first, from the dual's outputs.
+    readers: list[dict[int, int]] = [{} for _ in range(p + len(dual.partials))]
+    for i, (cols, signs) in enumerate(dual.terms):
+        for c, sign in zip(cols.tolist(), signs.tolist(), strict=True):
+            readers[c][i] = readers[c].get(i, 0) + int(sign)
+    partials: list[tuple[np.ndarray, np.ndarray]] = []
+    for q in reversed(range(len(dual.partials))):  # a dual partial's readers come after it
+        z = {c: sign for c, sign in readers[p + q].items() if sign}
+        if len(z) > 1:  # a new column; otherwise z is an alias, passed on as it is
+            cols = np.array(sorted(z), dtype=np.int64)
+            partials.append((cols, np.array([z[c] for c in cols.tolist()], dtype=np.float64)))
+            z = {d + len(partials) - 1: 1}
+        for c, sign in zip(dual.partials[q][0].tolist(), dual.partials[q][1].tolist(), strict=True):
+            for col, s_col in z.items():
+                readers[c][col] = readers[c].get(col, 0) + int(sign) * s_col
+    terms = []
+    for j in range(p):
+        z = {c: sign for c, sign in readers[j].items() if sign}
+        cols = np.array(sorted(z), dtype=np.int64)
+        terms.append((cols, np.array([z[c] for c in cols.tolist()], dtype=np.float64)))
+    return PairsPlan(d, partials, _as_late_as_possible(d, partials, earliest_levels(d, partials)), terms)
 
 
 def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, int, int]], np.ndarray]:
@@ -270,8 +316,8 @@ def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], 
     """Move each partial to the last level before its first reader (outputs read after the last
     level), keeping the depth.  Each level's select passes on every column a later level still
     reads, so computing a partial late shortens what is carried: for s = 3, d = 784, k = 200 the
-    carried columns summed over levels fall from 26,228 to 7,965 (s = 1: 24,209 to 8,867;
-    ``PYTHONPATH=. python bench/probes.py pairs``)."""
+    carried columns summed over levels fall from 11,972 to 5,023 (s = 1: 7,282 to 4,443; the
+    transposed plans ``auto`` uses, ``PYTHONPATH=. python bench/probes.py pairs``)."""
     if not len(level):
         return level
     depth = int(level.max())
@@ -286,4 +332,4 @@ def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], 
     return late
 
 
-__all__ = ["PairsPlan", "plan_pairs"]
+__all__ = ["PairsPlan", "plan_pairs", "plan_pairs_transposed"]

@@ -14,8 +14,9 @@ Dense layouts (wide, array):
   linearly with the size of an expression: 49 s to plan the inline ``s = 1`` query, 3 s for mailman).
 - ``pairs``   -- the general form of that idea (:mod:`.pairs`, Paar's greedy algorithm): repeatedly
   share the signed pair of columns used by the most outputs, partials of partials included, in
-  nested selects (one per level).  d = 784, k = 200, 200,000 rows (``bench/run.py``): ``s = 3``
-  52,186 -> 23,249 additions per row; ``s = 1`` 156,600 -> 26,354.
+  nested selects (one per level); planned on the matrix and on its transpose, the cheaper plan kept.
+  d = 784, k = 200: ``s = 3`` 52,186 -> 23,678 additions per row (transposed); ``s = 1``
+  156,600 -> 24,073 (transposed).
 
 Long layout (``row_id, feature, value``):
 
@@ -43,7 +44,7 @@ import numpy as np
 from ..errors import InvalidParameter
 from ..ir import LinearStage, Projection
 from .layout import Source
-from .pairs import PairsPlan, plan_pairs
+from .pairs import PairsPlan, plan_pairs, plan_pairs_transposed
 
 DENSE_STRATEGIES = ("inline", "mailman", "pairs")
 LONG_STRATEGIES = ("join", "lookup")
@@ -51,10 +52,11 @@ STRATEGIES = ("auto",) + DENSE_STRATEGIES + LONG_STRATEGIES
 
 #: pairs is chosen when its estimated cost is at most this fraction of inline's
 PAIRS_GAIN = 0.8
-#: cost of one partial-sum column in output terms: a partial is written once per row and read back
-#: later, out of cache (estimated from the s = 3 and s = sqrt(d) times of ``bench/run.py`` with the
-#: plans' terms and partials from ``bench/probes.py pairs``; d = 784, k = 200)
-PARTIAL_COST = 2.5
+#: cost of one partial-sum column beyond the terms it reads, in output terms: a partial is written
+#: once per row and read back later, out of cache.  A two-term partial thus costs 2.5 terms, the
+#: figure estimated from the s = 3 and s = sqrt(d) times of ``bench/run.py`` with the plans' terms
+#: and partials from ``bench/probes.py pairs`` (d = 784, k = 200)
+PARTIAL_WRITE_COST = 0.5
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
 
@@ -182,7 +184,11 @@ def best_pairs(linear: LinearStage, dialect: str = "duckdb") -> PairsPlan | None
     cache = _PLANS.setdefault(linear, {})
     if ("pairs", dialect) not in cache:
         budget = pairs_budget(linear, dialect)
-        cache[("pairs", dialect)] = plan_pairs(linear, budget) if budget is None or budget > 0 else None
+        if budget is not None and budget <= 0:
+            cache[("pairs", dialect)] = None
+        else:  # Paar's greedy on the matrix and on its transpose: the cheaper plan
+            plans = (plan_pairs(linear, budget), plan_pairs_transposed(linear, budget))
+            cache[("pairs", dialect)] = min(plans, key=pairs_cost)
     return cache[("pairs", dialect)]
 
 
@@ -197,16 +203,19 @@ def remember_pairs(linear: LinearStage, dialect: str, plan: PairsPlan) -> None:
 
 
 def pairs_cost(plan: PairsPlan) -> float:
-    """Estimated time in units of one output term: terms plus :data:`PARTIAL_COST` per partial."""
-    return plan.output_terms + PARTIAL_COST * len(plan.partials)
+    """Estimated time in units of one output term: every term read, the outputs' and the partials',
+    plus :data:`PARTIAL_WRITE_COST` per partial."""
+    partial_terms = plan.partial_additions + len(plan.partials)
+    return plan.output_terms + partial_terms + PARTIAL_WRITE_COST * len(plan.partials)
 
 
 def pairs_worth_planning(linear: LinearStage) -> bool:
     """Pairs repeat only when a random pair of features shares several outputs: ``p * density^2``
     is the expected number of outputs holding a given pair.  Below 4 the plan is not worth its
-    planning time: ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes out at 1.03 of inline's estimated
-    cost and PK-RP degree 2 (t = 5: 2.6) at 0.92, ``s = 3`` (22) at 0.66 (``bench/probes.py pairs``
-    prints the ratio for the Achlioptas cases; ``test_auto_choice`` pins the choices)."""
+    planning time: the cheaper plan of ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes out at 1.00 of
+    inline's estimated cost and PK-RP degree 2 (t = 5: 2.6) at 0.92, ``s = 3`` (22) at 0.61
+    (``bench/probes.py pairs`` prints the ratios for the Achlioptas cases; ``test_auto_choice`` pins
+    the choices)."""
     density = linear.nnz / max(linear.d * linear.p, 1)
     return mailman_applicable(linear) and linear.p * density**2 >= 4.0
 
