@@ -246,8 +246,8 @@ class Registry:
     def pairs_plan(self, projection: Projection, dialect: str) -> PairsPlan | None:
         """The ``pairs`` plan of the stored ``projection`` for ``dialect``: the stored rows if there
         are any, else planned now (:func:`sqlrp.compiler.strategies.best_pairs`) and stored, in one
-        transaction, so later processes skip the planning (s = 3, d = 784, k = 200: 1.3 s to plan).
-        Either way the compiler's memo then holds it."""
+        transaction, so later processes skip the planning (s = 3, d = 784, k = 200: 2.2 s to plan
+        both orientations).  Either way the compiler's memo then holds it."""
         from .compiler.strategies import best_pairs, pairs_budget, pairs_planned, remember_pairs
 
         name, lin = projection.name, projection.linear
