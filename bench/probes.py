@@ -13,6 +13,7 @@
     PYTHONPATH=. python bench/probes.py pg-check     # PostgreSQL NULL/NaN check: LIMIT 5 (serial) vs count (parallel)
     PYTHONPATH=. python bench/probes.py floor        # s = sqrt(d): DuckDB's least possible time vs the peers
     PYTHONPATH=. python bench/probes.py overhead     # s = 3: DuckDB's parse, bind and optimise time per strategy
+    PYTHONPATH=. python bench/probes.py orientation  # pairs planned on the matrix vs on its transpose, in DuckDB
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -548,6 +549,40 @@ def overhead(d: int = 784, k: int = 200) -> None:
         )
 
 
+def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
+    """DuckDB, n x d -> k for s = 3 and s = 1: the pairs query from Paar's greedy on the matrix and
+    from the greedy on its transpose (the plan ``auto`` keeps when it is cheaper), run in turn three
+    times each so both see the same machine."""
+    import copy
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import make_dense
+
+    from sqlrp import api
+    from sqlrp.compiler.pairs import plan_pairs, plan_pairs_transposed
+    from sqlrp.compiler.strategies import remember_pairs
+
+    db = sqlrp.connect(threads=2)
+    make_dense(db, n, d)
+    print(f"DuckDB, {n} x {d} -> {k}, 2 threads: seconds of three runs each, in turn")
+    for s in (3, 1):
+        base = make_projection("achlioptas", d, k, seed=0, s=s)
+        queries = {}
+        for label, planner in (("on the matrix", plan_pairs), ("transposed", plan_pairs_transposed)):
+            proj = copy.deepcopy(base)
+            plan = planner(proj.linear)
+            remember_pairs(proj.linear, "duckdb", plan)
+            sql = api.compile_projection(db, api.plan(db, "t", "id", proj), into="o", strategy="pairs")
+            queries[f"{label} ({plan.additions:,} additions)"] = sql
+        spent: dict[str, list[float]] = {label: [] for label in queries}
+        for _ in range(3):
+            for label, sql in queries.items():
+                db.execute('DROP TABLE IF EXISTS "o"')
+                spent[label].append(seconds(lambda q=sql: db.execute(q)))
+        for label, times in spent.items():
+            print(f"  s={s}  {label:34s} {' '.join(f'{x:5.2f}' for x in times)}")
+
+
 PROBES = {
     "planning": planning,
     "pg-array": pg_array,
@@ -562,6 +597,7 @@ PROBES = {
     "pg-check": pg_check,
     "floor": floor,
     "overhead": overhead,
+    "orientation": orientation,
 }
 
 if __name__ == "__main__":

@@ -130,9 +130,10 @@ def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, 
     additions differ by ``d - p``.  For a wide matrix the greedy finds more to share among the
     outputs' side, and the plan that comes back has fewer and longer partials, read back half as
     often: d = 784, k = 200, s = 3: 23,678 additions (23,249 direct), 5,361 partials (7,737) read
-    10,773 times (22,967); s = 1: 24,073 additions (26,354).  DuckDB, 200,000 rows: s = 3 5.5-6.0 s
-    against 6.1-6.3 s, s = 1 6.6 s against 7.1-7.5 s (``PYTHONPATH=. python bench/probes.py
-    pairs`` prints both plans; :func:`sqlrp.compiler.strategies.best_pairs` keeps the cheaper).
+    10,773 times (22,967); s = 1: 24,073 additions (26,354) (``PYTHONPATH=. python bench/probes.py
+    pairs``).  DuckDB, 200,000 rows, three runs each in turn: s = 3 5.63-6.30 s against 6.28-7.19 s,
+    s = 1 5.57-6.12 s against 6.82-7.83 s (``PYTHONPATH=. python bench/probes.py orientation``).
+    :func:`sqlrp.compiler.strategies.best_pairs` plans both and keeps the cheaper.
 
     ``max_partials`` (default ``16 d``, as for :func:`plan_pairs`) and ``min_uses`` apply to the greedy
     on the transposed matrix; a ``z`` with a single term is folded into its readers, so the plan has
