@@ -33,6 +33,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import sqlrp  # noqa: E402
 from sqlrp.compiler import compile_sql  # noqa: E402
@@ -43,6 +44,11 @@ def seconds(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def best(fn, runs: int = 3) -> float:
+    """The fastest of ``runs`` timings of ``fn`` (the machine is shared)."""
+    return min(seconds(fn) for _ in range(runs))
 
 
 def wide(n: int, d: int, seed: int = 0) -> pd.DataFrame:
@@ -232,10 +238,9 @@ def pairs() -> None:
             t0 = time.perf_counter()
             plan = planner(lin)
             spent = time.perf_counter() - t0
-            reads = sum(int((c >= lin.d).sum()) for c, _ in plan.partials + plan.terms)
             print(
-                f"      {label:17s} {plan.additions:7d} ({len(plan.partials)} partials read {reads} times, "
-                f"depth {plan.depth}; planned in {spent:.2f} s; "
+                f"      {label:17s} {plan.additions:7d} ({len(plan.partials)} partials "
+                f"read {plan.partial_reads} times, depth {plan.depth}; planned in {spent:.2f} s; "
                 f"cost vs inline {pairs_cost(plan) / inline_cost(lin):.2f})"
             )
     pairs_sql()
@@ -280,7 +285,7 @@ def pairs_sql() -> None:
         for star in (False, True):
             DuckDBDialect.star_exclude = star
             sql = compile_sql(proj, src, "duckdb", strategy="pairs", pretty=False)
-            parse = min(seconds(lambda q=sql: con.extract_statements(q)) for _ in range(2))
+            parse = best(lambda q=sql: con.extract_statements(q), 2)
             how = "* EXCLUDE" if star else "columns named"
             print(f"  {how}: {len(sql):,} characters, DuckDB parses in {parse:.2f} s")
         for paused in (False, True):
@@ -310,7 +315,7 @@ def footprint(n: int = 1_000_000) -> None:
         )
         query = f"SELECT {', '.join(f'sum(p{j})' for j in range(k))} FROM (SELECT {exprs} FROM t)"
         con.execute(query).fetchall()
-        spent = min(seconds(lambda q=query: con.execute(q).fetchall()) for _ in range(3))
+        spent = best(lambda q=query: con.execute(q).fetchall())
         nodes = k * 27
         print(
             f"  k={k:4d}  {nodes:5d} nodes  {nodes * 16 / 1024:6.1f} MB of vectors  "
@@ -321,7 +326,6 @@ def footprint(n: int = 1_000_000) -> None:
 def roundtrip(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """The round trip's parts (s = sqrt(d)), each timed twice: the first touch of new memory is slow
     on this machine.  Fetching as a DataFrame gives a column-major float block for free."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from run import make_dense, sklearn_sparse, write_back
 
     db = sqlrp.connect(threads=2)
@@ -409,7 +413,6 @@ def progress(n: int = 200_000, d: int = 784) -> None:
     """DuckDB, n x d -> 200 with s = 3 (pairs, planned before timing): materialising without a bar,
     with ``progress=True`` (one statement, DuckDB's ``query_progress``), and in 10 id-range batches
     (each planned anew; a batch inside one row group runs on one thread)."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from run import make_dense
 
     from sqlrp import api
@@ -444,7 +447,7 @@ def pg_check(n: int = 50_000, d: int = 784) -> None:
             ("SELECT count(*) ...", lambda: pg.fetchall(f'SELECT count(*) FROM "t" WHERE {cond}')),
             ("api.check_source", lambda: api.check_source(pg, proj, src)),
         ):
-            print(f"  {label:24s} {min(seconds(fn) for _ in range(2)):6.2f} s")
+            print(f"  {label:24s} {best(fn, 2):6.2f} s")
 
 
 def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
@@ -460,7 +463,6 @@ def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     Both on 2 threads.  Against scikit-learn on column-major input and the round trip, this bound
     decides whether the s = sqrt(d) targets are reachable with any SQL that DuckDB runs as one
     vector per expression node."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from run import make_dense, sklearn_sparse, write_back
 
     from sqlrp import api
@@ -470,9 +472,6 @@ def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     make_dense(db, n, d)
     proj = make_projection("achlioptas", d, k, seed=0, s="auto")
     additions = int(np.abs(signs_of(proj.linear)).sum(1).clip(min=1).sum() - k)
-
-    def best(fn, runs: int = 3) -> float:
-        return min(seconds(fn) for _ in range(runs))
 
     def ctas(select: str) -> Callable[[], None]:
         return lambda: db.execute(f'CREATE OR REPLACE TABLE "o" AS {select}')
@@ -532,7 +531,7 @@ def overhead(d: int = 784, k: int = 200) -> None:
     for strategy in ("pairs", "inline"):
         sql = api.compile_projection(db, api.plan(db, "t", "id", proj), into="o", strategy=strategy)
         terms = sql.count(" + ") + sql.count(" - ")
-        parse = min(seconds(lambda q=sql: db.con.extract_statements(q)) for _ in range(3))
+        parse = best(lambda q=sql: db.con.extract_statements(q))
         runs = []
         for _ in range(3):
             db.execute('DROP TABLE IF EXISTS "o"')
@@ -555,7 +554,6 @@ def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     times each so both see the same machine."""
     import copy
 
-    sys.path.insert(0, str(ROOT / "bench"))
     from run import make_dense
 
     from sqlrp import api

@@ -26,6 +26,7 @@ and recounted only once it may have lost uses and comes up as the maximum.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,15 @@ class PairsPlan:
     @property
     def output_terms(self) -> int:
         return sum(len(c) for c, _ in self.terms)
+
+    @property
+    def partial_terms(self) -> int:
+        return sum(len(c) for c, _ in self.partials)
+
+    @property
+    def partial_reads(self) -> int:
+        """How often partials are read back, by other partials and by the outputs."""
+        return sum(int((c >= self.d).sum()) for c, _ in self.partials + self.terms)
 
     def expand(self) -> np.ndarray:
         """The ``p x d`` sign matrix this plan computes (each partial resolved to features)."""
@@ -143,26 +153,26 @@ def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, 
     dual = plan_pairs(flipped, max_partials if max_partials is not None else 16 * d, min_uses)
     # readers[c]: z_c as {column of the new plan: sign}; nodes c < p are the inputs of the dual
     # plan (this plan's outputs), c = p + q its partials.  Features first, from the dual's outputs.
-    readers: list[dict[int, int]] = [{} for _ in range(p + len(dual.partials))]
+    readers: list[Counter[int]] = [Counter() for _ in range(p + len(dual.partials))]
     for i, (cols, signs) in enumerate(dual.terms):
         for c, sign in zip(cols.tolist(), signs.tolist(), strict=True):
-            readers[c][i] = readers[c].get(i, 0) + int(sign)
+            readers[c][i] += int(sign)
     partials: list[tuple[np.ndarray, np.ndarray]] = []
     for q in reversed(range(len(dual.partials))):  # a dual partial's readers come after it
-        z = {c: sign for c, sign in readers[p + q].items() if sign}
-        if len(z) > 1:  # a new column; otherwise z is an alias, passed on as it is
-            cols = np.array(sorted(z), dtype=np.int64)
-            partials.append((cols, np.array([z[c] for c in cols.tolist()], dtype=np.float64)))
-            z = {d + len(partials) - 1: 1}
+        z = _signed_sum(readers[p + q])
+        if len(z[0]) > 1:  # a new column; otherwise z is an alias, passed on as it is
+            partials.append(z)
+            z = (np.array([d + len(partials) - 1]), np.ones(1))
         for c, sign in zip(dual.partials[q][0].tolist(), dual.partials[q][1].tolist(), strict=True):
-            for col, s_col in z.items():
-                readers[c][col] = readers[c].get(col, 0) + int(sign) * s_col
-    terms = []
-    for j in range(p):
-        z = {c: sign for c, sign in readers[j].items() if sign}
-        cols = np.array(sorted(z), dtype=np.int64)
-        terms.append((cols, np.array([z[c] for c in cols.tolist()], dtype=np.float64)))
-    return _leveled(d, partials, terms)
+            for col, s_col in zip(z[0].tolist(), z[1].tolist(), strict=True):
+                readers[c][col] += int(sign * s_col)
+    return _leveled(d, partials, [_signed_sum(readers[j]) for j in range(p)])
+
+
+def _signed_sum(terms: Counter[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``{column: sign}`` as the plan's ``(columns, signs)``, sorted, cancelled terms dropped."""
+    cols = np.array(sorted(c for c, sign in terms.items() if sign), dtype=np.int64)
+    return cols, np.array([terms[c] for c in cols.tolist()], dtype=np.float64)
 
 
 def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, int, int]], np.ndarray]:
@@ -305,8 +315,8 @@ def _flatten(d: int, pairs: list[tuple[int, int, int]], M: np.ndarray) -> PairsP
 
 def _leveled(d: int, partials: list[tuple[np.ndarray, np.ndarray]], terms: list) -> PairsPlan:
     """The plan with every partial that holds only negative terms flipped, and its sign flipped
-    wherever it is read (DuckDB evaluates a leading minus as one more node: 750 of the 5,361
-    partials of the transposed s = 3 plan, d = 784, k = 200), then levelled as late as possible."""
+    wherever it is read (DuckDB evaluates a leading minus as one more node), then levelled as late
+    as possible."""
     factor = np.ones(d + len(partials))
     positive = []
     for q, (cols, signs) in enumerate(partials):  # children first: their flips are known here

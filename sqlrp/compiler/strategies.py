@@ -205,8 +205,7 @@ def remember_pairs(linear: LinearStage, dialect: str, plan: PairsPlan) -> None:
 def pairs_cost(plan: PairsPlan) -> float:
     """Estimated time in units of one output term: every term read, the outputs' and the partials',
     plus :data:`PARTIAL_WRITE_COST` per partial."""
-    partial_terms = plan.partial_additions + len(plan.partials)
-    return plan.output_terms + partial_terms + PARTIAL_WRITE_COST * len(plan.partials)
+    return plan.output_terms + plan.partial_terms + PARTIAL_WRITE_COST * len(plan.partials)
 
 
 def pairs_worth_planning(linear: LinearStage) -> bool:
