@@ -24,3 +24,12 @@ class ProjectionNotFound(SqlrpError, KeyError):
 
 class ProjectionExists(SqlrpError):
     """A stored projection (or an output table) with the given name already exists."""
+
+
+class EngineLimit(SqlrpError):
+    """The target engine would reject this SQL or compute it wrongly (a limit or a missing feature);
+    the message names the engine and the reason.  Raised before anything runs."""
+
+
+class MissingExtra(SqlrpError, ImportError):
+    """An optional dependency is not installed; the message gives the ``pip install`` line."""

@@ -8,8 +8,10 @@ Migrations are the SQL files in the top-level ``migrations/<dialect>/`` folder (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -57,6 +59,15 @@ def migration_files(dialect: str) -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+def bootstrap_sql(dialect: str) -> str:
+    """The statement that creates the version table: ``migrations/<dialect>/bootstrap.sql`` where an
+    engine needs its own (ClickHouse: an ENGINE; Spark: no keys), else the standard one."""
+    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    root = checkout if checkout.is_dir() else resources.files("sqlrp.migrations")
+    custom = root.joinpath(dialect).joinpath("bootstrap.sql")
+    return _statements(custom.read_text())[0] if custom.is_file() else _BOOTSTRAP
+
+
 def _statements(sql: str) -> list[str]:
     text = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
     return [s.strip() for s in text.split(";") if s.strip()]
@@ -71,7 +82,7 @@ class Registry:
             self.migrate()
 
     def version(self) -> int:
-        self.backend.execute(_BOOTSTRAP)
+        self.backend.execute(bootstrap_sql(self.backend.dialect))
         rows = self.backend.fetchall(f"SELECT max(version) FROM {VERSION_TABLE}")
         return int(rows[0][0] or 0)
 
@@ -102,7 +113,7 @@ class Registry:
         if isinstance(projection, Composed):
             return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner
-        with self.backend.transaction():
+        with self._atomic(name):
             self._make_room(name, replace)
             self.backend.execute(
                 "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
@@ -159,6 +170,23 @@ class Registry:
         projection.name = name
         return projection
 
+    @contextlib.contextmanager
+    def _atomic(self, name: str) -> Iterator[None]:
+        """One transaction; on engines without transactions (Spark, ClickHouse) a failure deletes
+        whatever rows of ``name`` were written, so no half-stored projection is left."""
+        if self.backend.transactional:
+            with self.backend.transaction():
+                yield
+            return
+        existed = self.exists(name)
+        try:
+            yield
+        except BaseException:
+            if not existed:
+                with contextlib.suppress(Exception):
+                    self._delete(name)
+            raise
+
     def _make_room(self, name: str, replace: bool) -> None:
         """Delete the stored ``name`` if ``replace``, else refuse to overwrite it."""
         if self.exists(name):
@@ -171,7 +199,7 @@ class Registry:
 
     def _save_composed(self, composed: Composed, name: str, replace: bool) -> Composed:
         names = stage_names(name)
-        with self.backend.transaction():
+        with self._atomic(name):
             self._make_room(name, replace)
             for stage, stage_name in zip(composed.stages, names, strict=True):
                 self.save(stage, stage_name, replace=replace)
@@ -293,9 +321,11 @@ class Registry:
         rows = self.backend.fetchall(
             "SELECT p.name, p.method, p.d, p.k, "
             "(SELECT count(*) FROM sqlrp_linear_entry e WHERE e.projection = p.name) AS nnz, "
-            "p.seed, CAST(p.params AS TEXT) AS params, p.created_at FROM sqlrp_projection p ORDER BY p.name"
+            "p.seed, p.params, p.created_at FROM sqlrp_projection p ORDER BY p.name"
         )
-        return pd.DataFrame(rows, columns=["name", "method", "d", "k", "nnz", "seed", "params", "created_at"])
+        frame = pd.DataFrame(rows, columns=["name", "method", "d", "k", "nnz", "seed", "params", "created_at"])
+        frame["params"] = [v if isinstance(v, str) else json.dumps(v) for v in frame["params"]]
+        return frame
 
     def drop(self, name: str) -> None:
         """Delete the stored projection ``name`` and all its rows."""

@@ -1,54 +1,183 @@
-"""Backends: a live connection to DuckDB or PostgreSQL, chosen by URL.
+"""Backends: a live connection to one engine, chosen by URL or by the connection object you have.
 
-``connect()`` / ``connect("duckdb:///:memory:")`` -- an in-memory DuckDB;
-``connect("duckdb:///path.db")`` or ``connect("path.db")`` -- a DuckDB file;
-``connect("postgresql://user@host:port/db")`` -- PostgreSQL through psycopg 3.
+URLs (``connect(url)``; the CLI's ``--db``, default ``$SQLRP_DB``):
+
+==============================================  =============================================
+``None``, ``""``, ``duckdb://``, ``:memory:``   DuckDB in memory
+``duckdb:///path.db``, ``path.duckdb|.db|.ddb``  a DuckDB file
+``postgresql://user@host:port/db``              PostgreSQL through psycopg 3 (``+psycopg`` too)
+``host=... dbname=...``                         a libpq key/value DSN: PostgreSQL
+``sqlite:///path.sqlite``, ``path.sqlite[3]``    SQLite (the standard library)
+``chdb://``, ``chdb:///path``                   ClickHouse in-process (``pip install 'sqlrp[clickhouse]'``)
+``clickhouse://user:pw@host:8123/db``           a ClickHouse server (clickhouse-connect)
+``local[N]``, ``spark://host:7077``, ``sc://``  Spark: local mode, a standalone master, Spark Connect
+any other SQLAlchemy URL (``snowflake://``,     the SQLAlchemy backend, with the URL's own driver
+``trino://``, ``mysql+pymysql://`` ...)
+==============================================  =============================================
+
+Objects: a ``duckdb.DuckDBPyConnection``, a ``psycopg.Connection``, a ``sqlite3.Connection``, a
+``pyspark.sql.SparkSession``, a chdb connection, or a SQLAlchemy ``Engine`` / ``Connection`` --
+sqlrp uses the connection and never closes what it did not open.
+
+A string that is none of these is an error: it never becomes a new database file.  A driver suffix
+names the driver: ``postgresql+psycopg`` is psycopg 3, the backend sqlrp has; ``postgresql+asyncpg``
+(or any other driver of an engine sqlrp runs natively) is refused with the URL to use instead.
 """
 
 from __future__ import annotations
 
-from ..errors import InvalidParameter
+import os
+import re
+
+from ..errors import InvalidParameter, MissingExtra
 from .base import Backend, ColumnInfo
 
+#: file endings taken as a database path without a URL scheme
+DUCKDB_FILES = (".duckdb", ".db", ".ddb")
+SQLITE_FILES = (".sqlite", ".sqlite3")
+_LIBPQ_DSN = re.compile(r"^\s*(host|hostaddr|dbname|user|port|service|password)\s*=", re.IGNORECASE)
+_SPARK_LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
 
-def connect(url: str | Backend | None = None, **options: object) -> Backend:
-    """Open the database at ``url`` (SQLAlchemy-style URL, or a DuckDB file path).
+#: the engines sqlrp runs itself, by SQLAlchemy backend name: (native driver, how to name it)
+_NATIVE = {
+    "postgresql": ("psycopg", "postgresql://user@host:port/db"),
+    "duckdb": ("duckdb", "duckdb:///path.db"),
+    "sqlite": ("pysqlite", "sqlite:///path.sqlite"),
+}
+
+
+def need(module: str, extra: str, what: str) -> object:
+    """Import ``module`` or raise :class:`MissingExtra` naming the ``pip install`` line."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(f"{what} needs {module}: pip install 'sqlrp[{extra}]'") from None
+
+
+def connect(url: object = None, **options: object) -> Backend:
+    """Open the database at ``url`` (a URL string, a file path, or a connection object; table above).
 
     Small-device profile: ``threads=`` and ``memory_limit=`` (e.g. ``"1GB"``) set DuckDB's
     ``threads`` and ``memory_limit``; DuckDB then streams and spills to disk to stay inside the budget.
     PostgreSQL accepts ``threads=`` (``max_parallel_workers_per_gather``) and ``memory_limit=``
-    (``work_mem``) for its own session.
+    (``work_mem``) for its own session; other engines ignore them.
     """
     if isinstance(url, Backend):
         return url
+    if url is not None and not isinstance(url, str):
+        return _from_object(url, **options)
     if url is None or url in ("", ":memory:", "duckdb://", "duckdb:///:memory:"):
         from .duckdb import DuckDBBackend
 
         return DuckDBBackend(":memory:", **options)  # type: ignore[arg-type]
-    if "://" not in url:
-        from .duckdb import DuckDBBackend
+    text = url.strip()
+    if _SPARK_LOCAL.match(text) or text.startswith(("spark://", "sc://")):
+        from .spark import SparkBackend
 
-        return DuckDBBackend(url, **options)  # type: ignore[arg-type]
+        return SparkBackend.from_master(text)
+    if text.startswith("chdb:"):
+        from .clickhouse import ChdbBackend
+
+        path = text[len("chdb:") :].lstrip("/") or ":memory:"
+        return ChdbBackend(("/" + path) if text.startswith("chdb:///") and path != ":memory:" else path)
+    if "://" not in text:
+        return _from_path(text, **options)
     from sqlalchemy.engine import make_url  # late: only URLs need it (CLI start-up)
     from sqlalchemy.exc import ArgumentError
 
     try:
-        parsed = make_url(url)
+        parsed = make_url(text)
     except ArgumentError:
         raise InvalidParameter(f"cannot parse database URL {url!r}") from None
-    backend = parsed.get_backend_name()
+    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+    explicit = "+" in parsed.drivername
+    if backend in _NATIVE and explicit and driver != _NATIVE[backend][0]:
+        raise InvalidParameter(
+            f"sqlrp runs {backend} through its own driver ({_NATIVE[backend][0]}), not {driver!r}: "
+            f"use {_NATIVE[backend][1]} (drop '+{driver}'), or pass a SQLAlchemy Engine built with that driver"
+        )
     if backend == "duckdb":
         from .duckdb import DuckDBBackend
 
         return DuckDBBackend(parsed.database or ":memory:", **options)  # type: ignore[arg-type]
-    if backend in ("postgresql", "postgres"):
+    if backend == "postgresql":
         from .postgres import PostgresBackend
 
         plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         return PostgresBackend(plain, **options)  # type: ignore[arg-type]
+    if backend == "sqlite":
+        from .sqlite import SQLiteBackend
+
+        return SQLiteBackend(parsed.database or ":memory:")
+    if backend == "clickhouse":
+        from .clickhouse import ClickHouseServerBackend
+
+        return ClickHouseServerBackend(parsed)
+    from .sqlalchemy import SQLAlchemyBackend
+
+    return SQLAlchemyBackend.from_url(text)
+
+
+def _from_path(text: str, **options: object) -> Backend:
+    """A bare string: a DuckDB or SQLite file by its ending, or a libpq DSN; anything else is refused."""
+    if _LIBPQ_DSN.match(text):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend(text, **options)  # type: ignore[arg-type]
+    lower = text.lower()
+    if lower.endswith(DUCKDB_FILES):
+        from .duckdb import DuckDBBackend
+
+        return DuckDBBackend(text, **options)  # type: ignore[arg-type]
+    if lower.endswith(SQLITE_FILES):
+        from .sqlite import SQLiteBackend
+
+        return SQLiteBackend(text)
     raise InvalidParameter(
-        f"unsupported database {backend!r} in {url!r}; use duckdb:///file.db or postgresql://user@host/db"
+        f"cannot tell which database {text!r} is: use a URL (duckdb:///file.db, postgresql://user@host/db, "
+        f"sqlite:///file.sqlite, chdb://, local[2], spark://host:7077) or a file ending in "
+        f"{', '.join(DUCKDB_FILES + SQLITE_FILES)}"
     )
 
 
-__all__ = ["Backend", "ColumnInfo", "connect"]
+def _from_object(obj: object, **options: object) -> Backend:
+    """A connection the caller already has (never closed by sqlrp)."""
+    kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    if kind.startswith(("duckdb.", "_duckdb.")):
+        from .duckdb import DuckDBBackend
+
+        return DuckDBBackend.wrap(obj, **options)  # type: ignore[arg-type]
+    if kind.startswith("psycopg."):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend.wrap(obj, **options)  # type: ignore[arg-type]
+    if kind.startswith("sqlite3."):
+        from .sqlite import SQLiteBackend
+
+        return SQLiteBackend.wrap(obj)
+    if kind.startswith("pyspark."):
+        from .spark import SparkBackend
+
+        return SparkBackend(obj)
+    if kind.startswith("chdb."):
+        from .clickhouse import ChdbBackend
+
+        return ChdbBackend.wrap(obj)
+    if kind.startswith("sqlalchemy."):
+        from .sqlalchemy import SQLAlchemyBackend
+
+        return SQLAlchemyBackend(obj)
+    raise InvalidParameter(
+        f"cannot use a {kind} as a database: pass a URL, a DuckDB, psycopg, sqlite3, chdb or SQLAlchemy "
+        "connection, or a SparkSession"
+    )
+
+
+def default_url() -> str | None:
+    """The database the CLI uses without ``--db``: ``$SQLRP_DB``."""
+    return os.environ.get("SQLRP_DB") or None
+
+
+__all__ = ["Backend", "ColumnInfo", "connect", "default_url", "need"]

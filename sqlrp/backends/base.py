@@ -46,10 +46,12 @@ class ColumnInfo:
 class Backend(ABC):
     """A live connection to one database."""
 
-    dialect: str
+    dialect: str  # the sqlrp dialect name (sqlrp.dialects.get_dialect)
     url: str
 
     reports_progress = False  # the engine reports a running statement's progress (execute_watched)
+    transactional = True  # statements inside ``transaction()`` commit or roll back together
+    owns_connection = True  # False for a connection the caller passed in: close() leaves it open
 
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:

@@ -23,6 +23,9 @@ class DuckDBBackend(Backend):
         self.path = path
         self.url = f"duckdb:///{path}"
         self.con = duckdb.connect(path)
+        self._setup(threads, memory_limit)
+
+    def _setup(self, threads: int | None, memory_limit: str | None) -> None:
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
         # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench/probes.py planning`)
@@ -37,6 +40,20 @@ class DuckDBBackend(Backend):
             self.con.execute("SET preserve_insertion_order = false")
         self._in_tx = False
         self._pending_settings: dict[str, object] = {}
+
+    @classmethod
+    def wrap(
+        cls, con: duckdb.DuckDBPyConnection, threads: int | None = None, memory_limit: str | None = None
+    ) -> DuckDBBackend:
+        """Use an open DuckDB connection (the caller's: :meth:`close` leaves it open).  sqlrp's
+        session settings (``disabled_optimizers``, ``threads``, ``memory_limit``) apply to it."""
+        self = cls.__new__(cls)
+        self.path = "(caller's connection)"
+        self.url = "duckdb:///(caller's connection)"
+        self.con = con
+        self.owns_connection = False
+        self._setup(threads, memory_limit)
+        return self
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         self.con.execute(sql, params) if params is not None else self.con.execute(sql)
@@ -185,7 +202,8 @@ class DuckDBBackend(Backend):
             self.con.unregister(view)
 
     def close(self) -> None:
-        self.con.close()
+        if self.owns_connection:
+            self.con.close()
 
 
 def _size(text: str) -> str:

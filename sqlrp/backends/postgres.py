@@ -21,6 +21,27 @@ class PostgresBackend(Backend):
     def __init__(self, url: str, threads: int | None = None, memory_limit: str | None = None):
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
+        self._setup(threads, memory_limit)
+
+    @classmethod
+    def wrap(
+        cls, conn: psycopg.Connection, threads: int | None = None, memory_limit: str | None = None
+    ) -> PostgresBackend:
+        """Use an open psycopg 3 connection (the caller's: :meth:`close` leaves it open).  It must
+        not be inside a transaction; sqlrp switches it to autocommit and runs its own."""
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            from ..errors import InvalidParameter
+
+            raise InvalidParameter("the psycopg connection is inside a transaction: commit or roll back first")
+        self = cls.__new__(cls)
+        self.url = "postgresql://(caller's connection)"
+        conn.autocommit = True
+        self.conn = conn
+        self.owns_connection = False
+        self._setup(threads, memory_limit)
+        return self
+
+    def _setup(self, threads: int | None, memory_limit: str | None) -> None:
         # LLVM JIT compiles every generated expression: for a d = 784, s = 3 projection (52k terms)
         # it ran > 5 minutes without answering cancels (bench/run.py, PostgreSQL 15); plain
         # interpretation takes seconds.  sqlrp's statements are all such expressions: JIT off.
@@ -116,7 +137,8 @@ class PostgresBackend(Backend):
                 copy.write_row([_py(v) for v in row])
 
     def close(self) -> None:
-        self.conn.close()
+        if self.owns_connection:
+            self.conn.close()
 
 
 def _py(value: Any) -> Any:

@@ -69,9 +69,11 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def signed_sum_sql(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglot Generator method
+def signed_sum_sql(self, expression: SignedSum, depth: int | None = None) -> str:  # noqa: ANN001
     """Render ``(a + b - c)`` (signs) or ``(0.5 * a - 1.25 * b)`` (float weights), opening with a
-    positive term where there is one."""
+    positive term where there is one.  ``depth`` (engines that cap expression depth, e.g. SQLite's
+    1,000): runs of at most ``depth`` terms are parenthesised, and those runs summed the same way,
+    so the tree stays shallow (``a + b + c`` parses left-deep: one level per term)."""
     inputs: Inputs = expression.meta["inputs"]
     cache: dict[int, list[str]] = self.__dict__.setdefault("_sqlrp_inputs", {})
     rendered = cache.get(id(inputs))
@@ -99,4 +101,25 @@ def signed_sum_sql(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglo
         parts.append(f" {'+' if bias > 0 else '-'} {_number(abs(bias))}" if parts else _number(bias))
     if not parts:
         return "0.0"
+    if depth is not None and len(parts) > depth:
+        return _shallow(parts, depth)
     return "(" + "".join(parts) + ")"
+
+
+def _shallow(parts: list[str], depth: int) -> str:
+    """``parts`` (``"a"``, ``" + b"``, ``" - c"`` ...) as nested groups of at most ``depth`` terms.
+    A group that opens with a subtraction keeps the sign outside: ``- (c + d)`` is ``- c - d``."""
+    groups: list[str] = []
+    for start in range(0, len(parts), depth):
+        chunk = parts[start : start + depth]
+        head = chunk[0].strip()
+        if start == 0:
+            groups.append("(" + "".join(chunk) + ")")
+            continue
+        op, first = head[0], head[1:].strip()
+        flipped = [first] + [(" - " if p.strip()[0] == "+" else " + ") + p.strip()[1:].strip() for p in chunk[1:]]
+        inner = [first] + [p for p in chunk[1:]] if op == "+" else flipped
+        groups.append(f" {op} (" + "".join(inner) + ")")
+    if len(groups) > depth:
+        return _shallow(groups, depth)
+    return "(" + "".join(groups) + ")"

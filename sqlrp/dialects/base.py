@@ -1,6 +1,11 @@
-"""What every sqlrp dialect shares: sqlglot's own dialect plus the ``SignedSum`` renderer.
+"""What every sqlrp dialect shares: sqlglot's own dialect, the ``SignedSum`` renderer, and the
+engine's **profile** -- the limits and features the compiler must respect there.
 
-A dialect file holds only its differences from this base (array access, detoasting, types).
+A dialect file holds only its differences from this base: rendering rules (array access,
+detoasting, types, ``CREATE TABLE`` properties) and limits, each with its source in a comment.
+The compiler asks the profile before it emits SQL; :meth:`SqlrpDialect.check_statement` refuses a
+statement the engine would reject (or silently mis-read), naming the engine and the limit, before
+it runs.  ``None`` means "no limit we know of".
 """
 
 from __future__ import annotations
@@ -11,29 +16,50 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from ..compiler.nodes import SignedSum, gc_paused, signed_sum_sql
+from ..errors import EngineLimit
 
 if TYPE_CHECKING:
     from ..compiler.layout import Source
 
 
-def extend(base: type[Dialect]) -> type[Dialect]:
-    """A subclass of the sqlglot dialect ``base`` that can render :class:`SignedSum`."""
+def extend(base: type[Dialect], depth: int | None = None) -> type[Dialect]:
+    """A subclass of the sqlglot dialect ``base`` that can render :class:`SignedSum`; ``depth``
+    caps the nesting of one sum's additions (engines with an expression-depth limit)."""
+
+    def render(self, expression: SignedSum) -> str:  # noqa: ANN001 - sqlglot Generator method
+        return signed_sum_sql(self, expression, depth)
 
     class Generator(base.Generator):  # type: ignore[name-defined,misc]
-        TRANSFORMS = {**base.Generator.TRANSFORMS, SignedSum: signed_sum_sql}
+        TRANSFORMS = {**base.Generator.TRANSFORMS, SignedSum: render}
 
     return type(f"Sqlrp{base.__name__}", (base,), {"Generator": Generator})
 
 
 class SqlrpDialect:
-    """Rendering rules for one SQL engine."""
+    """Rendering rules and limits for one SQL engine."""
 
     name = "generic"
     sqlglot: type[Dialect]
-    max_columns: int | None = None  # most columns one select may produce (None: no practical limit)
+
+    # ---- limits (each dialect file cites its source) ----
+    max_columns: int | None = None  # most columns one select may produce
+    max_statement_bytes: int | None = None  # longest statement the engine accepts
+    max_ast_nodes: int | None = None  # most expression nodes in one statement (ClickHouse max_ast_elements)
+    max_expression_depth: int | None = None  # deepest expression tree (SQLite: 1,000)
+
+    # ---- features ----
+    arrays = True  # array columns and ARRAY[...] constructors exist (array layout, array output)
+    array_base = 1  # the first element of an array is x[array_base] (sqlglot converts literal indices)
+    filter_clause = True  # ``SUM(x) FILTER (WHERE ...)``; else ``SUM(CASE WHEN ... THEN x END)``
+    ordered_array_agg = True  # ``ARRAY_AGG(x ORDER BY y)`` and ``ARRAY_POSITION`` (the ``lookup`` strategy)
+    values_column_names = True  # ``(VALUES ...) AS t(a, b, c)`` keeps the names (SQLite drops them)
+    identifier_case: str | None = None  # "upper": unquoted names are stored upper-cased (Snowflake)
+    nested_plans = False  # deep nested selects are cheap: ``auto`` may choose ``pairs`` (measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
+    transactional = True  # DDL and DML inside one transaction commit or roll back together
+    executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""
@@ -54,6 +80,44 @@ class SqlrpDialect:
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""
         return []
 
+    def table_properties(self) -> exp.Properties | None:
+        """Properties every ``CREATE TABLE ... AS`` needs here (ClickHouse: an ENGINE)."""
+        return None
+
+    def fold(self, name: str) -> str:
+        """``name`` as the engine stores an unquoted identifier written that way: Snowflake (and
+        Oracle, DB2) upper-case unquoted names, so a table created as ``digits`` is ``DIGITS``.
+        Only names that could have been written unquoted (letters, digits, ``_``; not starting with
+        a digit) and are all lower case are folded; any other name is taken as it is."""
+        if self.identifier_case == "upper" and _plain_lower(name):
+            return name.upper()
+        return name
+
+    def refuse(self, reason: str) -> EngineLimit:
+        """The error for SQL this engine would reject or mis-read."""
+        return EngineLimit(f"{self.name}: {reason}")
+
+    def check_statement(self, sql: str, columns: int | None = None, nodes: int | None = None) -> str:
+        """``sql`` if it is within this engine's limits, else :class:`EngineLimit` naming the limit.
+        ``columns``: most columns of one select in it; ``nodes``: its expression nodes."""
+        size = len(sql.encode())
+        if self.max_statement_bytes is not None and size > self.max_statement_bytes:
+            raise self.refuse(
+                f"the statement is {size:,} bytes; the engine accepts at most {self.max_statement_bytes:,} "
+                "(use --matrix TABLE with the matrix loaded there, a smaller k, or the inline strategy)"
+            )
+        if self.max_columns is not None and columns is not None and columns > self.max_columns:
+            raise self.refuse(f"a select would have {columns:,} columns; the engine allows {self.max_columns:,}")
+        if self.max_ast_nodes is not None and nodes is not None and nodes > self.max_ast_nodes:
+            raise self.refuse(
+                f"the statement has about {nodes:,} expression nodes; the engine allows {self.max_ast_nodes:,}"
+            )
+        return sql
+
     @gc_paused
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)
+
+
+def _plain_lower(name: str) -> bool:
+    return bool(name) and name == name.lower() and (name[0].isalpha() or name[0] == "_") and name.replace("_", "a").isalnum() and name.isascii()

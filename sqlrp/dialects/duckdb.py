@@ -1,4 +1,8 @@
-"""DuckDB: the embedded default.  LIST / ARRAY subscripts are cheap (``x[i]``, 1-based)."""
+"""DuckDB: the embedded default.  LIST / ARRAY subscripts are cheap (``x[i]``, 1-based).
+
+Limits: none that sqlrp's statements reach (no documented cap on columns or statement size; the
+largest plan measured, d = 784, k = 200, s = 1 inline, is 1.6 MB and 156,800 additions).
+"""
 
 from __future__ import annotations
 
@@ -12,3 +16,5 @@ class DuckDBDialect(SqlrpDialect):
     sqlglot = extend(DuckDB)
     star_exclude = True
     nan_propagating_sums = True
+    nested_plans = True  # pairs measured 1.9x (s = 3) and 6.9x (s = 1) faster than inline (README, bench/run.py)
+    executes = True

@@ -1,0 +1,38 @@
+"""SQLite (the standard library's ``sqlite3``).
+
+Limits, from https://www.sqlite.org/limits.html (defaults of the library as Python ships it):
+
+- ``SQLITE_MAX_COLUMN`` 2,000: columns in a table or a select's result.
+- ``SQLITE_MAX_SQL_LENGTH`` 1,000,000,000 bytes per statement.
+- ``SQLITE_MAX_EXPR_DEPTH`` 1,000: ``a + b + c ...`` parses left-deep, one level per term, so a sum
+  of more than 1,000 terms fails to prepare ("Expression tree is too large").  Sums are therefore
+  rendered as nested groups of at most 100 terms (:func:`sqlrp.compiler.nodes.signed_sum_sql`).
+
+No array type (the array layout and array output are refused).  ``VALUES`` drops the column names
+of an alias (``(VALUES ...) AS m(vector, feature, weight)`` is not even accepted, and sqlglot
+renders it as ``AS "m"``, whose columns are ``column1..3``: the join on ``"feature"`` then compares
+against a string literal and returns no rows -- the silent empty result of issue 11), so an inline
+matrix is rendered as ``SELECT ... UNION ALL SELECT ...``.  Aggregate ``FILTER (WHERE ...)``
+exists since 3.30.0, but the portable ``SUM(CASE ...)`` is used.  Transactions cover DDL.
+"""
+
+from __future__ import annotations
+
+from sqlglot.dialects.sqlite import SQLite
+
+from .base import SqlrpDialect, extend
+
+DEPTH = 100  # terms per group of a sum: 10 groups of 100 stay far below SQLITE_MAX_EXPR_DEPTH
+
+
+class SQLiteDialect(SqlrpDialect):
+    name = "sqlite"
+    sqlglot = extend(SQLite, depth=DEPTH)
+    max_columns = 2000
+    max_statement_bytes = 1_000_000_000
+    max_expression_depth = 1000
+    arrays = False
+    filter_clause = False
+    ordered_array_agg = False
+    values_column_names = False
+    executes = True

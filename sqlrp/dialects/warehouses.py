@@ -1,0 +1,73 @@
+"""Profiles of engines sqlrp renders for but has no backend of its own (reach them through
+SQLAlchemy with their own driver: ``sqlrp.connect(engine)``).  Each limit with its source.
+"""
+
+from __future__ import annotations
+
+from sqlglot.dialects.bigquery import BigQuery
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.dialects.snowflake import Snowflake
+from sqlglot.dialects.trino import Trino
+from sqlglot.dialects.tsql import TSQL
+
+from .base import SqlrpDialect, extend
+
+
+class SnowflakeDialect(SqlrpDialect):
+    name = "snowflake"
+    sqlglot = extend(Snowflake)
+    # "The maximum size of a SQL statement is 1 MB" (docs.snowflake.com, "Query size limits")
+    max_statement_bytes = 1_000_000
+    identifier_case = "upper"  # unquoted identifiers are stored upper-cased ("Identifier resolution")
+    ordered_array_agg = False  # ARRAY_AGG ... WITHIN GROUP, ARRAY_POSITION is 0-based
+    filter_clause = False
+    transactional = False  # DDL commits the open transaction (docs: "DDL statements ... implicit commit")
+
+
+class BigQueryDialect(SqlrpDialect):
+    name = "bigquery"
+    sqlglot = extend(BigQuery)
+    # "Maximum query length: 1,024K characters" (cloud.google.com/bigquery/quotas, "Query jobs")
+    max_statement_bytes = 1_024 * 1_024
+    # "Maximum number of columns in a table ... 10,000" (same page, "Tables")
+    max_columns = 10_000
+    array_base = 0  # arr[OFFSET(i)]
+    ordered_array_agg = False
+    filter_clause = False
+    transactional = False
+
+
+class TSQLDialect(SqlrpDialect):
+    name = "tsql"
+    sqlglot = extend(TSQL)
+    # "Columns per SELECT statement: 4,096" (learn.microsoft.com, "Maximum capacity specifications
+    # for SQL Server"); "Length of a string containing SQL statements (batch size): 65,536 * network
+    # packet size" (256 MB at the default 4 KB packets); nested sub-queries: 32
+    max_columns = 4096
+    max_statement_bytes = 65_536 * 4096
+    arrays = False
+    filter_clause = False
+    ordered_array_agg = False
+    values_column_names = True
+
+
+class MySQLDialect(SqlrpDialect):
+    name = "mysql"
+    sqlglot = extend(MySQL)
+    # "There is a hard limit of 4096 columns per table" (dev.mysql.com, "Limits on Table Column
+    # Count and Row Size"); max_allowed_packet 64 MB by default (8.0+) bounds a statement
+    max_columns = 4096
+    max_statement_bytes = 64 * 1024 * 1024
+    arrays = False
+    filter_clause = False  # no aggregate FILTER clause
+    ordered_array_agg = False
+    values_column_names = False  # VALUES ROW(...) names columns column_0..; sqlglot renders UNION ALL
+
+
+class TrinoDialect(SqlrpDialect):
+    name = "trino"
+    sqlglot = extend(Trino)
+    # query.max-length: 1,000,000 characters by default (trino.io/docs, "Query management properties")
+    max_statement_bytes = 1_000_000
+    ordered_array_agg = False  # array_agg(x ORDER BY y) exists, but lookup is measured on DuckDB/PostgreSQL only
+    transactional = False
