@@ -120,4 +120,6 @@ class SqlrpDialect:
 
 
 def _plain_lower(name: str) -> bool:
-    return bool(name) and name == name.lower() and (name[0].isalpha() or name[0] == "_") and name.replace("_", "a").isalnum() and name.isascii()
+    import re
+
+    return bool(re.fullmatch(r"[a-z_][a-z0-9_$]*", name))
