@@ -485,9 +485,18 @@ def compile_sql(
             kind="VIEW" if view else "TABLE",
             this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema and not temporary else None),
             expression=select,
-            properties=exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None,
+            properties=_table_properties(dialect, temporary, view),
         )
     return dialect.render(statement, pretty=pretty)
+
+
+def _table_properties(dialect: SqlrpDialect, temporary: bool, view: bool) -> exp.Properties | None:
+    """``TEMPORARY`` and whatever the engine needs on every ``CREATE TABLE`` (ClickHouse: ENGINE)."""
+    props: list[exp.Expression] = [exp.TemporaryProperty()] if temporary else []
+    engine = None if view else dialect.table_properties()
+    if engine is not None:
+        props.extend(engine.expressions)
+    return exp.Properties(expressions=props) if props else None
 
 
 __all__ = ["Output", "Source", "as_double", "compile_select", "compile_sql", "feature_input", "ident", "choose"]
