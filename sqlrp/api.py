@@ -475,7 +475,8 @@ def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> Non
     proj = p.projection
     if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
         return
-    if strategy == "pairs" or (strategy == "auto" and pairs_worth_planning(proj.linear)):
+    nested = get_dialect(dialect).nested_plans
+    if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
         _registry(db).pairs_plan(proj, dialect)
 
 

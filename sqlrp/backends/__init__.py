@@ -91,8 +91,9 @@ def connect(url: object = None, **options: object) -> Backend:
         parsed = make_url(text)
     except ArgumentError:
         raise InvalidParameter(f"cannot parse database URL {url!r}") from None
-    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
-    explicit = "+" in parsed.drivername
+    backend, _, driver = parsed.drivername.partition("+")  # no plugin loading: duckdb has no SQLAlchemy dialect
+    backend = "postgresql" if backend == "postgres" else backend
+    explicit = bool(driver)
     if backend in _NATIVE and explicit and driver != _NATIVE[backend][0]:
         raise InvalidParameter(
             f"sqlrp runs {backend} through its own driver ({_NATIVE[backend][0]}), not {driver!r}: "

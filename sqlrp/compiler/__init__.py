@@ -18,13 +18,16 @@ expressions are ``(_x3 + _x17 - _x40 ...) * scale``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from sqlglot import exp
 
 from ..dialects import SqlrpDialect, get_dialect
-from ..errors import InvalidParameter
+from ..errors import EngineLimit, InvalidParameter
 from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
+from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .nodes import Inputs, SignedSum, gc_paused
 from .strategies import best_mailman, best_pairs, choose
 
@@ -43,7 +46,13 @@ def col(name: str, table: str | None = None) -> exp.Column:
 
 
 def table_ref(source: Source) -> exp.Table:
-    return exp.Table(this=ident(source.table), db=ident(source.schema) if source.schema else None)
+    """The input table: ``[catalog.][schema.]table``, each part quoted (a dot inside a part is part
+    of the name)."""
+    return exp.Table(
+        this=ident(source.table),
+        db=ident(source.schema) if source.schema else None,
+        catalog=ident(source.catalog) if source.catalog else None,
+    )
 
 
 def number(value: float) -> exp.Expression:
@@ -123,32 +132,49 @@ def _linear_sums(linear: LinearStage, inputs: Inputs, squares: Inputs | None) ->
     return sums
 
 
-def _matrix_relation(projection: Projection, matrix: str) -> exp.Expression:
-    """The stored matrix as a relation ``(vector, feature, weight)``."""
+def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect) -> exp.Expression:
+    """The stored matrix as a relation ``(vector, feature, weight)``: ``registry`` (the rows of
+    ``sqlrp_linear_entry``), ``values`` (inlined), or the name of a table holding those three
+    columns (``matrix="warehouse.rp40"``: dots separate catalog, schema and table; the warehouse
+    recipe: ``sqlrp projections export`` the matrix, bulk-load it, ``sqlrp compile --matrix TABLE``)."""
     lin = projection.linear
+    columns = [col("vector"), col("feature"), col("weight")]
     if matrix == "registry":
         if not projection.name:
             raise InvalidParameter("the long layout with matrix='registry' needs a stored projection")
         return (
-            exp.select(col("vector"), col("feature"), col("weight"))
+            exp.select(*columns)
             .from_(exp.Table(this=ident(REGISTRY_ENTRY_TABLE)))
             .where(col("projection").eq(exp.Literal.string(projection.name)))
         )
-    rows = [
-        exp.Tuple(expressions=[exp.Literal.number(v), exp.Literal.number(f), exp.Literal.number(repr(w))])
-        for v, f, w in zip(lin.vector.tolist(), lin.feature.tolist(), lin.weight.tolist(), strict=True)
-    ]
-    if not rows:
-        rows = [exp.Tuple(expressions=[exp.Literal.number(-1), exp.Literal.number(-1), exp.Literal.number("0.0")])]
-    values = exp.Values(
-        expressions=rows,
-        alias=exp.TableAlias(this=ident("_m"), columns=[ident("vector"), ident("feature"), ident("weight")]),
-    )
-    return exp.select(col("vector"), col("feature"), col("weight")).from_(values)
+    if matrix != "values":
+        parts = [ident(p) for p in matrix.split(".")]
+        if len(parts) > 3 or not all(p.name for p in parts):
+            raise InvalidParameter(f"matrix table {matrix!r}: give table, schema.table or catalog.schema.table")
+        table = exp.Table(
+            this=parts[-1], db=parts[-2] if len(parts) > 1 else None, catalog=parts[-3] if len(parts) > 2 else None
+        )
+        return exp.select(*columns).from_(table)
+    entries = list(zip(lin.vector.tolist(), lin.feature.tolist(), lin.weight.tolist(), strict=True)) or [(-1, -1, 0.0)]
+
+    def row(v: int, f: int, w: float) -> exp.Tuple:
+        return exp.Tuple(expressions=[exp.Literal.number(v), exp.Literal.number(f), exp.Literal.number(repr(w))])
+
+    names = [ident("vector"), ident("feature"), ident("weight")]
+    values = exp.Values(expressions=[row(*r) for r in entries])
+    if dialect.values_column_names:
+        values.set("alias", exp.TableAlias(this=ident("_m"), columns=names))
+        return exp.select(*columns).from_(values)
+    # SQLite and MySQL drop an alias' column names (``column1..3`` would be read: the join on
+    # "feature" then compares with a string and returns no rows); a CTE's column list keeps them
+    cte = exp.CTE(this=values, alias=exp.TableAlias(this=ident("_m"), columns=names))
+    select = exp.select(*columns).from_(exp.Table(this=ident("_m")))
+    select.set("with_", exp.With(expressions=[cte]))
+    return select
 
 
 def _long_linear(
-    projection: Projection, source: Source, matrix: str, strategy: str = "join"
+    projection: Projection, source: Source, matrix: str, dialect: SqlrpDialect, strategy: str = "join"
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Linear stage over a long table: join + GROUP BY (id, vector), then a pivot to one value per
     output vector -- ``join``: an aggregate with a FILTER per vector; ``lookup``: see below."""
@@ -183,7 +209,10 @@ def _long_linear(
             exp.alias_(exp.Sum(this=signed), "_s1", quoted=True, copy=False),
         )
         .from_(src.subquery("s", copy=False))
-        .join(_matrix_relation(projection, matrix).subquery("m", copy=False), on=col("feature", "m").eq(col("_f", "s")))
+        .join(
+            _matrix_relation(projection, matrix, dialect).subquery("m", copy=False),
+            on=col("feature", "m").eq(col("_f", "s")),
+        )
         .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
     )
     if lin.power is not None:
@@ -193,10 +222,11 @@ def _long_linear(
     sums = []
     for vec in range(lin.p):
         which = "_s2" if lin.vector_power(vec) == 2 else "_s1"
-        agg = exp.Filter(
-            this=exp.Sum(this=col(which)),
-            expression=exp.Where(this=col("_vec").eq(exp.Literal.number(vec))),
-        )
+        hit = col("_vec").eq(exp.Literal.number(vec))
+        if dialect.filter_clause:
+            agg = exp.Filter(this=exp.Sum(this=col(which)), expression=exp.Where(this=hit))
+        else:  # portable: SUM(CASE WHEN _vec = v THEN s END), NULL when no row matches, like FILTER
+            agg = exp.Sum(this=exp.Case(ifs=[exp.If(this=hit, true=col(which))]))
         expr: exp.Expression = exp.Coalesce(this=agg, expressions=[exp.Literal.number(0)])
         if lin.vector_bias(vec):
             expr = exp.paren(expr + number(lin.vector_bias(vec)))
@@ -335,6 +365,8 @@ def _linear_relation(
             *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(sums)], append=True, copy=False
         )
         return dialect.fence(rel), [col(f"_k{v}") for v in range(len(sums))]
+    if not dialect.arrays:
+        raise dialect.refuse(f"{len(sums)} linear sums exceed the limit of {limit} columns and there is no array type")
     rel = keys.select(exp.alias_(exp.Array(expressions=sums), "_kv", quoted=True, copy=False), append=True, copy=False)
     refs = [exp.Bracket(this=col("_kv"), expressions=[exp.Literal.number(v)], offset=0) for v in range(len(sums))]
     return dialect.fence(rel), refs
@@ -403,11 +435,14 @@ def compile_select(
         raise InvalidParameter(f"output column {key_out!r} would appear twice; choose another --prefix or output name")
     if matrix == "auto":
         matrix = "registry" if projection.name else "values"
+    if not dialect.arrays and (source.layout == "array" or output.form == "array"):
+        what = "the array layout" if source.layout == "array" else "array output"
+        raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
     pooled = source.group_column is not None
     strategy = choose(projection, source, dialect.name, strategy)
 
     if source.layout == "long":
-        body, k_exprs = _long_linear(projection, source, matrix, strategy)
+        body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy)
         relation = body.subquery("kv", copy=False)
         key_cols = [col("_g")] if pooled else [col("_id")]
         group_by = [col("_id")] + ([col("_g")] if pooled else [])
@@ -469,25 +504,139 @@ def compile_sql(
     temporary: bool = False,
 ) -> str:
     """SQL text of the projection: a ``SELECT``, ``CREATE [TEMPORARY] TABLE|VIEW <into> AS SELECT ...``,
-    or with ``insert=True`` ``INSERT INTO <into> (key, outputs...) SELECT ...``."""
+    or with ``insert=True`` ``INSERT INTO <into> (key, outputs...) SELECT ...``.  Where the engine's
+    limits need several statements (:mod:`.limits`), a script of them, separated by ``;``."""
+    statements = compile_statements(
+        projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary
+    )
+    return statements.script() if statements.setup else statements.main
+
+
+@gc_paused
+def compile_statements(
+    projection: Projection | Composed,
+    source: Source,
+    dialect: str | SqlrpDialect = "duckdb",
+    output: Output | None = None,
+    into: str | None = None,
+    view: bool = False,
+    matrix: str = "auto",
+    pretty: bool = True,
+    strategy: str = "auto",
+    block: int | None = None,
+    insert: bool = False,
+    temporary: bool = False,
+) -> Statements:
+    """The projection as statements within the engine's limits: one, or -- for a linear projection
+    too large for one statement -- blocks of outputs staged in tables and joined on the id
+    (:mod:`.limits`).  Raises :class:`~sqlrp.errors.EngineLimit` naming the engine otherwise."""
     dialect = get_dialect(dialect)
+    output = output or Output()
+    source, output = fold_names(source, output, dialect)
+
+    def wrap(select: exp.Select) -> exp.Expression:
+        if into and insert:
+            names = [source.group_column or source.id_column, *output.names(projection.k)]
+            target = exp.Schema(this=target_table(into, source, temporary), expressions=[ident(n) for n in names])
+            return exp.Insert(this=target, expression=select)
+        if into:
+            return exp.Create(
+                kind="VIEW" if view else "TABLE",
+                this=target_table(into, source, temporary),
+                expression=select,
+                properties=_table_properties(dialect, temporary, view),
+            )
+        return select
+
     select = compile_select(projection, source, dialect, output, matrix, strategy, block)
-    statement: exp.Expression = select
-    if into and insert:
-        names = [source.group_column or source.id_column, *(output or Output()).names(projection.k)]
-        target = exp.Schema(
-            this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema else None),
-            expressions=[ident(n) for n in names],
-        )
-        statement = exp.Insert(this=target, expression=select)
-    elif into:
-        statement = exp.Create(
-            kind="VIEW" if view else "TABLE",
-            this=exp.Table(this=ident(into), db=ident(source.schema) if source.schema and not temporary else None),
+    statement = wrap(select)
+    sql = dialect.render(statement, pretty=pretty)
+    try:
+        return Statements(check(dialect, statement, sql))
+    except EngineLimit as exc:
+        if view or not splittable(projection, source, output) or dialect.max_columns_exceeded_by(source):
+            hint = (
+                " (long layout: --matrix registry or a table name keeps the SQL small)"
+                if (source.layout == "long" and matrix == "values")
+                else ""
+            )
+            raise dialect.refuse(f"{str(exc).split(': ', 1)[1]}{hint}") from None
+    assert isinstance(projection, Projection)
+    size = max(len(sql.encode()) / (dialect.max_statement_bytes or float("inf")), 1.0)
+    if dialect.max_ast_nodes:
+        size = max(size, estimate_nodes(sql) / dialect.max_ast_nodes)
+    count = max(2, int(np.ceil(size * 1.25)))
+    while count <= projection.k:
+        try:
+            return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty)
+        except EngineLimit:
+            count *= 2
+    raise dialect.refuse("a single output's sum is larger than the engine accepts in one statement")
+
+
+def _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty) -> Statements:  # noqa: ANN001
+    """``count`` staged blocks of outputs and the join that puts them back together."""
+    key = source.group_column or source.id_column
+    names = output.names(projection.k)
+    setup, cleanup, parts = [], [], []
+    for b, (start, stop) in enumerate(blocks(projection.k, count)):
+        part = output_block(projection, start, stop)
+        staged = new_staging_name()
+        select = compile_select(part, source, dialect, Output(prefix="_o"), "values", strategy)
+        create = exp.Create(
+            kind="TABLE",
+            this=exp.Table(this=ident(staged)),
             expression=select,
-            properties=_table_properties(dialect, temporary, view),
+            properties=_table_properties(dialect, False, False),
         )
-    return dialect.render(statement, pretty=pretty)
+        sql = dialect.render(create, pretty=pretty)
+        setup.append(check(dialect, create, sql))
+        cleanup.append(dialect.render(exp.Drop(this=exp.Table(this=ident(staged)), kind="TABLE", exists=True)))
+        parts.append((f"_b{b}", staged, start, stop))
+    first = parts[0][0]
+    columns: list[exp.Expression] = [exp.alias_(col(key, first), key, quoted=True, copy=False)]
+    for alias, _, start, stop in parts:
+        columns += [exp.alias_(col(f"_o{j - start}", alias), names[j], quoted=True) for j in range(start, stop)]
+    joined = exp.select(*columns).from_(exp.Table(this=ident(parts[0][1]), alias=exp.TableAlias(this=ident(first))))
+    for alias, staged, _, _ in parts[1:]:
+        joined = joined.join(
+            exp.Table(this=ident(staged), alias=exp.TableAlias(this=ident(alias))),
+            on=col(key, alias).eq(col(key, first)),
+        )
+    statement = wrap(joined)
+    main = check(dialect, statement, dialect.render(statement, pretty=pretty))
+    return Statements(main, setup, cleanup)
+
+
+def target_table(into: str, source: Source, temporary: bool = False) -> exp.Table:
+    """The output table, in the source's schema (and catalog) unless temporary."""
+    if temporary:
+        return exp.Table(this=ident(into))
+    return exp.Table(
+        this=ident(into),
+        db=ident(source.schema) if source.schema else None,
+        catalog=ident(source.catalog) if source.catalog else None,
+    )
+
+
+def fold_names(source: Source, output: Output, dialect: SqlrpDialect) -> tuple[Source, Output]:
+    """User names as the engine stores unquoted names (:meth:`SqlrpDialect.fold`; Snowflake: upper case)."""
+    if dialect.identifier_case is None:
+        return source, output
+    f = dialect.fold
+    source = dataclasses.replace(
+        source,
+        table=f(source.table),
+        id_column=f(source.id_column),
+        columns=tuple(f(c) for c in source.columns),
+        array_column=f(source.array_column) if source.array_column else None,
+        feature_column=f(source.feature_column),
+        value_column=f(source.value_column),
+        schema=f(source.schema) if source.schema else None,
+        catalog=f(source.catalog) if source.catalog else None,
+        group_column=f(source.group_column) if source.group_column else None,
+    )
+    return source, dataclasses.replace(output, prefix=f(output.prefix), array_name=f(output.array_name))
 
 
 def _table_properties(dialect: SqlrpDialect, temporary: bool, view: bool) -> exp.Properties | None:
@@ -499,4 +648,15 @@ def _table_properties(dialect: SqlrpDialect, temporary: bool, view: bool) -> exp
     return exp.Properties(expressions=props) if props else None
 
 
-__all__ = ["Output", "Source", "as_double", "compile_select", "compile_sql", "feature_input", "ident", "choose"]
+__all__ = [
+    "Output",
+    "Source",
+    "Statements",
+    "as_double",
+    "compile_select",
+    "compile_sql",
+    "compile_statements",
+    "feature_input",
+    "ident",
+    "choose",
+]

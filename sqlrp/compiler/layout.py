@@ -33,6 +33,8 @@ class Source:
     schema: str | None = None
     nulls: str = "error"
     group_column: str | None = None
+    #: the catalog (database) holding ``schema`` -- Trino, Databricks, BigQuery projects, DuckDB's attached files
+    catalog: str | None = None
     #: optional sqlglot condition on the input table's own columns (incremental runs, id-range batches)
     row_filter: Any = None
     # ``(means, stds)`` per feature: standardise in SQL before projecting (:mod:`.preprocess`)

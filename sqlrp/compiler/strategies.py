@@ -26,8 +26,10 @@ Long layout (``row_id, feature, value``):
   vectors and sums into two arrays; output ``j`` is ``sums[array_position(vectors, j)]`` (0 when
   absent).  Measured 8x faster than ``join`` for text-like data in DuckDB.
 
-``auto`` (:func:`choose`) decides from the matrix alone, by rules measured on this project's
-benchmark (``bench/run.py``): ``lookup`` for long tables; for dense layouts ``pairs`` when its
+``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
+this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
+``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; for dense layouts on engines where nested selects
+were measured cheap (DuckDB, PostgreSQL; not Spark, ``../shared/DESIGN.md`` 4b) ``pairs`` when its
 estimated cost (:func:`pairs_cost`) is at most 0.8 of ``inline``'s, else ``inline``.  ``mailman``
 is never chosen by ``auto`` any more (``pairs`` was faster for ``s = 1`` and ``s = 3``; at
 ``s = sqrt(d)`` neither beats ``inline``) but can still be forced.  Kernel methods (PK-RP and friends)
@@ -220,8 +222,14 @@ def pairs_worth_planning(linear: LinearStage) -> bool:
 
 
 def choose(projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto") -> str:
-    """The strategy to compile with: ``strategy`` itself if forced (checked against the layout),
-    otherwise the measured rule described in the module docstring."""
+    """The strategy to compile with: ``strategy`` itself if forced (checked against the layout and
+    the engine), otherwise the measured rule described in the module docstring -- per engine: the
+    nested selects of ``pairs`` only where the dialect's profile says they were measured cheap
+    (``nested_plans``: DuckDB, PostgreSQL), ``lookup`` only where ordered ``ARRAY_AGG`` and
+    ``ARRAY_POSITION`` exist (``ordered_array_agg``), else ``join``."""
+    from ..dialects import get_dialect  # late: the dialects package imports the compiler
+
+    engine = get_dialect(dialect)
     if strategy not in STRATEGIES:
         raise InvalidParameter(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     allowed = LONG_STRATEGIES if source.layout == "long" else DENSE_STRATEGIES
@@ -235,10 +243,15 @@ def choose(projection: Projection, source: Source, dialect: str = "duckdb", stra
             raise InvalidParameter(
                 f"the {strategy} strategy needs a sign matrix (+1/-1 weights, no squared features); use inline"
             )
+        if strategy == "lookup" and not engine.ordered_array_agg:
+            raise engine.refuse(
+                "the lookup strategy needs ARRAY_AGG(... ORDER BY ...) and a 1-based ARRAY_POSITION, which this "
+                "engine does not have as DuckDB and PostgreSQL do; use --strategy join"
+            )
         return strategy
     if source.layout == "long":
-        return "lookup"
-    if not pairs_worth_planning(projection.linear):
+        return "lookup" if engine.ordered_array_agg else "join"
+    if not engine.nested_plans or not pairs_worth_planning(projection.linear):
         return "inline"
     plan = best_pairs(projection.linear, dialect)
     if plan is not None and pairs_cost(plan) <= PAIRS_GAIN * inline_cost(projection.linear):

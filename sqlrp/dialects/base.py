@@ -93,6 +93,10 @@ class SqlrpDialect:
             return name.upper()
         return name
 
+    def max_columns_exceeded_by(self, source: Source) -> bool:
+        """True if the input's own features already exceed the column limit (nothing splits that)."""
+        return self.max_columns is not None and len(source.columns) + 2 > self.max_columns
+
     def refuse(self, reason: str) -> EngineLimit:
         """The error for SQL this engine would reject or mis-read."""
         return EngineLimit(f"{self.name}: {reason}")

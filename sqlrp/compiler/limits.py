@@ -1,0 +1,103 @@
+"""Fitting a projection into an engine's limits (``SqlrpDialect`` profile: statement bytes,
+expression nodes, columns per select).
+
+:func:`fit` compiles the one statement; if the engine would reject it, a linear projection is split
+into blocks of outputs, each computed by its own ``CREATE TABLE`` within the limits, and joined on
+the id by a last statement of constant size per output.  A projection that cannot be split (kernel
+combiners, pooling, a source wider than the engine's column limit) is refused with an error naming
+the engine and the limit.  The long layout's SQL grows with the matrix only when it is inlined
+(``matrix="values"``); ``matrix="registry"`` or a table name keeps it small, and the error says so.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlglot import exp
+
+from ..errors import EngineLimit
+from ..ir import Combiner, LinearStage, Projection
+
+_TOKEN = re.compile(r'"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|[\w.]+|[-+*/]')
+
+
+def estimate_nodes(sql: str) -> int:
+    """Expression nodes of a statement, over-counted: every identifier, literal, keyword and
+    arithmetic operator (ClickHouse's ``max_ast_elements`` counts identifiers, literals, functions
+    and operators)."""
+    return sum(1 for _ in _TOKEN.finditer(sql))
+
+
+def widest_select(statement: exp.Expression) -> int:
+    """Most columns any select of ``statement`` produces."""
+    return max((len(s.expressions) for s in statement.find_all(exp.Select)), default=0)
+
+
+def check(dialect, statement: exp.Expression, sql: str) -> str:  # noqa: ANN001 - SqlrpDialect
+    """``sql`` (the rendering of ``statement``) if the engine accepts it, else :class:`EngineLimit`."""
+    nodes = estimate_nodes(sql) if dialect.max_ast_nodes is not None else None
+    return dialect.check_statement(sql, columns=widest_select(statement), nodes=nodes)
+
+
+@dataclass
+class Statements:
+    """What to run: ``setup`` (staging tables), then ``main`` (a SELECT, or the CREATE/INSERT),
+    then ``cleanup`` (dropping the staging tables, also after a failure)."""
+
+    main: str
+    setup: list[str] = field(default_factory=list)
+    cleanup: list[str] = field(default_factory=list)
+
+    def script(self) -> str:
+        return ";\n\n".join([*self.setup, self.main, *self.cleanup]).rstrip(";") + ";"
+
+
+def output_block(projection: Projection, start: int, stop: int) -> Projection:
+    """The linear projection restricted to outputs ``start .. stop - 1`` (same scale)."""
+    lin = projection.linear
+    keep = (lin.vector >= start) & (lin.vector < stop)
+    linear = LinearStage(
+        d=lin.d,
+        p=stop - start,
+        vector=lin.vector[keep] - start,
+        feature=lin.feature[keep],
+        weight=lin.weight[keep],
+        bias=None if lin.bias is None else lin.bias[start:stop],
+    )
+    return Projection(
+        method=projection.method,
+        linear=linear,
+        combiner=Combiner.identity(stop - start),
+        scale=projection.scale,
+        params=projection.params,
+        seed=projection.seed,
+    )
+
+
+def splittable(projection: object, source, output) -> bool:  # noqa: ANN001
+    """Only linear projections of single rows into wide outputs split into blocks of outputs."""
+    return (
+        isinstance(projection, Projection)
+        and projection.combiner.is_identity
+        and projection.linear.power is None
+        and source.group_column is None
+        and source.standardize is None
+        and output.form == "wide"
+        and projection.k > 1
+    )
+
+
+def blocks(k: int, count: int) -> list[tuple[int, int]]:
+    edges = np.linspace(0, k, count + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+
+
+def new_staging_name() -> str:
+    return f"_sqlrp_block_{uuid.uuid4().hex[:12]}"
+
+
+def too_large(exc: EngineLimit) -> bool:
+    return "columns" not in str(exc) or "select would have" not in str(exc)
