@@ -103,6 +103,19 @@ class Backend(ABC):
         )
         return [r[0] for r in rows]
 
+    def is_view(self, name: str, schema: str | None = None) -> bool:
+        """True if ``name`` is a view (then ``replace`` drops it with DROP VIEW).  The default reads
+        ``information_schema.tables``; an engine without it says no (views are then dropped as tables)."""
+        try:
+            rows = self.fetchall(
+                "SELECT table_type FROM information_schema.tables WHERE table_name = ? "
+                "AND table_schema = coalesce(?, current_schema())",
+                [name, schema],
+            )
+        except Exception:  # noqa: BLE001 - no information_schema here
+            return False
+        return bool(rows) and "VIEW" in str(rows[0][0]).upper()
+
     def table_exists(self, table: str, schema: str | None = None) -> bool:
         try:
             self.columns(table, schema)

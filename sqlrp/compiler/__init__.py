@@ -526,6 +526,7 @@ def compile_statements(
     block: int | None = None,
     insert: bool = False,
     temporary: bool = False,
+    ordered: bool = False,
 ) -> Statements:
     """The projection as statements within the engine's limits: one, or -- for a linear projection
     too large for one statement -- blocks of outputs staged in tables and joined on the id
@@ -546,6 +547,8 @@ def compile_statements(
                 expression=select,
                 properties=_table_properties(dialect, temporary, view),
             )
+        if ordered:  # rows handed back ordered by the key (its output name)
+            return select.order_by(col(source.group_column or source.id_column), copy=False)
         return select
 
     select = compile_select(projection, source, dialect, output, matrix, strategy, block)
@@ -591,7 +594,7 @@ def _split(projection, source, dialect, output, wrap, count, matrix, strategy, p
         )
         sql = dialect.render(create, pretty=pretty)
         setup.append(check(dialect, create, sql))
-        cleanup.append(dialect.render(exp.Drop(this=exp.Table(this=ident(staged)), kind="TABLE", exists=True)))
+        cleanup.append(dialect.render(exp.Drop(tables=[exp.Table(this=ident(staged))], kind="TABLE", exists=True)))
         parts.append((f"_b{b}", staged, start, stop))
     first = parts[0][0]
     columns: list[exp.Expression] = [exp.alias_(col(key, first), key, quoted=True, copy=False)]

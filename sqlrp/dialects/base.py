@@ -84,6 +84,10 @@ class SqlrpDialect:
         """Properties every ``CREATE TABLE ... AS`` needs here (ClickHouse: an ENGINE)."""
         return None
 
+    def rename(self, old: exp.Table, new: exp.Table) -> str:
+        """The statement renaming table ``old`` to ``new`` (same schema)."""
+        return self.render(exp.Alter(this=old, kind="TABLE", actions=[exp.AlterRename(this=exp.Table(this=new.this))]))
+
     def fold(self, name: str) -> str:
         """``name`` as the engine stores an unquoted identifier written that way: Snowflake (and
         Oracle, DB2) upper-case unquoted names, so a table created as ``digits`` is ``DIGITS``.

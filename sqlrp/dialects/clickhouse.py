@@ -34,6 +34,10 @@ class ClickHouseDialect(SqlrpDialect):
     transactional = False
     executes = True
 
+    def rename(self, old: exp.Table, new: exp.Table) -> str:
+        # ClickHouse renames with RENAME TABLE a TO b (no ALTER TABLE ... RENAME TO)
+        return f"RENAME TABLE {self.render(old)} TO {self.render(new)}"
+
     def table_properties(self) -> exp.Properties | None:
         # CREATE TABLE ... AS needs an engine; MergeTree with no sorting key keeps every row
         return exp.Properties(

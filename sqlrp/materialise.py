@@ -1,0 +1,168 @@
+"""Materialising a projection: ``CREATE TABLE ... AS``, ``INSERT`` top-ups, progress batches,
+staged blocks for engines whose limits need several statements, and the staging-and-rename that
+keeps engines without transactions (Spark, ClickHouse) from leaving a half-written table.  The last
+stage of :func:`sqlrp.api.project`; the caller holds the transaction where the engine has them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlglot import exp
+
+from .backends import Backend
+from .compiler import Source, Statements, col, compile_sql, compile_statements, ident, table_ref
+from .dialects import get_dialect
+
+if TYPE_CHECKING:
+    from .api import Plan
+
+
+
+_PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
+T = TypeVar("T")
+
+
+def run(db: Backend, statements: Statements, action: Callable[[str], T]) -> T:
+    """Run ``statements.setup``, then ``action(statements.main)``, then the cleanup -- also after a
+    failure, when its own errors are ignored so that the first error is the one raised."""
+    try:
+        for sql in statements.setup:
+            db.execute(sql)
+        result = action(statements.main)
+    except BaseException:
+        for sql in statements.cleanup:
+            with contextlib.suppress(Exception):
+                db.execute(sql)
+        raise
+    for sql in statements.cleanup:
+        db.execute(sql)
+    return result
+
+
+def materialise(
+    db: Backend, p: Plan, source: Source, into: str, compile_opts: dict, progress: bool | int, create: bool
+) -> None:
+    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``
+    (the caller holds the transaction).  ``progress=True`` shows a tqdm bar: the engine's own
+    progress of the one statement where it reports it (DuckDB), else id-range batches; an integer
+    asks for that many batches."""
+    dialect = get_dialect(db.dialect)
+    for statement in dialect.local_settings(source):
+        db.execute(statement)  # SET LOCAL: ends with the caller's transaction
+    if progress is True and db.reports_progress and (create or dialect.parallel_insert):
+        from tqdm import tqdm
+
+        statements = compile_statements(
+            p.projection, source, db.dialect, p.output, into=into, insert=not create, **compile_opts
+        )
+        with tqdm(total=100, desc=f"projecting into {into}", unit="%", bar_format=_PERCENT_BAR) as bar:
+
+            def report(percent: float) -> None:
+                bar.update(max(0.0, round(percent, 1) - bar.n))
+
+            run(db, statements, lambda sql: db.execute_watched(sql, report))
+        return
+    batches = id_batches(db, source, progress) if progress else [None]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(batches), desc=f"projecting into {into}", unit="batch")
+    try:
+        for i, condition in enumerate(batches):
+            part = source
+            if condition is not None:
+                both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
+                part = dataclasses.replace(source, row_filter=both)
+            if create and i == 0:
+                statements = compile_statements(p.projection, part, db.dialect, p.output, into=into, **compile_opts)
+                run(db, statements, db.execute)
+            else:
+                insert(db, p, part, into, compile_opts)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) -> None:
+    """``INSERT INTO into`` the projection of ``source``.  Where the engine runs ``INSERT ... SELECT``
+    serially (PostgreSQL), the rows are first made by a parallel ``CREATE TEMPORARY TABLE AS`` and
+    then copied, which is cheap next to projecting them (``dialects/postgres.py``)."""
+    dialect = get_dialect(db.dialect)
+    if dialect.parallel_insert:
+        statements = compile_statements(
+            p.projection, source, db.dialect, p.output, into=into, insert=True, **compile_opts
+        )
+        run(db, statements, db.execute)
+        return
+    staging = f"_sqlrp_staging_{uuid.uuid4().hex[:12]}"
+    db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=staging, temporary=True, **compile_opts))
+    names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
+    target = exp.Schema(this=output_table(p.source, into), expressions=names)
+    copy = exp.select(*[exp.Column(this=n.copy()) for n in names]).from_(exp.Table(this=ident(staging)))
+    db.execute(dialect.render(exp.Insert(this=target, expression=copy)))
+    db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(staging))], kind="TABLE")))
+
+
+def output_table(source: Source, into: str) -> exp.Table:
+    """``into`` in the source's schema and catalog."""
+    return exp.Table(
+        this=ident(into),
+        db=ident(source.schema) if source.schema else None,
+        catalog=ident(source.catalog) if source.catalog else None,
+    )
+
+
+@contextlib.contextmanager
+def staged(db: Backend, source: Source, into: str, replace_existing: bool) -> Iterator[str]:
+    """For engines without transactions: yield a staging name to build the output under; when the
+    build succeeded, drop the old ``into`` (if ``replace_existing``) and rename the staging table to
+    ``into``.  A failure drops the staging table and leaves any old ``into`` untouched."""
+    dialect = get_dialect(db.dialect)
+    name = f"_sqlrp_new_{uuid.uuid4().hex[:12]}"
+    try:
+        yield name
+    except BaseException:
+        with contextlib.suppress(Exception):
+            db.execute(dialect.render(exp.Drop(tables=[output_table(source, name)], kind="TABLE", exists=True)))
+        raise
+    if replace_existing:
+        db.execute(dialect.render(exp.Drop(tables=[output_table(source, into)], kind="TABLE", exists=True)))
+    db.execute(dialect.rename(output_table(source, name), output_table(source, into)))
+
+
+MIN_BATCH_ROWS = 20_000
+
+
+def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Expression | None]:
+    """Conditions ``lo <= key < hi`` covering the key's range (one ``None`` if the key is not a number,
+    the table is small or empty).  Each batch is planned anew, so a few large batches are best."""
+    key = source.group_column or source.id_column
+    info = {c.name: c for c in db.columns(source.table, source.schema)}
+    if not info[key].numeric:
+        return [None]
+    query = exp.select(exp.Min(this=col(key)), exp.Max(this=col(key)), exp.Count(this=exp.Star())).from_(
+        table_ref(source)
+    )
+    if source.row_filter is not None:
+        query = query.where(source.row_filter.copy())
+    lo, hi, rows = db.fetchall(get_dialect(db.dialect).render(query))[0]
+    # progress=True: up to 10 batches of >= MIN_BATCH_ROWS rows (each batch is planned anew)
+    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else int(progress)
+    if lo is None or count <= 1:
+        return [None]
+    lo, hi = float(lo), float(hi)
+    edges = [lo + (hi - lo) * i / count for i in range(count)]
+    conds: list[exp.Expression | None] = []
+    for i, edge in enumerate(edges):
+        cond: exp.Expression = col(key) >= exp.Literal.number(repr(edge))
+        if i + 1 < count:
+            cond = exp.and_(cond, col(key) < exp.Literal.number(repr(edges[i + 1])))
+        conds.append(cond)
+    return conds
