@@ -1,0 +1,564 @@
+"""Any engine SQLAlchemy reaches: a SQLAlchemy ``Engine`` or ``Connection``, or a URL (``from_url``).
+
+    db = sqlrp.connect(engine)                   # or SQLAlchemyBackend(engine): sqlrp opens a connection
+    db = sqlrp.connect(connection)               # the caller's connection: db.close() leaves it open
+    db = SQLAlchemyBackend.from_url("snowflake://user@account/db/schema")
+
+The SQL sqlrp compiles is rendered for :attr:`SQLAlchemyBackend.dialect`, the sqlrp/sqlglot name of
+SQLAlchemy's dialect (``postgresql`` -> ``postgres``, ``mssql`` -> ``tsql`` ...; :data:`DIALECTS`).
+
+Statements without parameters (everything the compiler emits, with the user's quoted identifiers)
+go to the driver as they are (``exec_driver_sql`` with ``no_parameters``): SQLAlchemy does not look
+for ``:name`` binds in them and the driver does not look for ``%s`` or ``?``.  sqlrp's internal
+queries with ``?`` placeholders become ``text()`` with binds ``:p0, :p1 ...`` (a ``?`` inside a quoted
+identifier, a string literal or a comment stays as it is; a ``:name`` already in the text is
+escaped so that SQLAlchemy does not take it for a bind).
+
+Transactions: outside :meth:`~SQLAlchemyBackend.transaction` every call commits when it is done
+(SQLAlchemy 2 begins a transaction on first use); ``transaction()`` is the connection's ``begin()``,
+and nested calls join the outer one.  A connection passed in must not be inside a transaction:
+sqlrp would otherwise commit the caller's work.  SQLite's Python driver does not begin a transaction
+before DDL, so there sqlrp emits ``BEGIN`` itself: a failed materialisation leaves no table.
+Engines whose DDL commits on its own (:data:`NON_TRANSACTIONAL`), and connections in ``AUTOCOMMIT``
+mode, have ``transactional = False``: the registry then cleans up after a failure instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InvalidParameter, MissingExtra
+from .base import Backend, ColumnInfo, missing_table
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+#: SQLAlchemy dialect name -> sqlrp / sqlglot dialect name
+DIALECTS = {
+    "postgresql": "postgres",
+    "mssql": "tsql",
+    "sqlite": "sqlite",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "snowflake": "snowflake",
+    "bigquery": "bigquery",
+    "trino": "trino",
+    "databricks": "databricks",
+    "clickhouse": "clickhouse",
+    "duckdb": "duckdb",
+    "oracle": "oracle",
+    "redshift": "redshift",
+}
+
+#: sqlrp dialects whose DDL commits on its own (or that have no multi-statement transactions)
+NON_TRANSACTIONAL = frozenset({"snowflake", "bigquery", "spark", "databricks", "trino", "clickhouse", "mysql"})
+
+#: driver module -> the package that installs it, where the names differ
+_PIP_NAMES = {
+    "MySQLdb": "mysqlclient",
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "'psycopg[binary]'",
+    "snowflake": "snowflake-sqlalchemy",
+    "sqlalchemy_bigquery": "sqlalchemy-bigquery",
+    "google": "sqlalchemy-bigquery",
+    "databricks": "databricks-sqlalchemy",
+    "clickhouse_sqlalchemy": "clickhouse-sqlalchemy",
+    "duckdb_engine": "duckdb-engine",
+    "sqlalchemy_redshift": "sqlalchemy-redshift",
+    "redshift_connector": "redshift_connector",
+    "trino": "'trino[sqlalchemy]'",
+}
+#: SQLAlchemy dialects that are separate packages (no plugin installed: NoSuchModuleError)
+_DIALECT_PACKAGES = {
+    "snowflake": "snowflake-sqlalchemy",
+    "bigquery": "sqlalchemy-bigquery",
+    "databricks": "databricks-sqlalchemy",
+    "clickhouse": "clickhouse-sqlalchemy",
+    "duckdb": "duckdb-engine",
+    "redshift": "sqlalchemy-redshift",
+    "trino": "'trino[sqlalchemy]'",
+}
+
+_ROWS_PER_INSERT = 10_000  # rows per executemany batch
+
+
+def sqlrp_dialect(name: str) -> str:
+    """The sqlrp/sqlglot dialect for SQLAlchemy's dialect ``name`` (:data:`DIALECTS`, else ``name``
+    itself if sqlglot knows it); :class:`InvalidParameter` naming the dialect otherwise."""
+    key = name.lower()
+    if key in DIALECTS:
+        return DIALECTS[key]
+    import sqlglot
+
+    try:
+        sqlglot.Dialect.get_or_raise(key)
+    except ValueError:
+        raise InvalidParameter(
+            f"sqlrp cannot render SQL for the SQLAlchemy dialect {name!r}: sqlglot has no dialect of that name "
+            f"(known here: {', '.join(sorted(DIALECTS))})"
+        ) from None
+    return key
+
+
+# ----------------------------------------------------------------------------------------------
+# placeholders
+
+
+def _text_bind_pattern() -> re.Pattern[str]:
+    """What ``text()`` takes for a bind: SQLAlchemy's own pattern where it has one (2.0, 2.1)."""
+    try:
+        from sqlalchemy.sql.elements import TextClause
+
+        return TextClause._bind_params_regex  # type: ignore[attr-defined,no-any-return]
+    except (ImportError, AttributeError):
+        return re.compile(r"(?<![:\w\x5c]):(\w+)(?![:\w])", re.UNICODE)
+
+
+_TEXT_BIND = _text_bind_pattern()
+
+
+def _segments(sql: str, brackets: bool = False, backslash: bool = False) -> Iterator[tuple[bool, str]]:
+    """Split ``sql`` into ``(quoted, text)`` pieces: string literals, quoted identifiers (double
+    quotes, backticks, ``[...]`` if ``brackets``) and comments are ``quoted``.  A doubled quote
+    character escapes itself; ``backslash``: a backslash escapes the next character in strings (MySQL)."""
+    closers = {"'": "'", '"': '"', "`": "`"}
+    if brackets:
+        closers["["] = "]"
+    i, start, n = 0, 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in closers or sql.startswith(("--", "/*"), i):
+            if i > start:
+                yield False, sql[start:i]
+            if ch == "-":
+                end = sql.find("\n", i)
+                end = n if end < 0 else end + 1
+            elif ch == "/" and sql[i + 1] == "*":
+                end = sql.find("*/", i + 2)
+                end = n if end < 0 else end + 2
+            else:
+                close, end = closers[ch], i + 1
+                while end < n:
+                    if backslash and ch == "'" and sql[end] == "\\":
+                        end += 2
+                        continue
+                    if sql[end] == close:
+                        if end + 1 < n and sql[end + 1] == close:  # doubled: an escaped quote
+                            end += 2
+                            continue
+                        end += 1
+                        break
+                    end += 1
+            yield True, sql[i:end]
+            i = start = end
+        else:
+            i += 1
+    if start < n:
+        yield False, sql[start:]
+
+
+def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple[str, list[str]]:
+    """``sql`` with each ``?`` placeholder (outside quotes and comments) replaced by a ``text()``
+    bind ``:p0, :p1 ...``, every other ``:name`` escaped so that ``text()`` leaves it alone; returns
+    the text and the bind names in order."""
+    if "\\:" in sql:
+        # text() turns "\:name" into ":name" wherever it is, and a backslash cannot be escaped there
+        raise InvalidParameter("cannot bind parameters in SQL that contains a backslash before ':'")
+    out: list[str] = []
+    names: list[str] = []
+    for quoted, piece in _segments(sql, brackets, backslash):
+        piece = _TEXT_BIND.sub(lambda m: "\\:" + m.group(1), piece)
+        if quoted:
+            out.append(piece)
+            continue
+        for j, part in enumerate(piece.split("?")):
+            if j:
+                before = next((text[-1] for text in reversed(out) if text), " ")
+                bind = f":p{len(names)}"
+                names.append(bind[1:])
+                if re.match(r"[:\w\x5c]", before):  # a bind must not follow a word character or a colon
+                    bind = " " + bind
+                if re.match(r"[:\w]", part[:1] or " "):  # ... nor run into one
+                    bind += " "
+                out.append(bind)
+            out.append(part)
+    return "".join(out), names
+
+
+def _py(value: Any) -> Any:
+    """A value the DBAPI takes: NumPy scalars and arrays as Python numbers and lists."""
+    if isinstance(value, np.ndarray):
+        return [_py(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_py(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# the backend
+
+
+class SQLAlchemyBackend(Backend):
+    """A database reached through SQLAlchemy: an ``Engine`` (sqlrp opens one connection and closes it
+    in :meth:`close`) or a ``Connection`` (the caller's: never closed by sqlrp)."""
+
+    def __init__(self, bind: Engine | Connection):
+        from sqlalchemy.engine import Connection, Engine
+
+        self._engine_owned = False  # set by from_url: close() disposes of the engine too
+        if isinstance(bind, Engine):
+            self.engine = bind
+            self.conn = bind.connect()
+            self.owns_connection = True
+        elif isinstance(bind, Connection):
+            if bind.closed:
+                raise InvalidParameter("the SQLAlchemy connection is closed")
+            if bind.in_transaction():
+                raise InvalidParameter(
+                    "the SQLAlchemy connection is inside a transaction: commit or roll back first "
+                    "(sqlrp commits its own statements, and would commit yours with them)"
+                )
+            self.engine = bind.engine
+            self.conn = bind
+            self.owns_connection = False
+        else:
+            raise InvalidParameter(
+                f"SQLAlchemyBackend takes a SQLAlchemy Engine or Connection, not a {type(bind).__name__}"
+            )
+        try:
+            self._setup()
+        except BaseException:
+            if self.owns_connection:
+                self.conn.close()
+            raise
+
+    def _setup(self) -> None:
+        self.sa_dialect = self.conn.dialect.name
+        self.dialect = sqlrp_dialect(self.sa_dialect)
+        self.url = self.engine.url.render_as_string(hide_password=True)
+        self._depth = 0  # transaction() nesting
+        self.transactional = self.dialect not in NON_TRANSACTIONAL and not self._autocommit()
+        self._brackets = self.dialect == "tsql"  # [quoted identifiers]
+        self._backslash = self.dialect == "mysql"  # backslash escapes in string literals
+        if self.dialect == "postgres":
+            # as in PostgresBackend: LLVM JIT compiles each generated expression, for minutes on large
+            # projections, where interpreting them takes seconds.  A server without JIT (before
+            # PostgreSQL 11, or a fork) refuses the setting: it only concerns speed, so go on.
+            from sqlalchemy.exc import DBAPIError
+
+            with contextlib.suppress(DBAPIError):
+                self.execute("SET jit = off")
+
+    @classmethod
+    def from_url(cls, url: str, **engine_options: Any) -> SQLAlchemyBackend:
+        """Create a SQLAlchemy engine for ``url`` (``snowflake://...``, ``mysql+pymysql://...``) and
+        connect; :meth:`close` closes the connection and disposes of the engine.  A driver or
+        SQLAlchemy dialect that is not installed raises :class:`MissingExtra` naming the package."""
+        from sqlalchemy import create_engine
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+        scheme = url.split("://", 1)[0]
+        try:
+            engine = create_engine(url, **engine_options)
+        except NoSuchModuleError:
+            backend = scheme.split("+", 1)[0]
+            package = _DIALECT_PACKAGES.get(backend)
+            how = f"pip install {package}" if package else "install the SQLAlchemy dialect package for it"
+            raise MissingExtra(f"SQLAlchemy has no dialect for {scheme}:// here: {how}") from None
+        except ImportError as exc:
+            module = (exc.name or str(exc)).split(".")[0]
+            package = _PIP_NAMES.get(module, module)
+            raise MissingExtra(
+                f"the database URL {scheme}:// needs the driver {module!r}, which is not installed: "
+                f"pip install {package}"
+            ) from None
+        except ArgumentError as exc:
+            raise InvalidParameter(f"cannot use database URL for {scheme}://: {exc}") from None
+        try:
+            self = cls(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        self._engine_owned = True
+        return self
+
+    # ---- transactions ----------------------------------------------------------------------
+
+    def _autocommit(self) -> bool:
+        """True if the connection commits every statement by itself (``AUTOCOMMIT`` isolation).
+        SQLite is never taken as such: sqlrp emits ``BEGIN`` there itself."""
+        if self.dialect == "sqlite":
+            return False
+        level = self.conn.get_execution_options().get("isolation_level")
+        if level is None:
+            try:
+                level = self.conn.get_isolation_level()
+            except Exception:  # noqa: BLE001 - a driver that cannot tell: assume transactions
+                level = None
+        return str(level).upper() == "AUTOCOMMIT"
+
+    def _check_idle(self) -> None:
+        if self.conn.in_transaction():
+            raise InvalidParameter(
+                "the SQLAlchemy connection is inside a transaction sqlrp did not begin: commit or roll back first"
+            )
+
+    @contextlib.contextmanager
+    def _statement(self) -> Iterator[None]:
+        """Around one call: inside :meth:`transaction` nothing; outside, commit when it is done (roll
+        back on error), so that no transaction SQLAlchemy began on first use stays open."""
+        if self._depth:
+            yield
+            return
+        self._check_idle()
+        try:
+            yield
+        except BaseException:
+            if self.conn.in_transaction():
+                self.conn.rollback()
+            raise
+        if self.conn.in_transaction():
+            self.conn.commit()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A real transaction (the connection's ``begin()``); nested calls join the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._check_idle()
+        tx = self.conn.begin()
+        self._depth = 1
+        try:
+            self._begin_driver()
+            yield
+        except BaseException:
+            if tx.is_active:
+                tx.rollback()
+            raise
+        else:
+            tx.commit()
+        finally:
+            self._depth = 0
+
+    def _begin_driver(self) -> None:
+        """SQLite's Python driver begins a transaction only before INSERT/UPDATE/DELETE, so DDL would
+        commit on its own: begin it explicitly (unless the driver, or an event hook, already did)."""
+        if self.dialect != "sqlite":
+            return
+        raw = self.conn.connection.dbapi_connection
+        if raw is not None and not getattr(raw, "in_transaction", True):
+            self.conn.exec_driver_sql("BEGIN", execution_options={"no_parameters": True})
+
+    # ---- statements ------------------------------------------------------------------------
+
+    def _run(self, sql: str, params: Sequence[Any] | None, **options: Any) -> Any:
+        """Execute ``sql``: as it is without ``params``, else as ``text()`` with ``?`` bound."""
+        if params is None:
+            return self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True, **options})
+        from sqlalchemy import bindparam, text
+        from sqlalchemy.types import NULLTYPE
+
+        named, names = to_named(sql, self._brackets, self._backslash)
+        values = list(params)
+        if len(names) != len(values):
+            raise InvalidParameter(f"the statement has {len(names)} placeholders but {len(values)} parameters")
+        # untyped binds: the driver gets the Python values as they are (like the other backends)
+        binds = [bindparam(n, _py(v), type_=NULLTYPE) for n, v in zip(names, values, strict=True)]
+        return self.conn.execute(text(named).bindparams(*binds), execution_options=options)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run a statement (``?`` placeholders bind ``params``)."""
+        with self._statement():
+            self._run(sql, params).close()
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        """Run a query and return all rows as tuples."""
+        with self._statement():
+            result = self._run(sql, params)
+            return [tuple(row) for row in result.fetchall()]
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """Run a query and return the result as a DataFrame."""
+        with self._statement():
+            result = self._run(sql, None)
+            names = list(result.keys())
+            return pd.DataFrame.from_records([tuple(r) for r in result.fetchall()], columns=names)
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Stream the result ``rows`` rows at a time (``yield_per``: a server-side cursor where the
+        driver has one).  The stream holds a transaction; statements run between chunks join it, and
+        it commits when the stream ends or is closed early (it rolls back if the stream fails)."""
+        rows = max(1, int(rows))
+        own = not self._depth
+        if own:
+            self._check_idle()
+            tx = self.conn.begin()
+            self._begin_driver()
+        self._depth += 1
+        failed = False
+        try:
+            result = self._run(sql, None, yield_per=rows)
+            try:
+                names = list(result.keys())
+                for part in result.partitions(rows):
+                    yield pd.DataFrame.from_records([tuple(r) for r in part], columns=names)
+            finally:
+                result.close()
+        except GeneratorExit:  # the caller stopped early: not a failure
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            self._depth -= 1
+            if own and tx.is_active:
+                tx.rollback() if failed else tx.commit()
+
+    # ---- tables ----------------------------------------------------------------------------
+
+    def _inspector(self) -> Any:
+        from sqlalchemy import inspect
+
+        return inspect(self.conn)  # a new one each time: its cache would hide tables made since
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        """Columns of ``table`` (SQLAlchemy's reflection), with number types named so that
+        :func:`~sqlrp.backends.base.is_numeric_type` knows them: integers ``bigint``, floats and
+        decimals ``double``, arrays by their element type."""
+        from sqlalchemy.exc import NoSuchTableError
+
+        with self._statement():
+            try:
+                reflected = self._inspector().get_columns(table, schema=schema)
+            except NoSuchTableError:
+                reflected = []
+        if not reflected:
+            raise missing_table(table, schema, self.table_names(schema))
+        return [self._column_info(c["name"], c["type"]) for c in reflected]
+
+    def _column_info(self, name: str, sa_type: Any) -> ColumnInfo:
+        from sqlalchemy.types import ARRAY
+
+        if isinstance(sa_type, ARRAY):
+            element = self._type_name(sa_type.item_type)
+            return ColumnInfo(name, f"{element}[]", element)
+        return ColumnInfo(name, self._type_name(sa_type))
+
+    def _type_name(self, sa_type: Any) -> str:
+        from sqlalchemy.types import Float, Integer, Numeric
+
+        if isinstance(sa_type, Integer):
+            return "bigint"
+        if isinstance(sa_type, (Float, Numeric)):  # Float, REAL, DOUBLE, DOUBLE_PRECISION, DECIMAL
+            return "double"
+        try:
+            return str(sa_type.compile(dialect=self.conn.dialect))
+        except Exception:  # noqa: BLE001 - a type this dialect cannot render: its class name
+            return type(sa_type).__name__
+
+    def table_names(self, schema: str | None = None) -> list[str]:
+        """Tables and views in ``schema`` (default: the connection's)."""
+        with self._statement():
+            inspector = self._inspector()
+            names = list(inspector.get_table_names(schema=schema))
+            with contextlib.suppress(NotImplementedError):
+                names += [v for v in inspector.get_view_names(schema=schema) if v not in names]
+        return names
+
+    def _sa_type(self, series: pd.Series) -> Any:
+        from sqlalchemy import types as t
+
+        kind = series.dtype.kind
+        if kind == "f":
+            return t.Double()
+        if kind in "iu":
+            return t.BigInteger()
+        if kind == "b":
+            return t.Boolean()
+        first = series.dropna().iloc[0] if series.notna().any() else None
+        if isinstance(first, (list, tuple, np.ndarray)):
+            from ..dialects import get_dialect
+
+            dialect = get_dialect(self.dialect)
+            if not dialect.arrays or self.dialect != "postgres":
+                raise dialect.refuse(f"column {series.name!r} holds lists, and sqlrp has no array column type here")
+            from sqlalchemy.dialects.postgresql import ARRAY
+
+            return ARRAY(t.Double())
+        if isinstance(first, (bool, np.bool_)):
+            return t.Boolean()
+        if isinstance(first, (int, np.integer)):
+            return t.BigInteger()
+        if isinstance(first, (float, np.floating)):
+            return t.Double()
+        return t.Text()
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        """``CREATE TABLE`` from the DataFrame's dtypes (floats ``DOUBLE``, integers ``BIGINT``,
+        lists ``DOUBLE PRECISION[]`` on PostgreSQL), then its rows, in one transaction."""
+        from sqlalchemy import Column, MetaData, Table
+
+        # SQLAlchemy quotes a name only where it must (upper case, spaces, reserved words): lower-case
+        # names stay unquoted, so an engine that upper-cases them (Snowflake) stores what sqlrp folds to
+        columns = [Column(str(name), self._sa_type(df[name])) for name in df.columns]
+        target = Table(table, MetaData(), *columns)
+        with self.transaction():
+            if replace:
+                target.drop(self.conn, checkfirst=True)
+            target.create(self.conn)
+            self._insert_rows(target, df)
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        """Append the rows of ``df`` to ``table`` (an ``INSERT`` run as executemany, in batches)."""
+        from sqlalchemy import column
+        from sqlalchemy import table as table_clause
+
+        target = table_clause(table, *[column(str(name)) for name in df.columns])
+        with self._statement():
+            self._insert_rows(target, df)
+
+    def _insert_rows(self, target: Any, df: pd.DataFrame) -> None:
+        if not len(df):
+            return
+        names = [str(c) for c in df.columns]
+        values = [_column_values(df[c]) for c in df.columns]
+        statement = target.insert()
+        for start in range(0, len(df), _ROWS_PER_INSERT):
+            stop = start + _ROWS_PER_INSERT
+            batch: list[Mapping[str, Any]] = [
+                dict(zip(names, row, strict=True)) for row in zip(*(v[start:stop] for v in values), strict=True)
+            ]
+            self.conn.execute(statement, batch)
+
+    def close(self) -> None:
+        """Close the connection sqlrp opened (a caller's connection stays open), and dispose of an
+        engine :meth:`from_url` created."""
+        if self.owns_connection and not self.conn.closed:
+            if self.conn.in_transaction():
+                self.conn.rollback()
+            self.conn.close()
+        if self._engine_owned:
+            self.engine.dispose()
+
+
+def _column_values(series: pd.Series) -> list[Any]:
+    """A column as Python values; missing values (None, NaT, pd.NA) as None, NaN floats kept."""
+    if series.dtype.kind in "fiub":
+        return series.to_numpy().tolist()
+    return [None if (v is None or v is pd.NA or v is pd.NaT) else _py(v) for v in series.tolist()]
+
+
+__all__ = ["DIALECTS", "NON_TRANSACTIONAL", "SQLAlchemyBackend", "sqlrp_dialect", "to_named"]

@@ -1,0 +1,353 @@
+"""A stored projection as a plain file that any warehouse can bulk-load, and back.
+
+    sqlrp.transfer.export_projection(db, "rp40", "rp40.parquet")   # or "rp40.csv"
+    sqlrp.transfer.import_projection(other_db, "rp40.parquet")      # stored as "rp40" there
+
+**The file.**  The matrix file holds exactly the columns ``vector, feature, weight``: the linear
+stage's non-zero entries, one row each (``vector`` and ``feature`` integers from 0, ``weight`` a
+double), ordered by vector and feature.  It is what the registry's ``sqlrp_linear_entry`` holds
+without the ``projection`` column, so a warehouse loads it as a table (``COPY INTO``, ``LOAD DATA``,
+``read_parquet``) and the compiled SQL can join it as the matrix.
+
+**The rest of the projection** -- method, params, seed, d, k, p, scale, the combiner's terms and
+factors, and the per-vector bias and power of kernel methods -- is one JSON document (:func:`metadata`):
+
+- ``.parquet``: inside the file, in the Parquet schema's key-value metadata under the key
+  ``sqlrp.projection`` (one self-contained file; loaders ignore that metadata).  Needs pyarrow
+  (``pip install 'sqlrp[parquet]'``).
+- ``.csv``: in a sidecar file next to it, ``<path>.json`` (``rp40.csv`` -> ``rp40.csv.json``).  CSV
+  has no place for it, and without it the file would not round-trip a kernel method.
+
+Any other file ending is refused (nothing is written in another format).  Floats are written so
+that they read back bit for bit (Parquet doubles; CSV and JSON in Python's shortest round-trip
+form), so an imported projection equals the exported one exactly: the same matrix, scale, combiner,
+bias and power.  Composed projections (``craftmap``: two stages) are refused; export their stages
+(``<name>__stage1``, ``<name>__stage2``) one by one, or copy them between databases with
+:func:`sqlrp.copy_projection`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .backends import Backend, need
+from .errors import InputError, InvalidParameter
+from .ir import Combiner, Composed, LinearStage, Projection
+from .store import Registry, stage_names
+
+FORMATS = (".parquet", ".csv")  #: the file endings export and import accept
+COLUMNS = ("vector", "feature", "weight")  #: the columns of the matrix file, in order
+METADATA_KEY = "sqlrp.projection"  #: Parquet key-value metadata key of the JSON document
+FORMAT_NAME = "sqlrp-projection"
+FORMAT_VERSION = 1
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise InvalidParameter(
+            f"cannot tell the file format of {str(path)!r}: name the file *.parquet (Parquet, needs "
+            f"pip install 'sqlrp[parquet]') or *.csv (CSV, with the projection's metadata in <file>.json)"
+        )
+    return suffix[1:]
+
+
+def sidecar(path: str | os.PathLike[str]) -> Path:
+    """The JSON file next to a CSV export that holds the rest of the projection: ``<path>.json``."""
+    p = Path(path)
+    return p.with_name(p.name + ".json")
+
+
+# ----------------------------------------------------------------------------------------------
+# the projection <-> (matrix frame, metadata)
+
+
+def metadata(projection: Projection) -> dict[str, Any]:
+    """Everything about ``projection`` except its matrix entries, as JSON-ready values: method,
+    params, seed, name, d, k, p, nnz, scale, ``vector_bias`` / ``vector_power`` (``None`` where
+    they are the defaults 0 / 1) and the combiner (``"identity"`` for a linear projection, else its
+    four arrays as :class:`sqlrp.ir.Combiner` holds them)."""
+    lin, comb = projection.linear, projection.combiner
+    combiner: str | dict[str, list] = "identity"
+    if not comb.is_identity:
+        combiner = {
+            "term_component": comb.term_component.tolist(),
+            "term_weight": comb.term_weight.tolist(),
+            "factor_term": comb.factor_term.tolist(),
+            "factor_vector": comb.factor_vector.tolist(),
+        }
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": projection.name,
+        "method": projection.method,
+        "params": projection.params,
+        "seed": projection.seed,
+        "d": projection.d,
+        "k": projection.k,
+        "p": lin.p,
+        "nnz": lin.nnz,
+        "scale": float(projection.scale),
+        "vector_bias": None if lin.bias is None else lin.bias.tolist(),
+        "vector_power": None if lin.power is None else lin.power.tolist(),
+        "combiner": combiner,
+    }
+
+
+def matrix_frame(projection: Projection) -> pd.DataFrame:
+    """The linear stage's entries as the frame the matrix file holds: ``vector, feature, weight``,
+    ordered by vector and feature (integers as int32, like the registry's columns)."""
+    lin = projection.linear
+    order = np.lexsort((lin.feature, lin.vector))
+    return pd.DataFrame(
+        {
+            "vector": lin.vector[order].astype(np.int32),
+            "feature": lin.feature[order].astype(np.int32),
+            "weight": lin.weight[order],
+        }
+    )
+
+
+def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file") -> Projection:
+    """The projection ``meta`` (:func:`metadata`) describes, with the entries of ``frame``
+    (:func:`matrix_frame`); :class:`InputError` naming ``where`` if they do not fit together."""
+    if meta.get("format") != FORMAT_NAME:
+        raise InputError(f"{where} holds no sqlrp projection metadata (format {FORMAT_NAME!r})")
+    if meta.get("version") != FORMAT_VERSION:
+        raise InputError(
+            f"{where} is sqlrp projection format version {meta.get('version')!r}; this sqlrp reads version "
+            f"{FORMAT_VERSION}: upgrade sqlrp"
+        )
+    missing = [key for key in ("method", "d", "k", "p", "scale", "combiner") if key not in meta]
+    if missing:
+        raise InputError(f"{where}: the projection metadata lacks {', '.join(missing)}")
+    if list(frame.columns) != list(COLUMNS):
+        raise InputError(
+            f"{where}: the matrix must have exactly the columns {', '.join(COLUMNS)}; it has "
+            f"{', '.join(map(str, frame.columns)) or 'none'}"
+        )
+    if meta.get("nnz") is not None and int(meta["nnz"]) != len(frame):
+        raise InputError(
+            f"{where}: the matrix has {len(frame)} rows but the projection metadata says {meta['nnz']}; "
+            "the matrix file and its metadata do not belong together"
+        )
+    if frame.isna().any().any():
+        raise InputError(f"{where}: the matrix has empty (NULL) values")
+    if not np.all(np.isfinite(frame["weight"].to_numpy(dtype=np.float64))):
+        raise InputError(f"{where}: the matrix has weights that are not finite numbers")
+    if frame.duplicated(["vector", "feature"]).any():
+        raise InputError(f"{where}: the matrix has more than one row for some (vector, feature)")
+    try:
+        vector = _integers(frame["vector"], "vector")
+        feature = _integers(frame["feature"], "feature")
+        linear = LinearStage(
+            d=int(meta["d"]),
+            p=int(meta["p"]),
+            vector=vector,
+            feature=feature,
+            weight=frame["weight"].to_numpy(dtype=np.float64),
+            bias=meta.get("vector_bias"),
+            power=meta.get("vector_power"),
+        )
+        comb = meta["combiner"]
+        if comb == "identity":
+            combiner = Combiner.identity(int(meta["k"]))
+        else:
+            combiner = Combiner(
+                k=int(meta["k"]),
+                term_component=comb["term_component"],
+                term_weight=comb["term_weight"],
+                factor_term=comb["factor_term"],
+                factor_vector=comb["factor_vector"],
+            )
+        if len(combiner.factor_vector) and (
+            combiner.factor_vector.min() < 0 or combiner.factor_vector.max() >= linear.p
+        ):
+            raise ValueError(f"a combiner factor reads a vector outside [0, p = {linear.p})")
+        if len(combiner.factor_term) and (
+            combiner.factor_term.min() < 0 or combiner.factor_term.max() >= combiner.n_terms
+        ):
+            raise ValueError("a combiner factor belongs to a term that does not exist")
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputError(f"{where}: not a valid projection ({exc})") from None
+    return Projection(
+        method=str(meta["method"]),
+        linear=linear,
+        combiner=combiner,
+        scale=float(meta["scale"]),
+        params=dict(meta.get("params") or {}),
+        seed=meta.get("seed"),
+        name=meta.get("name"),
+    )
+
+
+def _integers(series: pd.Series, column: str) -> np.ndarray:
+    values = series.to_numpy()
+    if values.dtype.kind not in "iu":
+        as_float = values.astype(np.float64)
+        if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+            raise ValueError(f"column {column} must hold whole numbers")
+        values = as_float
+    return values.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# files
+
+
+def write_projection(projection: Projection | Composed, path: str | os.PathLike[str]) -> list[Path]:
+    """Write ``projection`` to ``path`` (``.parquet`` or ``.csv``, module docstring); returns the
+    files written (for CSV the matrix and its ``.json`` sidecar).  Existing files are replaced, each
+    only once its new version is complete."""
+    target = Path(path)
+    fmt = _format(target)
+    if isinstance(projection, Composed):
+        name = projection.name or "<name>"
+        first, second = stage_names(name)
+        raise InvalidParameter(
+            f"{projection.name or 'this projection'!r} is composed of two projections (method {projection.method!r}) "
+            f"and has no single matrix to write: export its stages {first!r} and {second!r} one by one, or copy it "
+            "to another database with sqlrp.copy_projection (sqlrp projections copy)"
+        )
+    if not target.parent.is_dir():
+        raise InputError(f"cannot write {str(target)!r}: there is no folder {str(target.parent)!r}")
+    frame = matrix_frame(projection)
+    meta = json.dumps(metadata(projection), indent=1)
+    if fmt == "parquet":
+        pa = need("pyarrow", "parquet", "Parquet export")
+        pq = need("pyarrow.parquet", "parquet", "Parquet export")
+        schema = pa.schema(  # type: ignore[attr-defined]
+            [("vector", pa.int32()), ("feature", pa.int32()), ("weight", pa.float64())],  # type: ignore[attr-defined]
+            metadata={METADATA_KEY: meta},
+        )
+        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)  # type: ignore[attr-defined]
+        table = table.replace_schema_metadata({METADATA_KEY: meta})  # no pandas metadata: a plain file
+        with _replacing(target) as tmp:
+            pq.write_table(table, tmp)  # type: ignore[attr-defined]
+        return [target]
+    side = sidecar(target)
+    with _replacing(target) as tmp:
+        # float repr is the shortest text that reads back as the same double
+        out = frame.assign(weight=[repr(w) for w in frame["weight"].tolist()])
+        out.to_csv(tmp, index=False, lineterminator="\n")
+    with _replacing(side) as tmp:
+        tmp.write_text(meta + "\n", encoding="utf-8")
+    return [target, side]
+
+
+@contextlib.contextmanager
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temporary path next to ``target`` that replaces it when the block succeeds."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_projection(path: str | os.PathLike[str]) -> Projection:
+    """The projection written to ``path`` by :func:`write_projection` (not stored anywhere)."""
+    source = Path(path)
+    fmt = _format(source)
+    if not source.is_file():
+        raise InputError(f"no file {str(source)!r} to import a projection from")
+    if fmt == "parquet":
+        pq = need("pyarrow.parquet", "parquet", "Parquet import")
+        try:
+            table = pq.read_table(source)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            raise InputError(f"cannot read {str(source)!r} as Parquet: {exc}") from None
+        raw = (table.schema.metadata or {}).get(METADATA_KEY.encode())
+        if raw is None:
+            raise InputError(
+                f"{str(source)!r} has no sqlrp projection metadata (Parquet key {METADATA_KEY!r}): "
+                "it was not written by sqlrp's export"
+            )
+        meta = _json(raw.decode("utf-8"), str(source))
+        frame = table.to_pandas()
+        return from_parts(frame, meta, repr(str(source)))
+    side = sidecar(source)
+    if not side.is_file():
+        raise InputError(
+            f"no file {str(side)!r}: a CSV projection needs the metadata file written next to it by sqlrp's export"
+        )
+    meta = _json(side.read_text(encoding="utf-8"), str(side))
+    try:
+        # weights as text, parsed by Python's float(), which is correctly rounded: the exact double
+        # written (pandas' own parser is not, before pandas 3, without float_precision="round_trip")
+        frame = pd.read_csv(
+            source, dtype={"vector": np.int64, "feature": np.int64, "weight": str}, keep_default_na=False
+        )
+        if "weight" in frame.columns:
+            frame["weight"] = np.array([float(w) for w in frame["weight"].tolist()], dtype=np.float64)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"cannot read {str(source)!r} as a projection matrix: {exc}") from None
+    return from_parts(frame, meta, repr(str(source)))
+
+
+def _json(text: str, where: str) -> dict[str, Any]:
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where!r} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{where!r} holds no sqlrp projection metadata")
+    return meta
+
+
+# ----------------------------------------------------------------------------------------------
+# the API
+
+
+def export_projection(db: Backend | None, name: str | Projection, path: str | os.PathLike[str]) -> list[Path]:
+    """Write the projection stored as ``name`` in ``db`` to ``path`` (``.parquet``: one file with the
+    metadata inside; ``.csv``: the matrix plus ``<path>.json``).  ``name`` may also be a
+    :class:`~sqlrp.ir.Projection` in memory (``db`` is then not used).  Returns the files written."""
+    if isinstance(name, (Projection, Composed)):
+        projection: Projection | Composed = name
+    else:
+        if db is None:
+            raise InvalidParameter("give the database that stores the projection, or pass the projection itself")
+        _format(Path(path))  # a bad file name fails before the database is read
+        projection = Registry(db).load(name)
+    return write_projection(projection, path)
+
+
+def import_projection(
+    db: Backend, path: str | os.PathLike[str], name: str | None = None, replace: bool = False
+) -> Projection:
+    """Store the projection in the file ``path`` (written by :func:`export_projection`) in ``db``'s
+    registry as ``name`` (default: the name it was exported under, else the file's stem); an
+    existing projection of that name raises :class:`~sqlrp.errors.ProjectionExists` unless
+    ``replace``.  Returns the stored projection."""
+    projection = read_projection(path)
+    target = name or projection.name or Path(path).stem
+    Registry(db).save(projection, target, replace=replace)
+    return projection
+
+
+__all__ = [
+    "COLUMNS",
+    "FORMATS",
+    "METADATA_KEY",
+    "export_projection",
+    "from_parts",
+    "import_projection",
+    "matrix_frame",
+    "metadata",
+    "read_projection",
+    "sidecar",
+    "write_projection",
+]
