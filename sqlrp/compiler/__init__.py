@@ -534,6 +534,7 @@ def compile_statements(
     dialect = get_dialect(dialect)
     output = output or Output()
     source, output = fold_names(source, output, dialect)
+    into = dialect.fold(into) if into and not temporary else into
 
     def wrap(select: exp.Select) -> exp.Expression:
         if into and insert:
