@@ -1,0 +1,350 @@
+"""SQLite backend: Python's standard-library ``sqlite3`` (a file, or ``:memory:``).
+
+By URL ``sqlite:///path.sqlite``, a path ending in ``.sqlite`` / ``.sqlite3``, or a
+``sqlite3.Connection`` of the caller's (:meth:`SQLiteBackend.wrap`).
+
+What differs from the other backends, and why:
+
+- **Transactions.**  The connection runs with ``isolation_level = None``, so the ``sqlite3`` module
+  never opens or commits a transaction on its own; :meth:`SQLiteBackend.transaction` issues
+  ``BEGIN IMMEDIATE`` / ``COMMIT`` / ``ROLLBACK`` itself.  SQLite's DDL is transactional, so a
+  failing ``CREATE TABLE ... AS`` inside it leaves no table.  ``IMMEDIATE`` takes the write lock up
+  front: a transaction that reads and then writes (the registry's drop) cannot fail half-way with
+  ``database is locked`` when another connection writes first.
+- **Column types.**  SQLite stores a column's *declared* type as text and types values, not
+  columns.  :meth:`SQLiteBackend.columns` reports each column by its affinity
+  (https://www.sqlite.org/datatype3.html, 3.1): ``INT`` in the name -> ``integer``; ``REAL``,
+  ``FLOA``, ``DOUB`` -> ``double``; ``NUM`` / ``DECIMAL`` -> ``numeric``; anything else keeps its
+  name (``TEXT``, ``BLOB``, ``DATE`` ...) and is not a number.  A column with *no* declared type --
+  what ``CREATE TABLE ... AS`` gives an expression such as sqlrp's own ``(_x0 + _x1) * CAST(...)``
+  outputs, and what a view gives a computed column -- is typed by its values: ``double`` if none is
+  text or a blob, else ``(no declared type)``.  That costs one ``EXISTS`` scan per such column.
+- **No arrays.**  A list-valued DataFrame column cannot be stored: :class:`sqlrp.errors.EngineLimit`.
+- **Schemas** are attached databases (``ATTACH 'other.sqlite' AS other``): ``schema="other"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import EngineLimit, InputError, InvalidParameter
+from .base import Backend, ColumnInfo, missing_table
+
+#: storage class of a DataFrame column by its NumPy dtype kind
+_SQLITE_TYPES = {"f": "REAL", "i": "INTEGER", "u": "INTEGER", "b": "INTEGER"}
+UNTYPED = "(no declared type)"
+
+
+def _q(name: str) -> str:
+    """``name`` quoted as a SQLite identifier by sqlglot (user text never reaches SQL otherwise)."""
+    from ..compiler import ident
+
+    return ident(str(name)).sql("sqlite")
+
+
+class SQLiteBackend(Backend):
+    """A connection to one SQLite database (file or ``:memory:``) through the standard library."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str = ":memory:"):
+        """Open (or create) the SQLite database file ``path``; ``":memory:"`` for a private one."""
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        con = None
+        try:
+            con = sqlite3.connect(path, isolation_level=None)
+            con.execute("SELECT count(*) FROM sqlite_master").fetchall()  # a file that is no database fails here
+        except sqlite3.DatabaseError as exc:
+            if con is not None:
+                con.close()
+            raise InvalidParameter(f"sqlite: cannot open {path!r} as a SQLite database: {exc}") from None
+        self.con = con
+        self._restore_isolation: object = None
+
+    @classmethod
+    def wrap(cls, conn: sqlite3.Connection) -> SQLiteBackend:
+        """Use an open ``sqlite3`` connection (the caller's: :meth:`close` leaves it open).
+
+        It must not be inside a transaction.  sqlrp switches it to ``isolation_level = None`` (it
+        begins and commits its own transactions) and puts the caller's setting back on
+        :meth:`close`."""
+        if conn.in_transaction:
+            raise InvalidParameter("sqlite: the sqlite3 connection is inside a transaction: commit or roll back first")
+        if getattr(conn, "autocommit", None) is False:  # Python 3.12+: PEP 249 mode keeps a transaction open
+            raise InvalidParameter(
+                "sqlite: the sqlite3 connection has autocommit=False; open it with the default autocommit"
+            )
+        self = cls.__new__(cls)
+        self.path = "(caller's connection)"
+        self.url = "sqlite:///(caller's connection)"
+        self.con = conn
+        self.owns_connection = False
+        self._restore_isolation = conn.isolation_level
+        conn.isolation_level = None
+        return self
+
+    # ---- running SQL ----
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement; ``params`` bind to ``?`` placeholders."""
+        cur = self.con.execute(sql, _params(params))
+        cur.close()
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        """Run a query and return all its rows as tuples."""
+        cur = self.con.execute(sql, _params(params))
+        try:
+            return cur.fetchall()
+        finally:
+            cur.close()
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """Run a query and return its result as a DataFrame (columns named as the query names them)."""
+        cur = self.con.execute(sql)
+        try:
+            rows = cur.fetchall()
+            return _frame(rows, [d[0] for d in cur.description or ()])
+        finally:
+            cur.close()
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Run a query and yield its result ``rows`` rows at a time (``fetchmany``: SQLite steps the
+        statement as rows are fetched, so the whole result is never held at once)."""
+        rows = max(1, int(rows))
+        cur = self.con.cursor()
+        try:
+            cur.execute(sql)
+            names = [d[0] for d in cur.description or ()]
+            while True:
+                batch = cur.fetchmany(rows)
+                if not batch:
+                    break
+                yield _frame(batch, names)
+        finally:
+            cur.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` on any exception (DDL included).  A call
+        inside an open transaction joins it: the outermost one commits or rolls back."""
+        if self.con.in_transaction:
+            yield
+            return
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self.con.in_transaction:  # some errors (SQLITE_FULL, IOERR ...) roll back by themselves
+                self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+
+    # ---- describing tables ----
+
+    def _check_schema(self, schema: str | None) -> None:
+        """Raise :class:`InputError` unless ``schema`` is ``None`` or an attached database."""
+        if schema is None:
+            return
+        attached = [r[1] for r in self.fetchall("PRAGMA database_list")]
+        if schema not in attached:
+            raise InputError(
+                f"sqlite: no attached database (schema) named {schema!r}; attached: {', '.join(attached)}. "
+                "ATTACH it first, or leave the schema out"
+            )
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        """Columns of the table or view ``table`` (in attached database ``schema``) in order, typed by
+        affinity (module docstring); raises :class:`InputError` if there is no such table."""
+        self._check_schema(schema)
+        if schema is None:
+            rows = self.fetchall("SELECT name, type, hidden FROM pragma_table_xinfo(?) ORDER BY cid", [table])
+        else:
+            rows = self.fetchall(
+                "SELECT name, type, hidden FROM pragma_table_xinfo(?, ?) ORDER BY cid", [table, schema]
+            )
+        rows = [(name, declared) for name, declared, hidden in rows if hidden != 1]  # 1: virtual-table hidden
+        if not rows:
+            raise missing_table(table, schema, self.table_names(schema))
+        types = [_affinity_type(declared) for _, declared in rows]
+        untyped = [name for (name, _), kind in zip(rows, types, strict=True) if kind is None]
+        numeric = self._untyped_numeric(table, schema, untyped) if untyped else {}
+        out = []
+        for (name, _), kind in zip(rows, types, strict=True):
+            if kind is None:
+                kind = "double" if numeric[name] else UNTYPED
+            out.append(ColumnInfo(name, kind))
+        return out
+
+    def _untyped_numeric(self, table: str, schema: str | None, names: list[str]) -> dict[str, bool]:
+        """For columns without a declared type: True if no value is text or a blob (one ``EXISTS``
+        per column, which stops at the first such value)."""
+        source = f"{_q(schema)}.{_q(table)}" if schema else _q(table)
+        probes = ", ".join(f"EXISTS (SELECT 1 FROM {source} WHERE typeof({_q(n)}) IN ('text', 'blob'))" for n in names)
+        found = self.fetchall(f"SELECT {probes}")[0]
+        return {n: not bool(f) for n, f in zip(names, found, strict=True)}
+
+    def table_names(self, schema: str | None = None) -> list[str]:
+        """Tables and views of attached database ``schema`` (default: ``main`` and ``temp``), without
+        SQLite's own ``sqlite_*`` tables (``sqlite_master`` exists in every SQLite version)."""
+        self._check_schema(schema)
+        names: list[str] = []
+        for db in [schema] if schema is not None else ["main", "temp"]:
+            names += [
+                r[0]
+                for r in self.fetchall(
+                    f"SELECT name FROM {_q(db)}.sqlite_master WHERE type IN ('table', 'view') "
+                    "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+                )
+            ]
+        return names
+
+    def is_view(self, name: str, schema: str | None = None) -> bool:
+        """True if ``name`` is a view in attached database ``schema`` (default: ``temp``, then
+        ``main``, as SQLite resolves an unqualified name), read from ``sqlite_master``."""
+        self._check_schema(schema)
+        for db in [schema] if schema is not None else ["temp", "main"]:
+            rows = self.fetchall(
+                f"SELECT type FROM {_q(db)}.sqlite_master WHERE name = ? AND type IN ('table', 'view')", [name]
+            )
+            if rows:
+                return rows[0][0] == "view"
+        return False
+
+    # ---- loading frames ----
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        """Create ``table`` from ``df`` (``INTEGER`` / ``REAL`` / ``TEXT`` / ``BLOB`` columns) and load
+        its rows, in one transaction; ``replace`` drops an existing table of that name first.  A
+        list-valued column raises :class:`EngineLimit` (SQLite has no array type)."""
+        defs = [f"{_q(str(c))} {_sqlite_type(df[c], str(c))}" for c in df.columns]
+        if not defs:
+            raise InvalidParameter("sqlite: cannot create a table from a DataFrame without columns")
+        with self.transaction():
+            if replace:
+                self.execute(f"DROP TABLE IF EXISTS {_q(table)}")
+            self.execute(f"CREATE TABLE {_q(table)} ({', '.join(defs)})")
+            self.insert_frame(table, df)
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        """Append the rows of ``df`` to the existing ``table`` (columns matched by name) with
+        ``executemany``; NumPy scalars become Python numbers, missing values ``NULL``."""
+        if not len(df.columns):
+            return
+        for c in df.columns:
+            _sqlite_type(df[c], str(c))  # refuses list-valued columns before anything is written
+        cols = ", ".join(_q(str(c)) for c in df.columns)
+        marks = ", ".join("?" for _ in df.columns)
+        values = [_column_values(df[c]) for c in df.columns]
+        with self.transaction():
+            self.con.executemany(f"INSERT INTO {_q(table)} ({cols}) VALUES ({marks})", zip(*values, strict=True))
+
+    def close(self) -> None:
+        """Close the connection; a caller's connection stays open, with its isolation level put back."""
+        if self.owns_connection:
+            self.con.close()
+        else:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # the caller closed it already
+                self.con.isolation_level = self._restore_isolation  # type: ignore[assignment]
+
+
+def _params(params: Sequence[Any] | None) -> Sequence[Any]:
+    """Bind parameters as ``sqlite3`` accepts them (NumPy scalars as Python numbers)."""
+    if params is None:
+        return ()
+    return [_py(v) for v in params]
+
+
+def _py(value: Any) -> Any:
+    """A value ``sqlite3`` can bind: Python numbers for NumPy scalars, ``None`` for missing values,
+    ISO text for dates and times."""
+    if value is None:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (pd.Timestamp, datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
+    if isinstance(value, pd.Timedelta):
+        return str(value)
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def _column_values(series: pd.Series) -> list[Any]:
+    """The values of ``series`` as Python objects ``sqlite3`` binds (NaN -> ``NULL``: SQLite stores
+    a NaN as ``NULL`` anyway)."""
+    kind = series.dtype.kind
+    missing = series.isna().to_numpy()
+    if kind in "iub" and not missing.any():
+        return series.to_numpy().tolist()
+    if kind == "f":
+        out = series.to_numpy(dtype=np.float64, na_value=np.nan).tolist()
+        for i in np.flatnonzero(missing).tolist():
+            out[i] = None
+        return out
+    return [None if _missing(v) else _py(v) for v in series.tolist()]
+
+
+def _missing(value: Any) -> bool:
+    """True for ``None``, NaN, ``pd.NA`` and ``pd.NaT`` (not for lists or arrays)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and value != value
+
+
+def _sqlite_type(series: pd.Series, name: str) -> str:
+    """The declared type of a DataFrame column; :class:`EngineLimit` for list-valued columns."""
+    kind = series.dtype.kind
+    if kind in _SQLITE_TYPES:
+        return _SQLITE_TYPES[kind]
+    if kind in "mM":
+        return "TEXT"
+    present = [v for v in series.tolist() if not _missing(v)]
+    if any(isinstance(v, (list, tuple, np.ndarray)) for v in present):
+        raise EngineLimit(
+            f"sqlite: column {name!r} holds lists, and SQLite has no array type; store one column per "
+            "feature (the wide layout) or (id, feature, value) rows (the long layout)"
+        )
+    if present and all(isinstance(v, (bool, int, np.integer)) for v in present):
+        return "INTEGER"
+    if present and all(isinstance(v, (int, float, np.integer, np.floating)) for v in present):
+        return "REAL"
+    if present and all(isinstance(v, (bytes, bytearray, memoryview)) for v in present):
+        return "BLOB"
+    return "TEXT"
+
+
+def _affinity_type(declared: str | None) -> str | None:
+    """The type sqlrp reports for a SQLite declared type, by the affinity rules of
+    https://www.sqlite.org/datatype3.html (3.1); ``None`` for no declared type (typed by values)."""
+    text = (declared or "").strip()
+    if not text:
+        return None
+    upper = text.upper()
+    if "INT" in upper:
+        return "integer"
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return text
+    if "BLOB" in upper:
+        return text
+    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
+        return "double"
+    if upper.startswith(("NUM", "DECIMAL")):
+        return "numeric"
+    return text  # NUMERIC affinity by rule 5 (BOOLEAN, DATE, DATETIME ...): values are often text
+
+
+def _frame(rows: list[tuple], names: list[str]) -> pd.DataFrame:
+    """A DataFrame of ``rows`` with column ``names`` (kept even when there are no rows)."""
+    if not rows:
+        return pd.DataFrame(columns=names)
+    return pd.DataFrame.from_records(rows, columns=names)
