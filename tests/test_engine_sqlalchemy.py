@@ -109,6 +109,11 @@ def test_project_matches_reference_unchecked(db):
     sqlrp.project(db, "t", "id", "rp12", into="t_rp", check=False)
     stored = db.query_df('SELECT * FROM "t_rp" ORDER BY "id"')
     assert _relative_error(stored.drop(columns="id").to_numpy(dtype=float), want) <= RTOL
+    # a view, then replaced by a table (the backend tells views from tables)
+    sqlrp.project(db, "t", "id", "rp12", into="t_view", view=True, check=False)
+    assert db.is_view("t_view")
+    sqlrp.project(db, "t", "id", "rp12", into="t_view", replace=True, check=False)
+    assert not db.is_view("t_view") and db.table_exists("t_view")
     chunks = list(sqlrp.project(db, "t", "id", "rp12", chunk_rows=128, check=False))
     assert [len(c) for c in chunks] == [128, 128, 44]
     streamed = pd.concat(chunks, ignore_index=True)
@@ -196,6 +201,10 @@ def test_columns_types_and_missing_tables(db):
     assert [info[n].type for n in "ibrfn"] == ["bigint", "bigint", "double", "double", "double"]
     assert all(info[n].numeric for n in "ibrfn") and not info["s"].numeric
     assert "typed" in db.table_names()
+    db.execute('CREATE VIEW "a view" AS SELECT i FROM "typed"')
+    assert db.is_view("a view") and not db.is_view("typed") and not db.is_view("nope")
+    assert "a view" in db.table_names()
+    assert [c.name for c in db.columns("a view")] == ["i"]
     with pytest.raises(sqlrp.InputError, match="no table named 'nope'.*typed"):
         db.columns("nope")
     assert not db.table_exists("nope")

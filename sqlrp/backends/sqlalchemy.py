@@ -478,6 +478,14 @@ class SQLAlchemyBackend(Backend):
                 names += [v for v in inspector.get_view_names(schema=schema) if v not in names]
         return names
 
+    def is_view(self, name: str, schema: str | None = None) -> bool:
+        """True if ``name`` is a view (SQLAlchemy's reflection: no ``information_schema`` needed)."""
+        with self._statement():
+            try:
+                return name in self._inspector().get_view_names(schema=schema)
+            except NotImplementedError:
+                return False
+
     def _sa_type(self, series: pd.Series) -> Any:
         from sqlalchemy import types as t
 
