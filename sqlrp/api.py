@@ -28,7 +28,7 @@ from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
 from .materialise import materialise, output_table, run, staged
 from .methods import make_projection
-from .sources import check_source, infer_d, resolve_source  # noqa: F401 - the API's first stage
+from .sources import check_source, describe, infer_d, resolve_source  # noqa: F401 - the API's first stage
 from .store import Registry
 
 __all__ = [
@@ -140,6 +140,7 @@ def plan(
     d: int | None = None,
     save_as: str | None = None,
     standardize: bool = False,
+    catalog: str | None = None,
     **params: Any,
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
@@ -147,9 +148,23 @@ def plan(
 
     ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
     deviations computed over the table now, then inlined in the SQL); recommended for the
-    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`)."""
+    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
+
+    Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
+    (a dot inside ``table`` is part of the name, never a separator)."""
     source = resolve_source(
-        db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls, group_column
+        db,
+        table,
+        id_column,
+        layout,
+        columns,
+        array_column,
+        feature_column,
+        value_column,
+        schema,
+        nulls,
+        group_column,
+        catalog=catalog,
     )
     registry = _registry(db)
     if isinstance(projection, (Projection, Composed)):
@@ -316,7 +331,7 @@ def project(
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
     target = output_table(p.source, into)
-    exists = db.table_exists(into, p.source.schema)
+    exists = _exists(db, into, p.source)
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
     if incremental and exists:
@@ -345,6 +360,14 @@ def project(
         else:
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
     return None
+
+
+def _exists(db: Backend, name: str, source: Source) -> bool:
+    try:
+        describe(db, name, source.schema, source.catalog)
+    except InputError:
+        return False
+    return True
 
 
 def _matrix(db: Backend, p: Plan, matrix: str) -> str:

@@ -1,6 +1,7 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
-``create_projection``, ``projections list|show|copy|drop``, ``migrate``, ``demo``, ``tune``, ``evaluate``)."""
+``create_projection``, ``projections list|show|copy|export|import|drop``, ``migrate``, ``demo``,
+``tune``, ``evaluate``).  ``--db`` defaults to ``$SQLRP_DB``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from . import api
-from .backends import connect
+from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
 from .errors import SqlrpError
@@ -32,9 +33,10 @@ def _s(value: str) -> float | str:
 
 def _add_table(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     """The options that name an input table and its layout (every command that reads one)."""
-    p.add_argument("--db", required=db_required, help="database URL: duckdb:///file.db or postgresql://user@host/db")
-    p.add_argument("--table", required=True, help="input table (any name; it is quoted)")
+    _add_db(p)
+    p.add_argument("--table", required=True, help="input table, exactly (a dot is part of the name; it is quoted)")
     p.add_argument("--schema", help="schema of the input (and output) tables")
+    p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
     p.add_argument("--id-column", required=True, help="row id column, copied to the output")
     p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
     p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
@@ -43,6 +45,21 @@ def _add_table(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
     p.add_argument("--value-column", default="value", help="long layout: value column")
     p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+
+
+def _add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        default=default_url(),
+        help="database: duckdb:///file.db, postgresql://user@host/db, sqlite:///f.sqlite, chdb://, local[2], "
+        "spark://host:7077, or any SQLAlchemy URL (default: $SQLRP_DB)",
+    )
+
+
+def _need_db(args: argparse.Namespace) -> str:
+    if not args.db:
+        raise SqlrpError("name the database with --db URL (or set SQLRP_DB)")
+    return args.db
 
 
 def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
@@ -66,6 +83,13 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
         help="SQL formulation: auto (measured rule), inline, pairs or mailman (wide/array), join or lookup (long)",
     )
     p.add_argument("--block", type=int, help="mailman strategy: features per block (default: chosen)")
+    p.add_argument(
+        "--matrix",
+        default="auto",
+        help="long layout: where the matrix comes from -- registry (the stored rows), values (inlined in the "
+        "SQL), or the name of a table holding (vector, feature, weight), e.g. one loaded from "
+        "'sqlrp projections export' (default: registry on the same database, else values)",
+    )
     p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
 
@@ -113,13 +137,14 @@ def _plan_options(args: argparse.Namespace) -> dict:
         d=args.d,
         group_column=args.group_column,
         standardize=args.standardize,
+        catalog=args.catalog,
     )
     options.update(_method_params(args))
     return options
 
 
 def _connect(args: argparse.Namespace):
-    return connect(args.db, threads=args.threads, memory_limit=args.memory_limit)
+    return connect(_need_db(args), threads=args.threads, memory_limit=args.memory_limit)
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -136,6 +161,7 @@ def cmd_project(args: argparse.Namespace) -> int:
             check=not args.no_check,
             strategy=args.strategy,
             block=args.block,
+            matrix=args.matrix,
             incremental=args.incremental,
             progress=progress,
             chunk_rows=None if args.into else args.chunk_rows,
@@ -155,7 +181,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
         with _connect(args) as db:
             plan = api.plan(db, args.table, args.id_column, args.projection, **_plan_options(args))
             sql = api.compile_projection(
-                db, plan, args.dialect, into=args.into, view=args.view, strategy=args.strategy, block=args.block
+                db,
+                plan,
+                args.dialect,
+                into=args.into,
+                view=args.view,
+                strategy=args.strategy,
+                block=args.block,
+                matrix=args.matrix,
             )
     else:
         # no database: the columns (or d) come from the command line; the matrix is inlined
@@ -180,6 +213,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             args.schema,
             args.nulls,
             args.group_column,
+            catalog=args.catalog,
         )
         output = Output(args.output, args.prefix, args.prefix)
         sql = compile_sql(
@@ -191,13 +225,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
             view=args.view,
             strategy=args.strategy,
             block=args.block,
+            matrix="values" if args.matrix == "auto" else args.matrix,
         )
     print(sql.rstrip(";") + ";")
     return 0
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    with connect(args.db) as db:
+    with connect(_need_db(args)) as db:
         proj = api.create_projection(
             db, args.name, args.method, d=args.d, k=args.k, seed=args.seed, replace=args.replace, **_method_params(args)
         )
@@ -206,18 +241,35 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_projections(args: argparse.Namespace) -> int:
-    with connect(args.db) as db:
+    with connect(_need_db(args)) as db:
         if args.action == "list":
             frame = api.list_projections(db)
             print(frame.to_string(index=False) if len(frame) else "(no stored projections)")
         elif args.action == "show":
             print(json.dumps(api.load_projection(db, args.name).describe(), indent=2, default=str))
         elif args.action == "copy":
-            if not args.to:
-                raise SqlrpError("projections copy needs --to URL (the database to copy into)")
+            if not args.to or "://" not in args.to:
+                raise SqlrpError(
+                    "projections copy needs --to URL, a database (duckdb:///f.db, postgresql://..., "
+                    "sqlite:///f.sqlite, chdb://, spark://...); to write a file: sqlrp projections export NAME --to F"
+                )
             with connect(args.to) as target:
                 api.copy_projection(db, args.name, target, replace=args.replace)
             print(f"copied {args.name!r} to {args.to}", file=sys.stderr)
+        elif args.action == "export":
+            from .transfer import export_projection
+
+            if not args.to:
+                raise SqlrpError("projections export needs --to FILE (.parquet or .csv)")
+            for path in export_projection(db, args.name, args.to):
+                print(f"wrote {path}", file=sys.stderr)
+        elif args.action == "import":
+            from .transfer import import_projection
+
+            if not args.source:
+                raise SqlrpError("projections import needs --from FILE (a file written by projections export)")
+            stored = import_projection(db, args.source, name=args.name, replace=args.replace)
+            print(f"imported {stored.name!r}", file=sys.stderr)
         elif args.action == "drop":
             api.drop_projection(db, args.name)
             print(f"dropped {args.name!r}", file=sys.stderr)
@@ -225,7 +277,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    with connect(args.db) as db:
+    with connect(_need_db(args)) as db:
         applied = Registry(db, migrate=False).migrate()
         print("\n".join(applied) if applied else "registry is up to date")
     return 0
@@ -252,7 +304,7 @@ def _table_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    with connect(args.db) as db:
+    with connect(_need_db(args)) as db:
         proj = api.tune(
             db,
             args.table,
@@ -279,7 +331,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else None
-    with connect(args.db) as db:
+    with connect(_need_db(args)) as db:
         report = api.evaluate(
             db,
             args.table,
@@ -331,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("create", help="generate a projection and store it under a name")
-    p.add_argument("--db", required=True)
+    _add_db(p)
     p.add_argument("--name", required=True)
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
     p.add_argument("--d", type=int, required=True)
@@ -342,11 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_create)
 
     p = sub.add_parser("projections", help="list, show, copy or drop stored projections")
-    p.add_argument("action", choices=["list", "show", "copy", "drop"])
+    p.add_argument("action", choices=["list", "show", "copy", "export", "import", "drop"])
     p.add_argument("name", nargs="?")
-    p.add_argument("--db", required=True)
-    p.add_argument("--to", help="copy: the database URL to copy the projection into")
-    p.add_argument("--replace", action="store_true", help="copy: overwrite a projection of that name")
+    _add_db(p)
+    p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
+    p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
+    p.add_argument("--replace", action="store_true", help="copy, import: overwrite a projection of that name")
     p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("tune", help="tune a projection on a sample of a table (DT-RP) and store it")
@@ -379,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("migrate", help="create or upgrade the registry tables")
-    p.add_argument("--db", required=True)
+    _add_db(p)
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("demo", help="project scikit-learn's digits in an embedded DuckDB file")
@@ -393,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "projections" and args.action in ("show", "copy", "drop") and not args.name:
+    if args.command == "projections" and args.action in ("show", "copy", "export", "drop") and not args.name:
         parser.error(f"projections {args.action} needs a NAME")
     try:
         return args.func(args)

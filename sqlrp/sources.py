@@ -5,6 +5,7 @@ NULL, NaN and infinite-free-of-sense input before anything is written.  The firs
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -13,7 +14,7 @@ from sqlglot import exp
 from .backends import Backend, ColumnInfo
 from .compiler import Source, as_double, col, dense_source, feature_input, table_ref
 from .compiler.nodes import Inputs, SignedSum, gc_paused
-from .dialects import get_dialect
+from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter
 from .ir import Projection
 
@@ -30,9 +31,10 @@ def resolve_source(
     schema: str | None = None,
     nulls: str = "error",
     group_column: str | None = None,
+    catalog: str | None = None,
 ) -> Source:
     """Check the table and columns exist and are numeric; fill in the default feature columns."""
-    info = {c.name: c for c in db.columns(table, schema)}
+    info = {c.name: c for c in describe(db, table, schema, catalog)}
     where = f"table {table!r}"
 
     def need(name: str | None, what: str) -> ColumnInfo:
@@ -60,7 +62,16 @@ def resolve_source(
             chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
             if not chosen:
                 raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
-        return Source(table, id_column, "wide", tuple(chosen), schema=schema, nulls=nulls, group_column=group_column)
+        return Source(
+            table,
+            id_column,
+            "wide",
+            tuple(chosen),
+            schema=schema,
+            nulls=nulls,
+            group_column=group_column,
+            catalog=catalog,
+        )
     if layout == "array":
         if array_column is None:
             arrays = [c.name for c in info.values() if c.numeric_array]
@@ -73,7 +84,14 @@ def resolve_source(
                 "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])"
             )
         return Source(
-            table, id_column, "array", array_column=array_column, schema=schema, nulls=nulls, group_column=group_column
+            table,
+            id_column,
+            "array",
+            array_column=array_column,
+            schema=schema,
+            nulls=nulls,
+            group_column=group_column,
+            catalog=catalog,
         )
     if layout == "long":
         need(feature_column, "feature")
@@ -90,15 +108,29 @@ def resolve_source(
             schema=schema,
             nulls=nulls,
             group_column=group_column,
+            catalog=catalog,
         )
     raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
+
+
+def describe(db: Backend, table: str, schema: str | None, catalog: str | None = None) -> list[ColumnInfo]:
+    """The columns of ``[catalog.][schema.]table``.  A catalog needs a backend that can look into
+    one (DuckDB: an attached database); elsewhere it is refused -- ``compile --catalog`` still renders it."""
+    if catalog is None:
+        return db.columns(table, schema)
+    if "catalog" not in inspect.signature(db.columns).parameters:
+        raise InvalidParameter(
+            f"{db.dialect}: sqlrp cannot look up tables in another catalog here; connect to {catalog!r} "
+            "itself, or render the SQL with sqlrp compile --catalog"
+        )
+    return db.columns(table, schema, catalog=catalog)  # type: ignore[call-arg]
 
 
 def infer_d(db: Backend, source: Source) -> int:
     """The input dimension of ``source``: column count (wide), array length, or max feature + 1 (long)."""
     if source.layout == "wide":
         return len(source.columns)
-    info = {c.name: c for c in db.columns(source.table, source.schema)}
+    info = {c.name: c for c in describe(db, source.table, source.schema, source.catalog)}
     dialect = get_dialect(db.dialect)
     table = table_ref(source)
     if source.layout == "array":
@@ -129,7 +161,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
         return as_double(exp.Literal.string("NaN"))
 
     def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
-        cond: exp.Expression = exp.EQ(this=as_double(e()), expression=nan())
+        cond: exp.Expression = dialect.is_nan(as_double(e()))
         if source.nulls == "error":
             cond = exp.Or(this=exp.Is(this=e(), expression=exp.Null()), expression=cond)
         return cond
@@ -163,7 +195,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
         what = f"a NULL/NaN value or a feature index outside [0, {projection.d})"
         key = source.id_column
     if values is not None:
-        if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, nan):
+        if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
             return
         conds = [bad_value(v) for v in values]
     else:
@@ -205,7 +237,7 @@ def _suspect_rows(
     table: exp.Expression,
     values: list[Callable[[], exp.Expression]],
     source: Source,
-    nan: Callable[[], exp.Expression],
+    dialect: SqlrpDialect,
 ) -> bool:
     """True if some row's features might hold NULL or NaN, by one sum per row: the sum is NULL if a
     feature is NULL and NaN if one is NaN (or if +inf and -inf meet: the exact check then clears the
@@ -223,7 +255,7 @@ def _suspect_rows(
         assert out is not None
         return out
 
-    suspect: exp.Expression = exp.EQ(this=total(), expression=nan())
+    suspect: exp.Expression = dialect.is_nan(total())
     if source.nulls == "error":
         suspect = exp.Or(this=exp.Is(this=total(), expression=exp.Null()), expression=suspect)
     query = exp.select(exp.Literal.number(1)).from_(table).where(suspect).limit(1)

@@ -158,12 +158,13 @@ class DuckDBBackend(Backend):
         except duckdb.Error:
             self._pending_settings = settings
 
-    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+    def columns(self, table: str, schema: str | None = None, catalog: str | None = None) -> list[ColumnInfo]:
+        """Columns of ``[catalog.][schema.]table``; a catalog is an attached database."""
         rows = self.fetchall(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_name = ? AND table_schema = coalesce(?, current_schema()) "
-            "ORDER BY ordinal_position",
-            [table, schema],
+            "AND table_catalog = coalesce(?, current_database()) ORDER BY ordinal_position",
+            [table, schema, catalog],
         )
         if not rows:
             raise missing_table(table, schema, self.table_names(schema))

@@ -80,6 +80,11 @@ class SqlrpDialect:
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""
         return []
 
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        """True where the DOUBLE ``value`` is NaN.  DuckDB, PostgreSQL and Spark order NaN as one
+        value, equal to itself, so ``value = 'NaN'`` finds it."""
+        return exp.EQ(this=value, expression=exp.Cast(this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE")))
+
     def table_properties(self) -> exp.Properties | None:
         """Properties every ``CREATE TABLE ... AS`` needs here (ClickHouse: an ENGINE)."""
         return None

@@ -34,6 +34,10 @@ class ClickHouseDialect(SqlrpDialect):
     transactional = False
     executes = True
 
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        # IEEE comparison: nan = nan is false in ClickHouse; isNaN is the test
+        return exp.Anonymous(this="isNaN", expressions=[value])
+
     def rename(self, old: exp.Table, new: exp.Table) -> str:
         # ClickHouse renames with RENAME TABLE a TO b (no ALTER TABLE ... RENAME TO)
         return f"RENAME TABLE {self.render(old)} TO {self.render(new)}"

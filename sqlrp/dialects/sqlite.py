@@ -18,6 +18,7 @@ exists since 3.30.0, but the portable ``SUM(CASE ...)`` is used.  Transactions c
 
 from __future__ import annotations
 
+from sqlglot import exp
 from sqlglot.dialects.sqlite import SQLite
 
 from .base import SqlrpDialect, extend
@@ -36,3 +37,8 @@ class SQLiteDialect(SqlrpDialect):
     ordered_array_agg = False
     values_column_names = False
     executes = True
+
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        # SQLite has no NaN: it stores one as NULL (which the NULL check finds), and CAST('NaN' AS
+        # REAL) is 0.0 -- comparing with it refused every row holding a zero
+        return exp.false()
