@@ -157,13 +157,13 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     dialect = get_dialect(db.dialect)
     table: exp.Expression = table_ref(source)
 
-    def nan() -> exp.Expression:
-        return as_double(exp.Literal.string("NaN"))
-
     def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
         cond: exp.Expression = dialect.is_nan(as_double(e()))
         if source.nulls == "error":
             cond = exp.Or(this=exp.Is(this=e(), expression=exp.Null()), expression=cond)
+        not_number = dialect.not_a_number(e())
+        if not_number is not None:  # SQLite: a REAL column may hold '12abc', which CAST reads as 12
+            cond = exp.Or(this=cond, expression=not_number)
         return cond
 
     values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
@@ -206,10 +206,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
             col(f) >= exp.Literal.number(projection.d),
             bad_value(lambda: col(source.value_column)),  # type: ignore[arg-type]
         ]
-    condition = conds[0]
-    for c in conds[1:]:
-        condition = exp.Or(this=condition, expression=c)
-    bad = _offending_ids(db, table, col(key), condition)
+    bad = _offending_ids(db, table, col(key), any_of(conds))
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
         hint = (
@@ -218,6 +215,18 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
             else " Clean the data first."
         )
         raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
+
+
+def any_of(conditions: list[exp.Expression]) -> exp.Expression:
+    """``c1 OR c2 OR ...`` as a balanced tree: a chain of 2,352 ORs (784 features) is deeper than
+    SQLite's 1,000 levels; balanced it is 12 deep."""
+    while len(conditions) > 1:
+        # parenthesised: sqlglot prints nested ORs flat, and the engine would parse them left-deep again
+        pairs = [
+            exp.paren(exp.Or(this=a, expression=b)) for a, b in zip(conditions[::2], conditions[1::2], strict=False)
+        ]
+        conditions = pairs + ([conditions[-1]] if len(conditions) % 2 else [])
+    return conditions[0]
 
 
 def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, condition: exp.Expression) -> list:

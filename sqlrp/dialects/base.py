@@ -85,6 +85,10 @@ class SqlrpDialect:
         value, equal to itself, so ``value = 'NaN'`` finds it."""
         return exp.EQ(this=value, expression=exp.Cast(this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE")))
 
+    def not_a_number(self, value: exp.Expression) -> exp.Expression | None:
+        """True where a value of a numeric column is not a number (only where typing is loose)."""
+        return None
+
     def table_properties(self) -> exp.Properties | None:
         """Properties every ``CREATE TABLE ... AS`` needs here (ClickHouse: an ENGINE)."""
         return None

@@ -42,3 +42,8 @@ class SQLiteDialect(SqlrpDialect):
         # SQLite has no NaN: it stores one as NULL (which the NULL check finds), and CAST('NaN' AS
         # REAL) is 0.0 -- comparing with it refused every row holding a zero
         return exp.false()
+
+    def not_a_number(self, value: exp.Expression) -> exp.Expression | None:
+        # type affinity is advisory: a REAL column may hold the text '12abc', which CAST reads as 12.0
+        kinds = [exp.Literal.string(k) for k in ("integer", "real", "null")]
+        return exp.Not(this=exp.In(this=exp.Anonymous(this="typeof", expressions=[value]), expressions=kinds))
