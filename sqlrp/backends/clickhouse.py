@@ -1,0 +1,667 @@
+"""ClickHouse backends: in-process through chdb (``chdb://``, ``chdb:///path``), or a server through
+clickhouse-connect (``clickhouse://user:pw@host:8123/db``).
+
+ClickHouse has no transactions (``transactional = False``: :meth:`transaction` only groups
+statements; the registry compensates on failure, :mod:`sqlrp.store`).  Neither driver binds ``?``
+placeholders the way the other backends do, so :func:`bind` renders each parameter as a ClickHouse
+literal (sqlglot's string escaping; ``nan`` / ``inf`` spelled out) in place of the ``?`` tokens that
+stand outside quotes and comments -- user text is never pasted into SQL as SQL.
+
+Behaviours the rest of sqlrp relies on, measured on chdb 4.4 (ClickHouse 26.9):
+
+- ``CAST(x AS Float64)`` of a NULL fails ("Cannot convert NULL to a non-nullable type"); sqlglot
+  renders ``CAST(x AS DOUBLE)`` as ``CAST(x AS Nullable(Float64))``, which keeps NULLs.
+- Float sums overflow to ``inf`` (``1e308 + 1e308``); integer arithmetic wraps silently
+  (``4294967296 * 4294967296 = 0``); integer literals are the smallest type that holds them
+  (``1`` is UInt8, ``-1`` Int8).
+- ``nan = nan`` is false (IEEE comparison): NaN is found with ``isNaN(x)``.
+- ``arr[i]`` outside the array gives 0, not NULL; aggregates of no rows give 0, not NULL; a LEFT
+  JOIN fills rows without a match with the column defaults (0, '') unless ``join_use_nulls = 1``.
+- Inserting NULL into a non-Nullable column stores the type's default (0) unless
+  ``input_format_null_as_default = 0``: :meth:`insert_frame` sets it, so a NULL there is an error.
+- ``projection`` is a keyword in ``CREATE TABLE`` column lists (quoted in the migrations).
+
+Tables written by :meth:`write_dataframe` are ``ENGINE = MergeTree ORDER BY tuple()``: float
+columns are ``Float64``, or ``Nullable(Float64)`` where the frame holds a missing value (NaN, None,
+``pd.NA``: NULL, as DuckDB reads a frame), list-valued columns ``Array(Float64)`` (ClickHouse arrays
+cannot be NULL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, InvalidParameter
+from .base import Backend, ColumnInfo, missing_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from sqlalchemy.engine import URL
+
+ENGINE = "clickhouse"
+
+#: ClickHouse scalar types by the name sqlrp's ``is_numeric_type`` knows (DuckDB spelling)
+_SCALARS = {
+    "float64": "double",
+    "float32": "float",
+    "bfloat16": "float",
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "integer",
+    "int64": "bigint",
+    "int128": "hugeint",
+    "int256": "hugeint",
+    "uint8": "utinyint",
+    "uint16": "usmallint",
+    "uint32": "uinteger",
+    "uint64": "ubigint",
+    "uint128": "uhugeint",
+    "uint256": "uhugeint",
+    "decimal": "decimal",
+    "decimal32": "decimal",
+    "decimal64": "decimal",
+    "decimal128": "decimal",
+    "decimal256": "decimal",
+}
+_WRAPPERS = ("nullable", "lowcardinality")
+_CALL = re.compile(r"^\s*(?P<name>\w+)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
+
+# a ``?`` outside string literals, quoted identifiers and comments (ClickHouse escapes: \x and doubling)
+_TOKENS = re.compile(
+    r"'(?:[^'\\]|\\.|'')*'"
+    r'|"(?:[^"\\]|\\.|"")*"'
+    r"|`(?:[^`\\]|\\.|``)*`"
+    r"|--[^\n]*|/\*.*?\*/"
+    r"|\?",
+    re.DOTALL,
+)
+
+#: every bulk insert: a NULL for a non-Nullable column, or a column missing from the data, is an error
+#: (by default ClickHouse stores the column's default, 0, for both)
+INSERT_SETTINGS = {"input_format_null_as_default": 0, "input_format_arrow_allow_missing_columns": 0}
+
+
+# ----------------------------------------------------------------------------------------------
+# SQL text: literals, placeholders, identifiers, types
+
+
+def literal(value: Any) -> str:
+    """``value`` as a ClickHouse literal: NULL, a number (``nan``, ``inf``, ``-inf`` included), or a
+    string quoted and escaped by sqlglot.  Other types go through ``sqlglot.exp.convert``."""
+    from sqlglot import exp
+
+    if value is None or value is pd.NA:
+        return "NULL"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and np.isnan(value):
+            return "nan"
+        if isinstance(value, int):
+            text = str(value)
+        elif np.isinf(value):
+            text = "inf" if value > 0 else "-inf"
+        else:
+            text = repr(value)  # the shortest text that reads back as the same double
+        # a negative number gets a space in front: "x -?" must not become the comment "x --1"
+        return f" {text}" if text.startswith("-") else text
+    return exp.convert(value).sql(ENGINE)
+
+
+def bind(sql: str, params: Sequence[Any] | None) -> str:
+    """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
+    parameter; ``sql`` unchanged if ``params`` is None.  Raises :class:`InvalidParameter` if the
+    counts differ."""
+    if params is None:
+        return sql
+    values = list(params)
+    used = 0
+
+    def replace(m: re.Match[str]) -> str:
+        nonlocal used
+        if m.group(0) != "?":
+            return m.group(0)
+        if used >= len(values):
+            raise InvalidParameter(f"{ENGINE}: the statement has more ? placeholders than the {len(values)} parameters")
+        used += 1
+        return literal(values[used - 1])
+
+    out = _TOKENS.sub(replace, sql)
+    if used != len(values):
+        raise InvalidParameter(f"{ENGINE}: {len(values)} parameters for {used} ? placeholders")
+    return out
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted ClickHouse identifier (sqlrp's own quoting, :func:`sqlrp.compiler.ident`)."""
+    from ..compiler import ident
+
+    return ident(name).sql(ENGINE)
+
+
+def _unwrap(type_name: str) -> tuple[str, str]:
+    """``(outer function, argument)`` of ``Name(args)``, or ``(type_name, "")``."""
+    m = _CALL.match(type_name)
+    if not m:
+        return type_name.strip(), ""
+    return m["name"], m["args"].strip()
+
+
+def _bare(type_name: str) -> str:
+    """``type_name`` without ``Nullable(...)`` / ``LowCardinality(...)`` around it."""
+    name, args = _unwrap(type_name)
+    while name.lower() in _WRAPPERS and args:
+        type_name = args
+        name, args = _unwrap(type_name)
+    return type_name.strip()
+
+
+def sql_type(clickhouse_type: str) -> str:
+    """A scalar ClickHouse type in the spelling :func:`~sqlrp.backends.base.is_numeric_type` reads:
+    ``Nullable(Float64)`` -> ``double``, ``Int64`` -> ``bigint``, ``Decimal(10, 2)`` -> ``decimal(10, 2)``.
+    Types that are not numbers keep their ClickHouse name (``String``, ``Bool``, ``DateTime``)."""
+    bare = _bare(clickhouse_type)
+    name, args = _unwrap(bare)
+    mapped = _SCALARS.get(name.lower())
+    if mapped is None:
+        return bare
+    if mapped == "decimal" and args and name.lower() == "decimal":
+        return f"decimal({args})"
+    return mapped
+
+
+def column_info(name: str, clickhouse_type: str) -> ColumnInfo:
+    """A :class:`ColumnInfo` for a column of ClickHouse type ``clickhouse_type``: scalars by
+    :func:`sql_type`, ``Array(T)`` with ``element_type = sql_type(T)`` (no fixed length)."""
+    bare = _bare(clickhouse_type)
+    outer, inner = _unwrap(bare)
+    if outer.lower() == "array" and inner:
+        element = sql_type(inner)
+        return ColumnInfo(name, f"{element}[]", element_type=element)
+    return ColumnInfo(name, sql_type(bare))
+
+
+# ----------------------------------------------------------------------------------------------
+# DataFrames to Arrow (the bulk-load path of both drivers)
+
+
+def _missing(value: Any) -> bool:
+    """pandas' missing values: None, NaN, ``pd.NA``, ``pd.NaT`` (not arrays)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return False
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and np.isnan(value))
+
+
+def arrow_column(series: pd.Series) -> tuple[pa.Array, str]:
+    """``series`` as an Arrow array and the ClickHouse type of a column that holds it.
+
+    pandas' missing values (NaN, None, ``pd.NA``, ``NaT``) become NULL in a ``Nullable`` column, as
+    DuckDB reads a frame (so sqlrp's NULL check finds them); ``inf`` stays ``inf``.  Lists and arrays
+    become ``Array(Float64)``, which cannot be NULL: a missing array is an :class:`InputError`."""
+    import pyarrow as pa
+
+    dtype = series.dtype
+    name = str(series.name)
+
+    def typed(values: Any, arrow_type: pa.DataType, ch_type: str, mask: np.ndarray | None = None) -> tuple:
+        if mask is not None and mask.any():
+            return pa.array(values, arrow_type, mask=mask), f"Nullable({ch_type})"
+        return pa.array(values, arrow_type), ch_type
+
+    if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
+        if dtype.kind == "f":
+            values = series.to_numpy(dtype=np.float64)
+            return typed(values, pa.float64(), "Float64", np.isnan(values))
+        if dtype.kind == "i":
+            return typed(series.to_numpy(dtype=np.int64), pa.int64(), "Int64")
+        if dtype.kind == "u":
+            return typed(series.to_numpy(dtype=np.uint64), pa.uint64(), "UInt64")
+        return typed(series.to_numpy(dtype=bool), pa.bool_(), "Bool")
+    if isinstance(dtype, np.dtype) and dtype.kind == "M":
+        values = series.to_numpy(dtype="datetime64[us]")
+        return typed(values, pa.timestamp("us"), "DateTime64(6)", np.isnat(values))
+    values = series.tolist()
+    missing = np.array([_missing(v) for v in values], dtype=bool)
+    kind = getattr(dtype, "kind", "O") if isinstance(dtype, pd.api.extensions.ExtensionDtype) else "O"
+    if kind in ("f", "i", "u", "b"):  # pandas' masked dtypes (Float64, Int64, boolean ...)
+        base = {"f": "Float64", "i": "Int64", "u": "UInt64", "b": "Bool"}[kind]
+        arrow_type = {"f": pa.float64(), "i": pa.int64(), "u": pa.uint64(), "b": pa.bool_()}[kind]
+        clean = [None if m else v for v, m in zip(values, missing, strict=True)]
+        return typed(clean, arrow_type, base, missing)
+    arrays = [isinstance(v, (list, tuple, np.ndarray)) for v in values]
+    if any(arrays):
+        if not all(arrays):
+            raise InputError(
+                f"{ENGINE}: column {name!r} mixes arrays with other values or missing arrays; "
+                "ClickHouse arrays cannot be NULL (use an empty array or drop the row)"
+            )
+        flat = [np.asarray(v, dtype=np.float64).tolist() for v in values]
+        return pa.array(flat, pa.list_(pa.float64())), "Array(Float64)"
+    clean = [
+        None if m else (v.item() if isinstance(v, np.generic) else v) for v, m in zip(values, missing, strict=True)
+    ]
+    present = [v for v in clean if v is not None]
+    if all(isinstance(v, bool) for v in present) and present:
+        return typed(clean, pa.bool_(), "Bool", missing)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if present and all(isinstance(v, int) for v in present):
+            return typed(clean, pa.int64(), "Int64", missing)
+        floats = [None if v is None else float(v) for v in clean]
+        return typed(floats, pa.float64(), "Float64", missing)  # all missing: a NULL number column
+    texts = [None if v is None else str(v) for v in clean]
+    return typed(texts, pa.string(), "String", missing)
+
+
+def arrow_stream(df: pd.DataFrame) -> tuple[bytes, list[str]]:
+    """``df`` as Arrow IPC stream bytes (ClickHouse input format ``ArrowStream``) and the ClickHouse
+    type of each column."""
+    import pyarrow as pa
+
+    arrays, types = [], []
+    for position in range(df.shape[1]):
+        array, ch_type = arrow_column(df.iloc[:, position])
+        arrays.append(array)
+        types.append(ch_type)
+    names = [str(c) for c in df.columns]  # ClickHouse matches Arrow columns to the INSERT's by name
+    table = pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue(), types
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    """The rows of an Arrow table as tuples of Python values (NULL -> None, arrays -> lists)."""
+    columns = [column.to_pylist() for column in table.columns]
+    return list(zip(*columns, strict=True)) if columns else []
+
+
+def _recut(frames: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
+    """``frames`` re-cut into DataFrames of exactly ``rows`` rows (the last one shorter)."""
+    pending: list[pd.DataFrame] = []
+    have = 0
+    for chunk in frames:
+        if not len(chunk):
+            continue
+        pending.append(chunk)
+        have += len(chunk)
+        while have >= rows:
+            frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+            yield frame.iloc[:rows].reset_index(drop=True)
+            rest = frame.iloc[rows:]
+            pending, have = ([rest] if len(rest) else []), len(rest)
+    if have:
+        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+        yield frame.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# what both drivers share
+
+
+class _ClickHouse(Backend):
+    """Everything but the driver calls: :meth:`_command`, :meth:`_arrow`, :meth:`_insert_arrow`."""
+
+    dialect = "clickhouse"
+    transactional = False
+
+    # ---- driver calls (subclasses) ----
+    def _command(self, sql: str) -> None:
+        raise NotImplementedError
+
+    def _arrow(self, sql: str) -> pa.Table:
+        raise NotImplementedError
+
+    def _insert_arrow(self, table: str, columns: list[str], data: bytes) -> None:
+        """Insert ``data`` (ArrowStream, columns named as in ``columns``) into ``columns`` of ``table``
+        with :data:`INSERT_SETTINGS`."""
+        raise NotImplementedError
+
+    # ---- Backend ----
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run a statement; ``params`` are rendered as literals in place of the ``?`` (:func:`bind`)."""
+        self._command(bind(sql, params))
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        """Run a query and return its rows as tuples (NULL as None, arrays as lists, ``DateTime`` as
+        naive UTC ``datetime``)."""
+        bound = bind(sql, params)
+        table = self._arrow(bound)
+        columns = [column.to_pylist() for column in table.columns]
+        if any(str(field.type) == "uint32" for field in table.schema):
+            self._datetimes(bound, columns)
+        return list(zip(*columns, strict=True)) if columns else []
+
+    def _datetimes(self, sql: str, columns: list[list[Any]]) -> None:
+        """ClickHouse writes ``DateTime`` to Arrow as its UInt32 seconds: turn those columns (found by
+        ``DESCRIBE`` of the query, which does not run it) into ``datetime`` values."""
+        try:
+            types = [str(row[1]) for row in _rows(self._arrow(f"DESCRIBE ({sql.strip().rstrip(';')})"))]
+        except Exception:  # noqa: BLE001 - not a query DESCRIBE takes: leave the numbers
+            return
+        if len(types) != len(columns):
+            return
+        for i, ch_type in enumerate(types):
+            if _bare(ch_type).split("(")[0] == "DateTime":
+                columns[i] = [
+                    None if v is None else datetime.fromtimestamp(v, UTC).replace(tzinfo=None) for v in columns[i]
+                ]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """ClickHouse has no transactions: the statements inside run one by one (``transactional``
+        is False, so sqlrp compensates where it must)."""
+        yield
+
+    def _raw_columns(self, table: str, schema: str | None) -> list[tuple[str, str]]:
+        return [
+            (str(name), str(ch_type))
+            for name, ch_type in self.fetchall(
+                "SELECT name, type FROM system.columns "
+                "WHERE database = coalesce(?, currentDatabase()) AND table = ? ORDER BY position",
+                [schema, table],
+            )
+        ]
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        """Columns of ``table`` (``schema``: a ClickHouse database; default the current one), their
+        ClickHouse types translated by :func:`column_info`."""
+        rows = self._raw_columns(table, schema)
+        if not rows:
+            raise missing_table(table, schema, self.table_names(schema))
+        return [column_info(name, ch_type) for name, ch_type in rows]
+
+    def table_names(self, schema: str | None = None) -> list[str]:
+        """Tables and views in the database ``schema`` (default: the current database)."""
+        rows = self.fetchall(
+            "SELECT name FROM system.tables WHERE database = coalesce(?, currentDatabase()) ORDER BY name", [schema]
+        )
+        return [str(r[0]) for r in rows]
+
+    def is_view(self, name: str, schema: str | None = None) -> bool:
+        """True if ``name`` is a view (``system.tables.engine``; ClickHouse's information_schema
+        needs ``currentDatabase()``, not ``current_schema()``)."""
+        rows = self.fetchall(
+            "SELECT engine FROM system.tables WHERE database = coalesce(?, currentDatabase()) AND name = ?",
+            [schema, name],
+        )
+        return bool(rows) and str(rows[0][0]).endswith("View")
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        """Create ``table`` (``ENGINE = MergeTree ORDER BY tuple()``) holding ``df``.  The rows are
+        loaded under a staging name first and the table then renamed (or, with ``replace``, swapped
+        in by ``EXCHANGE TABLES``), so a failed load leaves no table and a replaced one survives."""
+        data, types = arrow_stream(df)
+        staging = f"_sqlrp_load_{uuid.uuid4().hex[:12]}"
+        defs = ", ".join(f"{quote(str(c))} {t}" for c, t in zip(df.columns, types, strict=True))
+        self._command(f"CREATE TABLE {quote(staging)} ({defs}) ENGINE = MergeTree ORDER BY tuple()")
+        try:
+            if len(df):
+                self._insert_arrow(staging, [str(c) for c in df.columns], data)
+            if replace and self.table_exists(table):
+                self._swap_in(staging, table)
+            else:
+                self._command(f"RENAME TABLE {quote(staging)} TO {quote(table)}")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._command(f"DROP TABLE IF EXISTS {quote(staging)}")
+            raise
+
+    def _swap_in(self, staging: str, table: str) -> None:
+        """Put ``staging`` in the place of ``table`` and drop the old one; ``EXCHANGE TABLES`` is atomic
+        (Atomic databases), else drop and rename."""
+        try:
+            self._command(f"EXCHANGE TABLES {quote(staging)} AND {quote(table)}")
+        except Exception:  # noqa: BLE001 - database engines without EXCHANGE: drop and rename
+            self._command(f"DROP TABLE IF EXISTS {quote(table)}")
+            self._command(f"RENAME TABLE {quote(staging)} TO {quote(table)}")
+        else:
+            self._command(f"DROP TABLE IF EXISTS {quote(staging)}")
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        """Append ``df`` to ``table`` (columns matched by name; ClickHouse converts the types).  A NULL
+        for a non-Nullable column is an error, not a silent 0."""
+        if not len(df):
+            return
+        data, _ = arrow_stream(df)
+        self._insert_arrow(table, [str(c) for c in df.columns], data)
+
+
+# ----------------------------------------------------------------------------------------------
+# chdb: ClickHouse in this process
+
+
+_OTHER_PATH = re.compile(r"already initialized with path '(?P<path>[^']*)'")
+
+
+def _chdb_connect(path: str) -> Any:
+    """``chdb.connect(path)``; chdb runs one database per process, so a second path is refused with
+    an error that says so."""
+    from . import need
+
+    chdb = need("chdb", "clickhouse", "ClickHouse in-process (chdb://)")
+    try:
+        return chdb.connect(path)  # type: ignore[attr-defined]
+    except RuntimeError as exc:
+        m = _OTHER_PATH.search(str(exc))
+        if not m:
+            raise
+        raise InvalidParameter(
+            f"{ENGINE} (chdb): this process already has chdb open on {m['path']!r}, and chdb runs one "
+            f"database per process; close every connection to it before opening {path!r}, or use that path"
+        ) from None
+
+
+class ChdbBackend(_ClickHouse):
+    """ClickHouse in-process through chdb: ``chdb://`` (in memory) or ``chdb:///path`` (a folder).
+
+    chdb hosts one engine per process, bound to one path: any number of connections to that path may
+    be open (they share its tables), but opening another path while one is open is refused
+    (:class:`~sqlrp.errors.InvalidParameter`)."""
+
+    def __init__(self, path: str = ":memory:"):
+        self.path = path
+        self.url = "chdb://" if path == ":memory:" else f"chdb:///{path.lstrip('/')}"
+        self.conn = _chdb_connect(path)
+
+    @classmethod
+    def wrap(cls, conn: Any) -> ChdbBackend:
+        """Use an open chdb connection (``chdb.connect(...)``; the caller's: :meth:`close` leaves it open)."""
+        self = cls.__new__(cls)
+        self.path = None
+        self.url = "chdb://(caller's connection)"
+        self.conn = conn
+        self.owns_connection = False
+        return self
+
+    def _command(self, sql: str) -> None:
+        self.conn.query(sql, "CSV")
+
+    def _arrow(self, sql: str) -> pa.Table:
+        return self.conn.query(sql, "ArrowTable")
+
+    def _insert_arrow(self, table: str, columns: list[str], data: bytes) -> None:
+        cols = ", ".join(quote(c) for c in columns)
+        settings = ", ".join(f"{name} = {value}" for name, value in INSERT_SETTINGS.items())
+        insert = f"INSERT INTO {quote(table)} ({cols}) SETTINGS {settings}"
+        with self.conn.send_insert(insert, "ArrowStream") as inserter:
+            inserter.append(data)
+            inserter.finish()
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """The result as a DataFrame (chdb's own conversion: Nullable numbers as NaN / ``pd.NA``,
+        arrays as NumPy arrays)."""
+        return self.conn.query(sql, "DataFrame")
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Stream the result ``rows`` rows at a time.  Another query on a connection that is streaming
+        ends the stream (chdb: "No active streaming query"), so the stream runs on a second
+        connection to the same engine; only if none can be opened is the result fetched whole."""
+        sibling = self._sibling()
+        if sibling is None:
+            frame = self.query_df(sql)
+            for start in range(0, len(frame), rows):
+                yield frame.iloc[start : start + rows].reset_index(drop=True)
+            return
+        try:
+            stream = sibling.send_query(sql, "DataFrame")
+            try:
+                yield from _recut(iter(stream), int(rows))
+            finally:
+                stream.close()
+        finally:
+            sibling.close()
+
+    def _sibling(self) -> Any | None:
+        """A second connection to this engine, in the same current database; None if chdb refuses."""
+        import chdb
+
+        database = self.fetchall("SELECT currentDatabase()")[0][0]
+        candidates = [self.path] if self.path is not None else [":memory:"]
+        if self.path is None:
+            candidates.append(str(self.fetchall("SELECT getServerSetting('path')")[0][0]))
+        for path in candidates:
+            try:
+                sibling = chdb.connect(path)
+            except RuntimeError:
+                continue
+            sibling.query(f"USE {quote(str(database))}", "CSV")
+            return sibling
+        return None
+
+    def close(self) -> None:
+        if self.owns_connection and self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+# ----------------------------------------------------------------------------------------------
+# a ClickHouse server through clickhouse-connect (HTTP)
+
+_CLIENT_OPTIONS = {
+    "secure": bool,
+    "verify": bool,
+    "compress": str,
+    "connect_timeout": int,
+    "send_receive_timeout": int,
+    "client_name": str,
+    "ca_cert": str,
+    "server_host_name": str,
+}
+
+
+def _option(kind: type, text: str) -> object:
+    """A URL query value as the client option's type (``compress``: a flag or a codec name)."""
+    flag = text.strip().lower()
+    if kind is bool or (kind is str and flag in ("true", "false", "1", "0", "yes", "no", "on", "off")):
+        return flag in ("1", "true", "yes", "on")
+    return kind(text)
+
+
+class ClickHouseServerBackend(_ClickHouse):
+    """A ClickHouse server through clickhouse-connect (its HTTP interface, port 8123; 8443 with
+    ``?secure=true`` or ``clickhouse+https://``).
+
+    URL query options ``secure``, ``verify``, ``compress``, ``connect_timeout``,
+    ``send_receive_timeout``, ``client_name``, ``ca_cert``, ``server_host_name`` configure the client;
+    any other option is a ClickHouse setting for the session (``?max_threads=8``)."""
+
+    def __init__(self, url: URL):
+        from . import need
+
+        need("clickhouse_connect", "clickhouse", "a ClickHouse server (clickhouse://)")
+        import clickhouse_connect
+
+        kwargs: dict[str, Any] = {}
+        settings: dict[str, Any] = {}
+        for key, value in url.query.items():
+            text = value if isinstance(value, str) else value[-1]
+            if key in _CLIENT_OPTIONS:
+                kwargs[key] = _option(_CLIENT_OPTIONS[key], text)
+            else:
+                settings[key] = text
+        # the driver part of clickhouse+https:// (not url.get_driver_name(): that loads a SQLAlchemy
+        # dialect named clickhouse, which clickhouse-connect does not register)
+        if url.drivername.partition("+")[2] == "https":
+            kwargs["secure"] = True
+        if url.host:
+            kwargs["host"] = url.host
+        if url.port:
+            kwargs["port"] = url.port
+        if url.username:
+            kwargs["username"] = url.username
+        if url.password is not None:
+            kwargs["password"] = str(url.password)
+        if url.database:
+            kwargs["database"] = url.database
+        self._kwargs = {**kwargs, "settings": settings}
+        self.url = url.render_as_string(hide_password=True)
+        self.client = clickhouse_connect.get_client(**self._kwargs)
+        self._streamer: Any = None
+
+    @classmethod
+    def wrap(cls, client: Any) -> ClickHouseServerBackend:
+        """Use an open clickhouse-connect client (the caller's: :meth:`close` leaves it open)."""
+        self = cls.__new__(cls)
+        self._kwargs = None
+        self.url = "clickhouse://(caller's client)"
+        self.client = client
+        self._streamer = None
+        self.owns_connection = False
+        return self
+
+    def _command(self, sql: str) -> None:
+        self.client.command(sql)
+
+    def _arrow(self, sql: str) -> pa.Table:
+        return self.client.query_arrow(sql, use_strings=True)
+
+    def _insert_arrow(self, table: str, columns: list[str], data: bytes) -> None:
+        # raw_insert sends "INSERT INTO <table> (<columns>) FORMAT ArrowStream" with the data: the table
+        # goes in as given (sqlrp's quoting) and the names quoted already pass its quote_identifier as-is
+        self.client.raw_insert(
+            quote(table), [quote(c) for c in columns], data, settings=dict(INSERT_SETTINGS), fmt="ArrowStream"
+        )
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """The result as a DataFrame (clickhouse-connect's conversion: Nullable floats as NaN, Nullable
+        integers as ``pd.NA``, arrays as lists, ``DateTime`` as ``datetime64``)."""
+        return self.client.query_df(sql)
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Stream the result block by block (``query_df_stream``), re-cut to ``rows`` rows.  A client
+        that sqlrp opened streams on a second client without a session, so other queries may run while
+        the caller reads the chunks (one HTTP session runs one query at a time)."""
+        client = self._stream_client()
+        with client.query_df_stream(sql) as stream:
+            yield from _recut(iter(stream), int(rows))
+
+    def _stream_client(self) -> Any:
+        if self._kwargs is None:
+            return self.client
+        if self._streamer is None:
+            import clickhouse_connect
+
+            self._streamer = clickhouse_connect.get_client(**self._kwargs, autogenerate_session_id=False)
+        return self._streamer
+
+    def close(self) -> None:
+        if self._streamer is not None:
+            self._streamer.close()
+            self._streamer = None
+        if self.owns_connection:
+            self.client.close()
+
+
+__all__ = ["ChdbBackend", "ClickHouseServerBackend", "bind", "column_info", "literal", "sql_type"]
