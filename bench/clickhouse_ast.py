@@ -6,9 +6,10 @@
 """
 
 import chdb
-from sqlrp.compiler import compile_sql, Source
-from sqlrp.methods import make_projection
+
+from sqlrp.compiler import Source, compile_sql
 from sqlrp.compiler.limits import estimate_nodes
+from sqlrp.methods import make_projection
 
 con = chdb.connect(":memory:")
 cur = con.cursor()
