@@ -328,6 +328,7 @@ def project(
             return run(db, statements, db.query_df)
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
+    dialect.check_table_name(into)
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
     target = output_table(p.source, into)

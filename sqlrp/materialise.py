@@ -122,19 +122,34 @@ def output_table(source: Source, into: str) -> exp.Table:
 @contextlib.contextmanager
 def staged(db: Backend, source: Source, into: str, replace_existing: bool) -> Iterator[str]:
     """For engines without transactions: yield a staging name to build the output under; when the
-    build succeeded, drop the old ``into`` (if ``replace_existing``) and rename the staging table to
-    ``into``.  A failure drops the staging table and leaves any old ``into`` untouched."""
+    build succeeded, swap it in: the old ``into`` (if ``replace_existing``) is renamed aside, the
+    staging table renamed to ``into``, and the old one dropped.  Any failure drops the staging
+    table and puts the old ``into`` back, untouched."""
     dialect = get_dialect(db.dialect)
-    name = f"_sqlrp_new_{uuid.uuid4().hex[:12]}"
+    name, aside = (f"_sqlrp_{kind}_{uuid.uuid4().hex[:12]}" for kind in ("new", "old"))
+
+    def drop(table: str) -> None:
+        with contextlib.suppress(Exception):
+            db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
+
     try:
         yield name
+        if replace_existing and db.is_view(into, source.schema):  # a view holds no rows: drop it
+            db.execute(dialect.render(exp.Drop(tables=[output_table(source, into)], kind="VIEW")))
+            replace_existing = False
+        if replace_existing:
+            db.execute(dialect.rename(output_table(source, into), output_table(source, aside)))
+            try:
+                db.execute(dialect.rename(output_table(source, name), output_table(source, into)))
+            except BaseException:
+                db.execute(dialect.rename(output_table(source, aside), output_table(source, into)))
+                raise
+            drop(aside)
+        else:
+            db.execute(dialect.rename(output_table(source, name), output_table(source, into)))
     except BaseException:
-        with contextlib.suppress(Exception):
-            db.execute(dialect.render(exp.Drop(tables=[output_table(source, name)], kind="TABLE", exists=True)))
+        drop(name)
         raise
-    if replace_existing:
-        db.execute(dialect.render(exp.Drop(tables=[output_table(source, into)], kind="TABLE", exists=True)))
-    db.execute(dialect.rename(output_table(source, name), output_table(source, into)))
 
 
 MIN_BATCH_ROWS = 20_000

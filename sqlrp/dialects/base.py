@@ -46,6 +46,7 @@ class SqlrpDialect:
     max_statement_bytes: int | None = None  # longest statement the engine accepts
     max_ast_nodes: int | None = None  # most expression nodes in one statement (ClickHouse max_ast_elements)
     max_expression_depth: int | None = None  # deepest expression tree (SQLite: 1,000)
+    table_name_pattern: str | None = None  # what a table name may be (Spark: letters, digits, _)
 
     # ---- features ----
     arrays = True  # array columns and ARRAY[...] constructors exist (array layout, array output)
@@ -109,6 +110,13 @@ class SqlrpDialect:
     def max_columns_exceeded_by(self, source: Source) -> bool:
         """True if the input's own features already exceed the column limit (nothing splits that)."""
         return self.max_columns is not None and len(source.columns) + 2 > self.max_columns
+
+    def check_table_name(self, name: str) -> None:
+        """Refuse, before any work, a table name this engine cannot hold even quoted."""
+        import re
+
+        if self.table_name_pattern is not None and not re.fullmatch(self.table_name_pattern, name):
+            raise self.refuse(f"{name!r} cannot name a table here (allowed: {self.table_name_pattern})")
 
     def refuse(self, reason: str) -> EngineLimit:
         """The error for SQL this engine would reject or mis-read."""

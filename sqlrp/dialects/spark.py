@@ -10,6 +10,8 @@
   DuckDB (d = 784, k = 200, s = 3 on 20,000 rows: 405 s against 60 s for ``s = sqrt(d)`` inline;
   ``../shared/DESIGN.md`` 4b), so ``auto`` never chooses them here.
 - No transactions: ``CREATE TABLE ... AS`` is one job (a failed job leaves no table).
+- Table names: only letters, digits and ``_`` (``[INVALID_SCHEMA_OR_RELATION_NAME] `out 1` is not a
+  valid name for tables/schemas``, Spark 4.3, session catalog); columns may hold anything quoted.
 """
 
 from __future__ import annotations
@@ -26,3 +28,4 @@ class SparkDialect(SqlrpDialect):
     ordered_array_agg = False
     transactional = False
     executes = True
+    table_name_pattern = r"[A-Za-z0-9_]+"
