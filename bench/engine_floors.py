@@ -1,0 +1,102 @@
+"""Probe: lower bounds for the engines case on SQLite and Spark, against DuckDB in the same run.
+
+    PYTHONPATH=. python bench/engine_floors.py                 # 200,000 x 784, s = sqrt(d), k = 200
+    PYTHONPATH=. python bench/engine_floors.py --rows 20000 --engines spark
+
+The issue's target is at most 10x DuckDB's time for the s = sqrt(d) projection (``bench/engines.py``).
+Each engine gets the same table (``bench/engines.py``'s formula) and runs queries that do strictly
+less than any projection must, written to a sink (DuckDB and SQLite: ``sum`` of the result;
+Spark: the ``noop`` writer):
+
+- ``read``: every feature read once and added up (a projection reads each at least once);
+- ``adds``: as many additions per row as the matrix has non-zeros (5,637), all of one column that
+  is already loaded -- no distinct reads, no outputs written.
+
+If either alone takes more than 10x DuckDB's whole projection, no SQL on that engine meets the
+target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engines import make_table  # noqa: E402
+
+import sqlrp  # noqa: E402
+from sqlrp.methods import make_projection  # noqa: E402
+
+D, K = 784, 200
+
+
+def grouped(terms: list[str], size: int = 98) -> str:
+    """``t0 + t1 + ...`` in parenthesised groups (SQLite and Spark refuse left-deep chains of 1,000)."""
+    return " + ".join("(" + " + ".join(terms[i : i + size]) + ")" for i in range(0, len(terms), size))
+
+
+def best(fn, repeat: int = 2) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--engines", default="sqlite,spark")
+    args = parser.parse_args(argv)
+    n = args.rows
+    nnz = make_projection("achlioptas", D, K, seed=1, s="auto").linear.nnz
+    read = grouped([f"f{j}" for j in range(D)])
+    adds = grouped(["f0"] * nnz)
+    print(f"{n:,} x {D}; s = sqrt(d), k = {K}: {nnz:,} non-zeros", flush=True)
+
+    duck = sqlrp.connect()
+    make_table(duck, "duckdb", n, D)
+    sqlrp.create_projection(duck, "rp", "achlioptas", d=D, k=K, seed=1, s="auto")
+    base = best(lambda: sqlrp.project(duck, "t", "id", "rp", into="o", replace=True, check=False))
+    print(f"duckdb projection (inline, into a table): {base:.2f} s; 10x = {10 * base:.1f} s", flush=True)
+
+    for engine in args.engines.split(","):
+        if engine == "sqlite":
+            import sqlite3
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as tmp:
+                db = sqlrp.connect(os.path.join(tmp, "floor.sqlite"))
+                make_table(db, "sqlite", n, D)
+                con: sqlite3.Connection = db.con  # type: ignore[attr-defined]
+                for label, expr in (("read", read), ("adds", adds)):
+                    seconds = best(lambda e=expr, c=con: c.execute(f"SELECT sum({e}) FROM t").fetchall(), repeat=1)
+                    print(f"sqlite {label}: {seconds:.2f} s = {seconds / base:.1f}x duckdb's projection", flush=True)
+                db.close()
+        elif engine == "spark":
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            from sqlrp.backends.spark import SparkBackend
+
+            db = SparkBackend.from_master("local[2]", conf={"spark.driver.memory": "4g"})
+            make_table(db, "spark", n, D)
+            spark = db.spark  # type: ignore[attr-defined]
+            for label, expr in (("read", read), ("adds", adds)):
+                query = f"SELECT id, {expr} AS s FROM t"
+                seconds = best(lambda q=query, sp=spark: sp.sql(q).write.mode("overwrite").format("noop").save())
+                print(
+                    f"spark local[2] {label}: {seconds:.2f} s = {seconds / base:.1f}x duckdb's projection", flush=True
+                )
+            db.close()
+    duck.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
