@@ -556,7 +556,12 @@ def compile_statements(
     statement = wrap(select)
     sql = dialect.render(statement, pretty=pretty)
     try:
-        return Statements(check(dialect, statement, sql))
+        checked = Statements(check(dialect, statement, sql))
+        soft = dialect.split_statement_bytes
+        if soft is None or len(sql.encode()) <= soft or view or not splittable(projection, source, output):
+            return checked
+        count = int(np.ceil(len(sql.encode()) / soft))  # the engine runs smaller statements better
+        return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty)
     except EngineLimit as exc:
         if view or not splittable(projection, source, output) or dialect.max_columns_exceeded_by(source):
             hint = (

@@ -47,6 +47,7 @@ class SqlrpDialect:
     max_ast_nodes: int | None = None  # most expression nodes in one statement (ClickHouse max_ast_elements)
     max_expression_depth: int | None = None  # deepest expression tree (SQLite: 1,000)
     table_name_pattern: str | None = None  # what a table name may be (Spark: letters, digits, _)
+    split_statement_bytes: int | None = None  # not a limit: larger linear projections run better split
 
     # ---- features ----
     arrays = True  # array columns and ARRAY[...] constructors exist (array layout, array output)

@@ -40,6 +40,11 @@ class SparkDialect(SqlrpDialect):
     transactional = False
     executes = True
     table_name_pattern = r"[A-Za-z0-9_]+"
+    # code generation for one larger statement exhausts the default 1 GB driver heap
+    # (java.lang.OutOfMemoryError, s = 3 inline, 554 KB, with the raised hugeMethodLimit): linear
+    # projections are split into staged blocks no larger than the s = sqrt(d) statement (93 KB), which
+    # compiles and runs in it (bench/engines.py --engines spark)
+    split_statement_bytes = 120_000
 
     def local_settings(self, source: Source) -> list[str]:
         # keep whole-stage code generation for the projection's huge expressions (module docstring)
