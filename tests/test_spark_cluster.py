@@ -68,7 +68,7 @@ CLIENT = textwrap.dedent(
 )
 
 
-def _unavailable(what: str, exc: Exception) -> None:
+def _unavailable(what: str, exc: Exception | str) -> None:
     if IN_CI:
         pytest.fail(f"CI=true and the {what} could not be started: {exc}")
     pytest.skip(f"{what} unavailable (CI would fail here): {exc}")
@@ -126,8 +126,8 @@ def test_project_on_a_standalone_cluster(cluster):
 
 def test_project_through_spark_connect():
     missing = [m for m in ("grpc", "grpc_status", "zstandard") if importlib.util.find_spec(m) is None]
-    if missing:  # a client library, not a Spark that fails to start: skipped even under CI
-        pytest.skip(f"Spark Connect client needs {missing}: pip install 'pyspark[connect]'")
+    if missing:  # the test extra installs pyspark[connect]: under CI its absence is a failure
+        _unavailable("Spark Connect client", f"needs {missing}: pip install 'pyspark[connect]'")
     try:
         server = SparkConnectServer()
     except SparkClusterUnavailable as exc:
