@@ -22,14 +22,14 @@ from sqlglot import exp
 
 from . import reference
 from .backends import Backend, connect
-from .compiler import Output, Source, col, compile_sql, compile_statements
-from .dialects import get_dialect
+from .compiler import Output, Source, col, compile_sql, compile_statements, ident
+from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
 from .materialise import materialise, output_table, run, staged
 from .methods import make_projection
 from .sources import check_source, describe, infer_d, resolve_source  # noqa: F401 - the API's first stage
-from .store import Registry
+from .store import REGISTRY_TABLES, Registry
 
 __all__ = [
     "compile_projection",
@@ -328,39 +328,79 @@ def project(
             return run(db, statements, db.query_df)
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
-    dialect.check_table_name(into)
+    check_output_names(dialect, p, into)
     if into == table and (p.source.schema is None):
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
-    target = output_table(p.source, into)
-    exists = _exists(db, into, p.source)
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
-    if incremental and exists:
-        # only the ids not yet projected: NOT IN (SELECT key FROM into)
-        done = (
-            exp.select(col(key))
-            .from_(output_table(p.source, into))
-            .where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
-        )
-        fresh = dataclasses.replace(p.source, row_filter=exp.Not(this=exp.In(this=col(key), query=done.subquery())))
-        with db.transaction():
-            materialise(db, p, fresh, into, compile_opts, progress, create=False)
-        return None
-    if exists and not replace:
-        raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
     if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
+        exists = _exists(db, into, p.source)
+        if incremental and exists:
+            materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
+            return None
+        if exists and not replace:
+            raise _output_exists(into)
         with staged(db, p.source, into, replace_existing=exists) as name:
             materialise(db, p, p.source, name, compile_opts, progress, create=True)
         return None
     with db.transaction():
+        # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
+        # whether it exists is read under that lock: concurrent top-ups add each id exactly once
+        db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
+        exists = _exists(db, into, p.source)
+        if incremental and exists:
+            materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
+            return None
+        if exists and not replace:
+            raise _output_exists(into)
         if exists:
             kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
-            db.execute(dialect.render(exp.Drop(tables=[target], kind=kind)))
+            db.execute(dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
         if view:
             db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **compile_opts))
         else:
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
     return None
+
+
+def _output_exists(into: str) -> ProjectionExists:
+    return ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
+
+
+def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
+    """``source`` restricted to the ids not yet in the output table ``into``: ``NOT EXISTS`` (a hash
+    anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
+    outgrow ``work_mem``), or ``NOT IN`` where correlated sub-queries are missing (ClickHouse)."""
+    key = source.group_column or source.id_column
+    done = exp.select(exp.Literal.number(1)).from_(
+        exp.Table(
+            this=ident(into),
+            db=ident(source.schema) if source.schema else None,
+            catalog=ident(source.catalog) if source.catalog else None,
+            alias=exp.TableAlias(this=ident("_sqlrp_done")),
+        )
+    )
+    if dialect.correlated_subqueries:
+        done = done.where(col(key, "_sqlrp_done").eq(col(key, source.table)))
+        return dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))
+    ids = exp.select(col(key)).from_(output_table(source, into)).where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
+    return dataclasses.replace(source, row_filter=exp.Not(this=exp.In(this=col(key), query=ids.subquery())))
+
+
+def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
+    """Refuse, before any work, an output the engine could not hold as named or that would clobber
+    something: a registry table, a name the engine truncates (PostgreSQL: 63 bytes), output columns
+    that repeat the key."""
+    dialect.check_table_name(into)
+    if dialect.fold(into).casefold() in REGISTRY_TABLES:
+        raise InvalidParameter(f"{into!r} is one of sqlrp's registry tables; choose another output name")
+    dialect.check_identifier(into, "output table name")
+    key = p.source.group_column or p.source.id_column
+    names = p.output.names(p.projection.k)
+    for name in names[-1:] if p.output.form == "wide" else names:  # the longest name is the last
+        dialect.check_identifier(name, "output column name (--prefix + index)")
+    if key in names:
+        raise InvalidParameter(f"the output column {key!r} would repeat the key column; choose another --prefix")
 
 
 def _exists(db: Backend, name: str, source: Source) -> bool:

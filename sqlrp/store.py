@@ -36,6 +36,8 @@ _TABLES = (
     "sqlrp_combiner_factor",
     "sqlrp_pairs_entry",
 )
+# every table the registry owns: never an output (``project --into``) on any engine
+REGISTRY_TABLES = frozenset({VERSION_TABLE, "sqlrp_projection", *_TABLES})
 # A composed projection (sqlrp.ir.Composed) is stored as its two stages under derived names plus one
 # sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
 STAGES_KEY = "_stages"
@@ -87,17 +89,27 @@ class Registry:
         return int(rows[0][0] or 0)
 
     def migrate(self) -> list[str]:
-        """Apply the migrations not yet applied; returns their file names."""
-        current = self.version()
+        """Apply the migrations not yet applied; returns their file names.  Processes that start on a
+        fresh database at once take turns: the set-up runs under one lock (PostgreSQL: an advisory
+        lock, ``Backend.lock``) and the version is read again once it is held."""
+        files = migration_files(self.backend.dialect)
+        latest = files[-1][0] if files else 0
+        if self.backend.table_exists(VERSION_TABLE) and self.version() >= latest:
+            return []  # the common case: nothing to do, no lock taken
         applied = []
-        for version, name, sql in migration_files(self.backend.dialect):
-            if version <= current:
-                continue
-            with self.backend.transaction():
-                for statement in _statements(sql):
-                    self.backend.execute(statement)
-                self.backend.execute(f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version, name])
-            applied.append(name)
+        with self.backend.transaction():
+            self.backend.lock("sqlrp migrations")
+            current = self.version()
+            for version, name, sql in files:
+                if version <= current:
+                    continue
+                with self.backend.transaction():
+                    for statement in _statements(sql):
+                        self.backend.execute(statement)
+                    self.backend.execute(
+                        f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version, name]
+                    )
+                applied.append(name)
         return applied
 
     def exists(self, name: str) -> bool:
@@ -176,6 +188,9 @@ class Registry:
         whatever rows of ``name`` were written, so no half-stored projection is left."""
         if self.backend.transactional:
             with self.backend.transaction():
+                # writers of one name take turns (PostgreSQL), so "exists" is read under the lock: of
+                # several processes storing the same name, one stores it, the others get ProjectionExists
+                self.backend.lock(f"sqlrp projection {name}")
                 yield
             return
         existed = self.exists(name)

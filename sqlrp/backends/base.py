@@ -63,6 +63,13 @@ class Backend(ABC):
         self.execute(sql)
         report(100.0)
 
+    def lock(self, key: str) -> None:
+        """Wait for, then hold until the current transaction ends, an exclusive lock named ``key``
+        (one writer per output table, one migrating process).  PostgreSQL takes an advisory lock;
+        an engine without one relies on its own write conflicts: DuckDB lets one process at a
+        time open a file for writing, and two transactions of one process that change the same table
+        conflict (the second fails and rolls back)."""
+
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows."""

@@ -97,6 +97,11 @@ class PostgresBackend(Backend):
         with self.conn.transaction():
             yield
 
+    def lock(self, key: str) -> None:
+        # a transaction-level advisory lock: released by the commit or the rollback, and by the
+        # server when the client dies (the session ends)
+        self.fetchall("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [key])
+
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
         rows = self.fetchall(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "

@@ -384,6 +384,10 @@ class SQLAlchemyBackend(Backend):
         with self._statement():
             self._run(sql, params).close()
 
+    def lock(self, key: str) -> None:
+        if self.dialect == "postgres":  # the advisory lock of backends/postgres.py, through this driver
+            self.fetchall("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [key])
+
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows as tuples."""
         with self._statement():

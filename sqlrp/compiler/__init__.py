@@ -554,6 +554,7 @@ def compile_statements(
 
     select = compile_select(projection, source, dialect, output, matrix, strategy, block)
     statement = wrap(select)
+    dialect.check_identifiers(statement)  # a name the engine would truncate could name another object
     sql = dialect.render(statement, pretty=pretty)
     try:
         checked = Statements(check(dialect, statement, sql))

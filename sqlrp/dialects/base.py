@@ -48,6 +48,8 @@ class SqlrpDialect:
     max_expression_depth: int | None = None  # deepest expression tree (SQLite: 1,000)
     table_name_pattern: str | None = None  # what a table name may be (Spark: letters, digits, _)
     split_statement_bytes: int | None = None  # not a limit: larger linear projections run better split
+    # longest identifier the engine keeps whole; longer ones are truncated (PostgreSQL) or refused
+    max_identifier_bytes: int | None = None
 
     # ---- features ----
     arrays = True  # array columns and ARRAY[...] constructors exist (array layout, array output)
@@ -60,6 +62,7 @@ class SqlrpDialect:
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
+    correlated_subqueries = True  # ``NOT EXISTS (SELECT ... WHERE inner.k = outer.k)`` (incremental top-ups)
     transactional = True  # DDL and DML inside one transaction commit or roll back together
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
@@ -118,6 +121,26 @@ class SqlrpDialect:
 
         if self.table_name_pattern is not None and not re.fullmatch(self.table_name_pattern, name):
             raise self.refuse(f"{name!r} cannot name a table here (allowed: {self.table_name_pattern})")
+
+    def check_identifier(self, name: str, role: str = "name") -> str:
+        """``name`` if the engine keeps it whole, else :class:`EngineLimit`.  PostgreSQL silently
+        truncates an identifier to 63 bytes, so two long names sharing their first 63 bytes would be
+        one table (a ``--replace`` would overwrite the other's data) or one column."""
+        limit = self.max_identifier_bytes
+        if limit is not None and len(name.encode()) > limit:
+            raise self.refuse(
+                f"the {role} {name[:40]!r}... is {len(name.encode())} bytes; the engine keeps only the first {limit} "
+                f"bytes of an identifier, so it could name another object: use a shorter {role}"
+            )
+        return name
+
+    def check_identifiers(self, statement: exp.Expression) -> None:
+        """Every identifier of ``statement`` within :attr:`max_identifier_bytes` (see
+        :meth:`check_identifier`)."""
+        if self.max_identifier_bytes is None:
+            return
+        for node in statement.find_all(exp.Identifier):
+            self.check_identifier(node.name, "identifier")
 
     def refuse(self, reason: str) -> EngineLimit:
         """The error for SQL this engine would reject or mis-read."""

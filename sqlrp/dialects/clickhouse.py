@@ -31,6 +31,7 @@ class ClickHouseDialect(SqlrpDialect):
     filter_clause = False
     ordered_array_agg = False
     nan_propagating_sums = True
+    correlated_subqueries = False  # EXISTS with an outer reference: experimental (allow_experimental_correlated_subqueries)
     transactional = False
     executes = True
 
