@@ -311,7 +311,6 @@ def project(
         check_source(db, p.projection, p.source)
     _stored_pairs_plan(db, p, db.dialect, strategy)
     dialect = get_dialect(db.dialect)
-    key = p.source.group_column or p.source.id_column
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
     if into is None:
         statements = compile_statements(
@@ -383,7 +382,8 @@ def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Sour
     if dialect.correlated_subqueries:
         done = done.where(col(key, "_sqlrp_done").eq(col(key, source.table)))
         return dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))
-    ids = exp.select(col(key)).from_(output_table(source, into)).where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
+    ids = exp.select(col(key)).from_(output_table(source, into))
+    ids = ids.where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
     return dataclasses.replace(source, row_filter=exp.Not(this=exp.In(this=col(key), query=ids.subquery())))
 
 

@@ -205,7 +205,8 @@ def test_processes_storing_one_name_at_once_exactly_one_wins(pg_url):
         losers = [r for r in results if r != "stored"]
         assert all(r.startswith("exists: a projection named 'same' already exists") for r in losers), losers
         db = sqlrp.connect(url)
-        assert db.fetchall("SELECT count(*) FROM sqlrp_linear_entry")[0][0] == sqlrp.load_projection(db, "same").linear.nnz
+        stored = db.fetchall("SELECT count(*) FROM sqlrp_linear_entry")[0][0]
+        assert stored == sqlrp.load_projection(db, "same").linear.nnz  # one copy of the matrix
         db.close()
     finally:
         _drop_schema(pg_url, schema)

@@ -69,6 +69,7 @@ class Backend(ABC):
         an engine without one relies on its own write conflicts: DuckDB lets one process at a
         time open a file for writing, and two transactions of one process that change the same table
         conflict (the second fails and rolls back)."""
+        return None  # no lock of its own here
 
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:

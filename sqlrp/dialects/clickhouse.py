@@ -31,7 +31,8 @@ class ClickHouseDialect(SqlrpDialect):
     filter_clause = False
     ordered_array_agg = False
     nan_propagating_sums = True
-    correlated_subqueries = False  # EXISTS with an outer reference: experimental (allow_experimental_correlated_subqueries)
+    # EXISTS with an outer reference is experimental (allow_experimental_correlated_subqueries)
+    correlated_subqueries = False
     transactional = False
     executes = True
 
