@@ -28,7 +28,14 @@ from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
 from .materialise import materialise, output_table, run, staged
 from .methods import make_projection
-from .sources import check_source, describe, infer_d, resolve_source  # noqa: F401 - the API's first stage
+from .sources import (  # noqa: F401 - the API's first stage
+    check_frame_outputs,
+    check_outputs,
+    check_source,
+    describe,
+    infer_d,
+    resolve_source,
+)
 from .store import REGISTRY_TABLES, Registry
 
 __all__ = [
@@ -311,6 +318,13 @@ def project(
         check_source(db, p.projection, p.source)
     _stored_pairs_plan(db, p, db.dialect, strategy)
     dialect = get_dialect(db.dialect)
+    key = p.source.group_column or p.source.id_column
+
+    def written(name: str) -> None:
+        """Nothing non-finite was written (``check``; wide outputs), before the commit or the swap."""
+        if check and p.output.form == "wide":
+            check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k))
+
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
     if into is None:
         statements = compile_statements(
@@ -319,12 +333,14 @@ def project(
         if chunk_rows:
             if statements.setup:
                 raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
-            return db.iter_chunks(statements.main, rows=int(chunk_rows))
+            chunks = db.iter_chunks(statements.main, rows=int(chunk_rows))
+            return (check_frame_outputs(c, key) for c in chunks) if check else chunks
         settings = dialect.local_settings(p.source)
         with db.transaction():
             for statement in settings:
                 db.execute(statement)
-            return run(db, statements, db.query_df)
+            frame = run(db, statements, db.query_df)
+        return check_frame_outputs(frame, key) if check else frame
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     check_output_names(dialect, p, into)
@@ -336,11 +352,13 @@ def project(
         exists = _exists(db, into, p.source)
         if incremental and exists:
             materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
+            written(into)
             return None
         if exists and not replace:
             raise _output_exists(into)
         with staged(db, p.source, into, replace_existing=exists) as name:
             materialise(db, p, p.source, name, compile_opts, progress, create=True)
+            written(name)
         return None
     with db.transaction():
         # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
@@ -349,6 +367,7 @@ def project(
         exists = _exists(db, into, p.source)
         if incremental and exists:
             materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
+            written(into)
             return None
         if exists and not replace:
             raise _output_exists(into)
@@ -359,6 +378,7 @@ def project(
             db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **compile_opts))
         else:
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
+            written(into)
     return None
 
 

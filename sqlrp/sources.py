@@ -1,14 +1,15 @@
-"""Resolving and checking the input: which table and columns, their d, and the scan that refuses
-NULL, NaN and infinite-free-of-sense input before anything is written.  The first stage of
-:func:`sqlrp.api.project`."""
+"""Resolving and checking the input: which table and columns, their d, the scan that refuses NULL,
+NaN and infinite input before anything is written, and the check that nothing written overflowed.
+The first stage of :func:`sqlrp.api.project`."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 from sqlglot import exp
 
 from .backends import Backend, ColumnInfo
@@ -148,8 +149,8 @@ def infer_d(db: Backend, source: Source) -> int:
 
 @gc_paused
 def check_source(db: Backend, projection: Projection, source: Source) -> None:
-    """Fail with a clear message if any row has NULL/NaN features, a wrong array length, or a feature
-    index outside ``[0, d)``.  Nothing is written.
+    """Fail with a clear message if any row has NULL/NaN/infinite features, a wrong array length, or
+    a feature index outside ``[0, d)``.  Nothing is written.
 
     Wide and array layouts on engines whose float sums overflow to infinity (DuckDB) first add up
     each row's features -- NULL if one is NULL, NaN if one is NaN -- and look feature by feature only
@@ -158,7 +159,9 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     table: exp.Expression = table_ref(source)
 
     def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
-        cond: exp.Expression = dialect.is_nan(as_double(e()))
+        cond: exp.Expression = exp.Or(
+            this=dialect.is_nan(as_double(e())), expression=dialect.is_infinite(as_double(e()))
+        )
         if source.nulls == "error":
             cond = exp.Or(this=exp.Is(this=e(), expression=exp.Null()), expression=cond)
         not_number = dialect.not_a_number(e())
@@ -169,7 +172,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
     if source.layout == "wide":
         values = [lambda c=c: col(c) for c in source.columns]
-        what = "NULL or NaN in feature columns"
+        what = "NULL, NaN or infinite values in feature columns"
         key = source.id_column
     elif source.layout == "array":
         # lengths first (one detoast per row), then elements through the compiler's own source
@@ -189,10 +192,10 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
             )
         table = dense_source(projection, dataclasses.replace(source, group_column=None), dialect).subquery("src")
         values = [lambda i=i: col(f"_x{i}") for i in range(projection.d)]
-        what = "NULL or NaN array elements"
+        what = "NULL, NaN or infinite array elements"
         key = "_id"
     else:
-        what = f"a NULL/NaN value or a feature index outside [0, {projection.d})"
+        what = f"a NULL, NaN or infinite value or a feature index outside [0, {projection.d})"
         key = source.id_column
     if values is not None:
         if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
@@ -264,8 +267,42 @@ def _suspect_rows(
         assert out is not None
         return out
 
-    suspect: exp.Expression = dialect.is_nan(total())
+    # an infinite feature makes the sum infinite or NaN; so may finite ones that overflow (the exact
+    # check then clears the row)
+    suspect: exp.Expression = exp.Or(this=dialect.is_nan(total()), expression=dialect.is_infinite(total()))
     if source.nulls == "error":
         suspect = exp.Or(this=exp.Is(this=total(), expression=exp.Null()), expression=suspect)
     query = exp.select(exp.Literal.number(1)).from_(table).where(suspect).limit(1)
     return bool(db.fetchall(get_dialect(db.dialect).render(query)))
+
+
+def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str]) -> None:
+    """Fail if a projected value is not finite.  Finite features can still overflow: three values of
+    1e308 in one sum are infinity on DuckDB, ClickHouse, Spark and SQLite, which do not raise as
+    PostgreSQL does.  Run on the written table inside the caller's transaction (or before the staged
+    table is swapped in), so that a failure leaves nothing behind."""
+    dialect = get_dialect(db.dialect)
+    conds = [exp.Or(this=dialect.is_nan(col(n)), expression=dialect.is_infinite(col(n))) for n in names]
+    bad = _offending_ids(db, table, col(key), any_of(conds))
+    if bad:
+        raise InputError(_overflow_message(r[0] for r in bad))
+
+
+def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+    """:func:`check_outputs` for rows handed back as a DataFrame (wide or array outputs)."""
+    values = frame.drop(columns=[key])
+    if values.shape[1] == 1 and pd.api.types.is_object_dtype(values.dtypes.iloc[0]):  # an array output
+        finite = np.array([np.isfinite(np.asarray(v, dtype=float)).all() for v in values.iloc[:, 0]], dtype=bool)
+    else:
+        finite = np.isfinite(values.to_numpy(dtype=float)).all(axis=1)
+    if not finite.all():
+        raise InputError(_overflow_message(frame[key].to_numpy()[~finite][:5]))
+    return frame
+
+
+def _overflow_message(ids: Iterable) -> str:
+    shown = ", ".join(repr(i.item() if hasattr(i, "item") else i) for i in ids)
+    return (
+        f"the projection overflowed to infinity or NaN (rows with id {shown}): the features are too large for "
+        "float64 sums; scale the data first (--standardize), nothing was written"
+    )

@@ -15,6 +15,7 @@ from conftest import wide_frame
 
 import sqlrp
 from sqlrp.errors import EngineLimit, InvalidParameter, ProjectionExists
+from sqlrp.store import Registry
 
 WORKERS = 8
 
@@ -210,3 +211,36 @@ def test_processes_storing_one_name_at_once_exactly_one_wins(pg_url):
         db.close()
     finally:
         _drop_schema(pg_url, schema)
+
+
+# ---- non-finite input and output ----
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_infinite_features_are_refused(db, value):
+    X = np.random.default_rng(5).normal(size=(30, 6))
+    X[7, 2] = value
+    db.write_dataframe("t", wide_frame(X))
+    with pytest.raises(sqlrp.errors.InputError, match=r"infinite.*rows with id 7"):
+        sqlrp.project(db, "t", "id", method="achlioptas", k=4, seed=1, into="o")
+    assert "o" not in db.table_names()
+
+
+def test_overflowing_outputs_are_refused_and_nothing_is_written(duck):
+    """Finite features whose sum overflows: DuckDB gives infinity without an error (issue 13, B2)."""
+    X = np.ones((10, 3))
+    X[4] = 1e308
+    duck.write_dataframe("t", wide_frame(X))
+    duck.write_dataframe("o", wide_frame(np.zeros((2, 2))))  # an older output, kept by a failed replace
+    proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
+    proj.linear.weight[:] = 1.0  # every output adds all three features: 3e308 overflows
+    Registry(duck).save(proj, "ones")
+    with pytest.raises(sqlrp.errors.InputError, match=r"overflowed.*rows with id 4"):
+        sqlrp.project(duck, "t", "id", "ones", into="o", replace=True)
+    assert duck.fetchall('SELECT count(*) FROM "o"')[0][0] == 2  # the old table, untouched
+    with pytest.raises(sqlrp.errors.InputError, match="overflowed"):
+        sqlrp.project(duck, "t", "id", "ones")
+    with pytest.raises(sqlrp.errors.InputError, match="overflowed"):
+        list(sqlrp.project(duck, "t", "id", "ones", chunk_rows=3))
+    sqlrp.project(duck, "t", "id", "ones", into="o2", check=False)  # asked not to check: written as computed
+    assert np.isinf(duck.fetchall('SELECT "p0" FROM "o2" WHERE "id" = 4')[0][0])

@@ -90,6 +90,12 @@ class SqlrpDialect:
         value, equal to itself, so ``value = 'NaN'`` finds it."""
         return exp.EQ(this=value, expression=exp.Cast(this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE")))
 
+    def is_infinite(self, value: exp.Expression) -> exp.Expression:
+        """True where the DOUBLE ``value`` is +/-infinity: larger in magnitude than the largest
+        finite double, which every engine can say without its own spelling of infinity."""
+        largest = exp.Cast(this=exp.Literal.number("1.7976931348623157e308"), to=exp.DataType.build("DOUBLE"))
+        return exp.GT(this=exp.Abs(this=value), expression=largest)
+
     def not_a_number(self, value: exp.Expression) -> exp.Expression | None:
         """True where a value of a numeric column is not a number (only where typing is loose)."""
         return None
