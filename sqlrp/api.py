@@ -133,7 +133,7 @@ def plan(
     projection: str | Projection | None = None,
     method: str | None = None,
     k: int | None = None,
-    seed: int | None = 0,
+    seed: int | None = None,
     layout: str = "wide",
     columns: Sequence[str] | None = None,
     array_column: str | None = None,
@@ -187,6 +187,12 @@ def plan(
                 f"stored projection {projection!r} has method {proj.method}, not {method}; drop --method "
                 "or choose a new --projection name"
             )
+        stored_seed = getattr(proj, "seed", None)
+        if seed is not None and stored_seed is not None and seed != stored_seed:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has seed = {stored_seed}, not {seed}; drop --seed or choose a new "
+                "--projection name"
+            )
         stored = proj.params
         differ = sorted(
             key
@@ -203,14 +209,13 @@ def plan(
         if k is None:
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
         d_in = d if d is not None else infer_d(db, source)
+        seed = 0 if seed is None else seed
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:
-            name = f"{table}_{method}_k{k}_seed{seed}"
-            if registry.exists(name):
-                stored = registry.load(name)
-                if stored.d == proj.d and stored.params == proj.params:
-                    proj = stored
+            name, same = default_name(registry, proj, f"{table}_{method}_k{k}_seed{seed}")
+            if same is not None:
+                proj = same
         if proj.name is None:
             registry.save(proj, name)
     d_in = infer_d(db, source) if source.layout != "long" else proj.d
@@ -229,6 +234,24 @@ def plan(
         means, stds = feature_stats(db, proj, source)
         source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
+
+
+def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:
+    """The name to store a generated projection under, and the stored projection to reuse if one of
+    the same d, parameters and seed is there: ``base`` (``{table}_{method}_k{k}_seed{seed}``) when it is
+    free or holds the same projection, else ``base`` and a digest of d and the parameters, so that
+    projections differing only in, say, the degree never share a default name."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps([proj.d, proj.params], sort_keys=True, default=str).encode()).hexdigest()
+    for name in (base, f"{base}_{digest[:8]}"):
+        if not registry.exists(name):
+            return name, None
+        stored = registry.load(name)
+        if stored.d == proj.d and stored.params == proj.params and getattr(stored, "seed", None) == proj.seed:
+            return name, stored
+    raise ProjectionExists(f"the default names {base!r} and {base}_{digest[:8]!r} hold other projections; pass a name")
 
 
 def compile_projection(

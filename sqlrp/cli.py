@@ -68,7 +68,7 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
     p.add_argument("--k", type=int, help="output dimension (new projections)")
     _add_method_params(p)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
     p.add_argument("--d", type=int, help="input dimension, when it cannot be read off the table")
     p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)")
     p.add_argument(
@@ -201,7 +201,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         if args.standardize:
             raise SqlrpError("--standardize computes the feature statistics in the database: give --db")
         method = args.method or "achlioptas"
-        projection = make_projection(method, d, args.k, seed=args.seed, **_method_params(args))
+        seed = 0 if args.seed is None else args.seed
+        projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
         source = Source(
             args.table,
             args.id_column,

@@ -244,3 +244,51 @@ def test_overflowing_outputs_are_refused_and_nothing_is_written(duck):
         list(sqlrp.project(duck, "t", "id", "ones", chunk_rows=3))
     sqlrp.project(duck, "t", "id", "ones", into="o2", check=False)  # asked not to check: written as computed
     assert np.isinf(duck.fetchall('SELECT "p0" FROM "o2" WHERE "id" = 4')[0][0])
+
+
+# ---- stored parameters, default names, bounds ----
+
+
+def test_a_seed_that_disagrees_with_the_stored_one_is_refused(duck):
+    X = np.random.default_rng(6).normal(size=(20, 6))
+    duck.write_dataframe("t", wide_frame(X))
+    sqlrp.create_projection(duck, "rp", "achlioptas", d=6, k=3, seed=5)
+    with pytest.raises(InvalidParameter, match=r"seed = 5, not 6"):
+        sqlrp.project(duck, "t", "id", "rp", seed=6)
+    same = sqlrp.project(duck, "t", "id", "rp", seed=5)  # agreeing, or not given: the stored matrix
+    np.testing.assert_allclose(
+        same.drop(columns="id").to_numpy(), sqlrp.project(duck, "t", "id", "rp").drop(columns="id").to_numpy()
+    )
+
+
+def test_default_names_differ_when_parameters_differ(duck):
+    X = np.random.default_rng(7).normal(size=(20, 5))
+    duck.write_dataframe("t", wide_frame(X))
+    two = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=2, seed=3)
+    three = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3)
+    names = sorted(sqlrp.list_projections(duck)["name"])
+    assert len(names) == 2 and names[0] == "t_pk-rp_k4_seed3" and names[1].startswith("t_pk-rp_k4_seed3_")
+    again = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3)  # reused, not a third
+    assert len(sqlrp.list_projections(duck)) == 2
+    pd_testing = pytest.importorskip("pandas").testing
+    pd_testing.assert_frame_equal(three, again)
+    for degree, got in ((2, two), (3, three)):
+        want = sqlrp.transform(sqlrp.make_projection("pk-rp", 5, 4, seed=3, degree=degree), X)
+        np.testing.assert_allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"k": 1_000_000}, "k = 1000000 is outside"),
+        ({"k": 2_147_483_648}, "outside"),
+        ({"k": 4, "seed": -1}, "seed must be"),
+        ({"k": 4, "seed": 2**63}, "seed must be"),
+        ({"k": 4.5}, "whole number"),
+    ],
+)
+def test_nonsense_sizes_and_seeds_are_refused_up_front(duck, options, message):
+    duck.write_dataframe("t", wide_frame(np.ones((3, 4))))
+    with pytest.raises(InvalidParameter, match=message):
+        sqlrp.project(duck, "t", "id", method="achlioptas", into="o", **options)
+    assert "o" not in duck.table_names() and sqlrp.list_projections(duck).empty

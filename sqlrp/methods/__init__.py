@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidParameter
 from ..ir import Composed, Projection
 from .kernel import cbp, craftmap, maclaurin, p_rp, pk_rp
@@ -26,8 +28,34 @@ METHODS: dict[str, Callable[..., Projection | Composed]] = {
 }
 
 
+# Bounds checked before anything is generated (a k of 10^6 would otherwise run until killed):
+# every output is one expression and one column, and no engine sqlrp renders for holds more than
+# 10,000 columns (BigQuery; PostgreSQL 1,600) or a statement of 10^5 sums within its size limit;
+# d bounds the matrix held in memory while it is drawn (d * k / s entries of 16 bytes).
+MAX_K = 100_000
+MAX_D = 10_000_000
+MAX_SEED = 2**63 - 1  # stored as BIGINT
+
+
+def check_dimensions(d: int, k: int, seed: int | None) -> None:
+    """Refuse ``d``, ``k`` or ``seed`` outside what sqlrp can generate, store and compile."""
+    for name, value, top in (("k", k, MAX_K), ("d", d, MAX_D)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise InvalidParameter(f"{name} must be a whole number, not {value!r}")
+        if not 1 <= value <= top:
+            raise InvalidParameter(
+                f"{name} = {value} is outside 1..{top:,}: sqlrp compiles one SQL expression and column per output "
+                f"and holds the matrix in memory while drawing it"
+            )
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED
+    ):
+        raise InvalidParameter(f"seed must be a whole number in 0..2^63-1 (it is stored as BIGINT), not {seed!r}")
+
+
 def make_projection(method: str, d: int, k: int, seed: int | None = 0, **params: Any) -> Projection | Composed:
     """Generate a projection of ``d`` inputs to ``k`` outputs with the named method, deterministically."""
+    check_dimensions(d, k, seed)
     try:
         factory = METHODS[method]
     except KeyError:
