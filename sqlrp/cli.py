@@ -14,7 +14,7 @@ from . import api
 from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
-from .errors import SqlrpError
+from .errors import InvalidParameter, exit_status, one_line
 from .methods import METHODS, make_projection
 from .store import Registry
 
@@ -58,7 +58,7 @@ def _add_db(p: argparse.ArgumentParser) -> None:
 
 def _need_db(args: argparse.Namespace) -> str:
     if not args.db:
-        raise SqlrpError("name the database with --db URL (or set SQLRP_DB)")
+        raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
     return args.db
 
 
@@ -194,12 +194,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
         # no database: the columns (or d) come from the command line; the matrix is inlined
         cols = _columns(args)
         if args.layout == "wide" and not cols:
-            raise SqlrpError("without --db, name the feature columns with --columns (wide layout)")
+            raise InvalidParameter("without --db, name the feature columns with --columns (wide layout)")
         d = len(cols) if cols else args.d
         if not d or args.k is None:
-            raise SqlrpError("without --db, give --k and --d (or --columns)")
+            raise InvalidParameter("without --db, give --k and --d (or --columns)")
         if args.standardize:
-            raise SqlrpError("--standardize computes the feature statistics in the database: give --db")
+            raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
         method = args.method or "achlioptas"
         seed = 0 if args.seed is None else args.seed
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
@@ -250,7 +250,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
             print(json.dumps(api.load_projection(db, args.name).describe(), indent=2, default=str))
         elif args.action == "copy":
             if not args.to or "://" not in args.to:
-                raise SqlrpError(
+                raise InvalidParameter(
                     "projections copy needs --to URL, a database (duckdb:///f.db, postgresql://..., "
                     "sqlite:///f.sqlite, chdb://, spark://...); to write a file: sqlrp projections export NAME --to F"
                 )
@@ -261,14 +261,14 @@ def cmd_projections(args: argparse.Namespace) -> int:
             from .transfer import export_projection
 
             if not args.to:
-                raise SqlrpError("projections export needs --to FILE (.parquet or .csv)")
+                raise InvalidParameter("projections export needs --to FILE (.parquet or .csv)")
             for path in export_projection(db, args.name, args.to):
                 print(f"wrote {path}", file=sys.stderr)
         elif args.action == "import":
             from .transfer import import_projection
 
             if not args.source:
-                raise SqlrpError("projections import needs --from FILE (a file written by projections export)")
+                raise InvalidParameter("projections import needs --from FILE (a file written by projections export)")
             stored = import_projection(db, args.source, name=args.name, replace=args.replace)
             print(f"imported {stored.name!r}", file=sys.stderr)
         elif args.action == "drop":
@@ -451,19 +451,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"projections {args.action} needs a NAME")
     try:
         return args.func(args)
-    except SqlrpError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`
         sys.stderr.close()
         return 0
-    except Exception as exc:  # database errors: say which, without a traceback
-        module = type(exc).__module__.split(".")[0]
-        if module in ("duckdb", "psycopg", "_duckdb"):
-            print(f"database error: {exc}", file=sys.stderr)
-            return 1
-        raise
-
+    except Exception as exc:  # noqa: BLE001 - every expected error: one line, a status by kind
+        status = exit_status(exc)
+        if status is None:
+            raise  # a defect in sqlrp: the traceback is what a bug report needs
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return status
 
 if __name__ == "__main__":
     raise SystemExit(main())

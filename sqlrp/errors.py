@@ -33,3 +33,57 @@ class EngineLimit(SqlrpError):
 
 class MissingExtra(SqlrpError, ImportError):
     """An optional dependency is not installed; the message gives the ``pip install`` line."""
+
+
+# ---- the command line's contract: one line, and an exit status by kind ----
+
+EXIT_USAGE = 2  # a bad option or parameter (argparse uses 2 as well)
+EXIT_INPUT = 3  # the data or the stored projections do not fit the request
+EXIT_ENGINE = 4  # the database refused or failed (a limit, a lock, a constraint, a lost connection)
+
+# modules whose exceptions are the database's own errors
+_DRIVERS = ("duckdb", "_duckdb", "psycopg", "sqlite3", "pyspark", "py4j", "chdb", "clickhouse_connect", "sqlalchemy")
+
+# what the engine's words mean for the user: (pattern in the message, the fix)
+_HINTS = (
+    ("could not set lock on file", "another process has this DuckDB file open for writing; wait for it or use a copy"),
+    ("conflicting lock", "another process has this DuckDB file open for writing; wait for it or use a copy"),
+    ("database is locked", "another connection is writing this SQLite file; retry when it is done"),
+    ("duplicate key", "a row with that key already exists; use --replace or another name"),
+    ("unique constraint", "a row with that key already exists; use --replace or another name"),
+    ("already exists", "an object of that name already exists (names may differ only in case); choose another"),
+    ("could not serialize", "a concurrent transaction changed the same rows; run it again"),
+    ("transaction conflict", "a concurrent transaction changed the same table; run it again"),
+    ("connection refused", "the database server is not reachable at that address"),
+    ("out of memory", "the engine ran out of memory; lower --threads, set --memory-limit, or use --chunk-rows"),
+)
+
+
+def exit_status(exc: BaseException) -> int | None:
+    """The CLI's exit status for ``exc``, or ``None`` for an unexpected error (a defect in sqlrp)."""
+    if isinstance(exc, (InvalidParameter, MissingExtra)):
+        return EXIT_USAGE
+    if isinstance(exc, EngineLimit):
+        return EXIT_ENGINE
+    if isinstance(exc, SqlrpError):
+        return EXIT_INPUT
+    if type(exc).__module__.split(".")[0] in _DRIVERS:
+        return EXIT_ENGINE
+    if isinstance(exc, OSError):  # files: --out, --to, a database path
+        return EXIT_INPUT
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line: sqlrp's own message, or the database's first line and what it means."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, SqlrpError):
+        return text
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.strerror or text}: {exc.filename!r}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lower = str(exc).lower()
+    for pattern, fix in _HINTS:
+        if pattern in lower:
+            return f"database: {first[:300]} -- {fix}"
+    return f"database: {first[:300]}"

@@ -102,11 +102,44 @@ def test_compile_from_database_matches_execution(dbfile, capsys):
 
 def test_errors_are_one_line(dbfile, capsys):
     url, _ = dbfile
-    assert main(["project", "--db", url, "--table", "nope", "--id-column", "id", "--k", "2"]) == 2
+    # exit statuses by kind: 2 usage, 3 input, 4 engine (README, "Command line")
+    assert main(["project", "--db", url, "--table", "nope", "--id-column", "id", "--k", "2"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("error: no table named 'nope'") and "Traceback" not in err
-    assert main(["projections", "drop", "missing", "--db", url]) == 2
+    assert main(["projections", "drop", "missing", "--db", url]) == 3
     assert main(["project", "--db", url, "--table", "my table", "--id-column", "id", "--k", "0"]) == 2
+    capsys.readouterr()
+    assert main(["project", "--db", url, "--table", "my table", "--id-column", "id", "--k", "2", "--seed", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: seed must be") and err.count("\n") == 1
+
+
+def test_database_errors_are_one_line_with_the_fix(dbfile, capsys):
+    """A second process writing the same DuckDB file: the engine's multi-line error becomes one line,
+    exit status 4 (engine)."""
+    import subprocess
+    import sys
+
+    url, _ = dbfile
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({url.removeprefix('duckdb:///')!r}); "
+            "print('open', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert main(["projections", "list", "--db", url]) == 4
+        err = capsys.readouterr().err
+        assert err.startswith("error: database: ") and err.count("\n") == 1
+        assert "another process has this DuckDB file open" in err
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_create_and_drop(dbfile, capsys):
@@ -158,7 +191,7 @@ def test_same_projection_on_duckdb_and_postgres_through_the_cli(tmp_path, pg_url
 
 def test_schema_hint(dbfile, capsys):
     url, _ = dbfile
-    assert main(["project", "--db", url, "--table", "main.my table", "--id-column", "id", "--k", "2"]) == 2
+    assert main(["project", "--db", url, "--table", "main.my table", "--id-column", "id", "--k", "2"]) == 3
     assert "--schema main --table my table" in capsys.readouterr().err
 
 

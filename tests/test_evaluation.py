@@ -309,4 +309,4 @@ def test_cli_tune_and_evaluate(tmp_path, digits, capsys):
     assert math.isclose(metrics["distortion_mean"], metrics["sql"]["distortion_mean"], rel_tol=1e-9)
     assert math.isclose(metrics["recall@5"], metrics["sql"]["recall@5"])
     assert "accuracy_projected" in metrics
-    assert main(["evaluate", *base, "--projection", "missing", "--out", str(out)]) == 2
+    assert main(["evaluate", *base, "--projection", "missing", "--out", str(out)]) == 3
