@@ -27,6 +27,7 @@ import pandas as pd
 
 from . import reference
 from .backends import Backend
+from .errors import InputError, InvalidParameter
 from .evaluation.metrics import (
     Kernel,
     auc_rnx,
@@ -98,7 +99,9 @@ def evaluate(
     p = plan(db, table, id_column, projection=projection, **source_options)
     proj, source = p.projection, p.source
     if queries >= sample:
-        raise ValueError(f"queries ({queries}) must be smaller than the sample ({sample})")
+        raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
+    if out is not None:
+        writable_folder(out)  # before the work, not after it
     ids, X = fetch_sample(db, proj, source, sample, seed)
     Y = reference.transform(proj, X)
     dist = pairwise_distortion(X, Y, kernel)
@@ -173,6 +176,23 @@ def evaluate(
     return report
 
 
+def writable_folder(out: str | Path) -> Path:
+    """``out`` as a folder sqlrp can write into (made if missing), or :class:`InputError` saying why."""
+    if "\x00" in str(out):
+        raise InvalidParameter("the output folder's name contains a NUL byte")
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".sqlrp-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}; name a folder you can write"
+        ) from None
+    return folder
+
+
 def write_report(report: Report, out: str | Path) -> list[str]:
     """Write ``metrics.csv``, ``metrics.json`` and the three PNG plots into the folder ``out``."""
     import matplotlib
@@ -180,8 +200,7 @@ def write_report(report: Report, out: str | Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = writable_folder(out)
     files = []
     report.table.to_csv(folder / "metrics.csv", index=False)
     (folder / "metrics.json").write_text(json.dumps(report.metrics, indent=2, default=_json))

@@ -208,3 +208,17 @@ def test_the_readme_shows_what_compile_prints(capsys):
     assert len(outputs) == 2
     for line in outputs:
         assert line in readme
+
+
+@pytest.mark.parametrize("where", ["file", "/proc/sqlrp-report", "nul"])
+def test_evaluate_out_that_cannot_be_written_is_one_line(dbfile, capsys, tmp_path, where):
+    url, _ = dbfile
+    out = {"file": str(tmp_path / "a-file"), "nul": str(tmp_path / "a\x00b")}.get(where, where)
+    (tmp_path / "a-file").write_text("not a folder")
+    assert main(["create", "--db", url, "--name", "e4", "--d", "6", "--k", "4"]) == 0
+    capsys.readouterr()
+    args = ["evaluate", "--db", url, "--table", "my table", "--id-column", "id", "--projection", "e4"]
+    status = main([*args, "--sample", "15", "--queries", "5", "--out", out])
+    err = capsys.readouterr().err
+    assert status in (2, 3) and err.startswith("error: ") and err.count("\n") == 1, err
+    assert (tmp_path / "a-file").read_text() == "not a folder"
