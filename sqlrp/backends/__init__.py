@@ -76,7 +76,8 @@ def connect(url: object = None, **options: object) -> Backend:
     if _SPARK_LOCAL.match(text) or text.startswith(("spark://", "sc://")):
         from .spark import SparkBackend
 
-        return SparkBackend.from_master(text)
+        conf = options.get("conf")  # Spark settings for a session sqlrp starts, e.g. spark.driver.memory
+        return SparkBackend.from_master(text, conf=conf)  # type: ignore[arg-type]
     if text.startswith("chdb:"):
         from .clickhouse import ChdbBackend
 

@@ -46,6 +46,11 @@ class PostgresBackend(Backend):
         # it ran > 5 minutes without answering cancels (bench/run.py, PostgreSQL 15); plain
         # interpretation takes seconds.  sqlrp's statements are all such expressions: JIT off.
         self.execute("SET jit = off")
+        # a client that dies (kill -9, a closed laptop) must not leave its projection running on the
+        # server: PostgreSQL 14+ polls the socket while a query runs and cancels it once the client
+        # is gone ("client_connection_check_interval"; by default it notices only when it next writes)
+        if self.conn.info.server_version >= 140000:
+            self.execute("SET client_connection_check_interval = '1s'")
         if threads:
             self.execute(f"SET max_parallel_workers_per_gather = {max(0, int(threads) - 1)}")
         if memory_limit:
