@@ -371,14 +371,24 @@ def project(
         raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
-    if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
+
+    def existing() -> bool | None:
+        """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
         exists = _exists(db, into, p.source)
         if incremental and exists:
             materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
             written(into)
             return None
         if exists and not replace:
-            raise _output_exists(into)
+            raise ProjectionExists(
+                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+            )
+        return exists
+
+    if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
+        exists = existing()
+        if exists is None:
+            return None
         with staged(db, p.source, into, replace_existing=exists) as name:
             materialise(db, p, p.source, name, compile_opts, progress, create=True)
             written(name)
@@ -387,13 +397,9 @@ def project(
         # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
         # whether it exists is read under that lock: concurrent top-ups add each id exactly once
         db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
-        exists = _exists(db, into, p.source)
-        if incremental and exists:
-            materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
-            written(into)
+        exists = existing()
+        if exists is None:
             return None
-        if exists and not replace:
-            raise _output_exists(into)
         if exists:
             kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
             db.execute(dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
@@ -403,10 +409,6 @@ def project(
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
             written(into)
     return None
-
-
-def _output_exists(into: str) -> ProjectionExists:
-    return ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:

@@ -172,7 +172,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
     values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
     if source.layout == "wide":
         values = [lambda c=c: col(c) for c in source.columns]
-        what = "NULL, NaN or infinite values in feature columns"
+        what = "NULL or NaN or infinite values in feature columns"
         key = source.id_column
     elif source.layout == "array":
         # lengths first (one detoast per row), then elements through the compiler's own source
@@ -192,10 +192,10 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
             )
         table = dense_source(projection, dataclasses.replace(source, group_column=None), dialect).subquery("src")
         values = [lambda i=i: col(f"_x{i}") for i in range(projection.d)]
-        what = "NULL, NaN or infinite array elements"
+        what = "NULL or NaN or infinite array elements"
         key = "_id"
     else:
-        what = f"a NULL, NaN or infinite value or a feature index outside [0, {projection.d})"
+        what = f"a NULL/NaN/infinite value or a feature index outside [0, {projection.d})"
         key = source.id_column
     if values is not None:
         if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):

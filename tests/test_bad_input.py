@@ -87,17 +87,23 @@ def test_nulls_as_zero_option(db):
         sqlrp.project(db, "t2", "id", "z", nulls="zero")
 
 
-def test_infinities_that_sum_to_nan_are_not_reported_as_nan(db):
-    """DuckDB's check first sums each row (NaN if +inf meets -inf); the exact check then clears it."""
+def test_infinite_features_are_refused_by_both_checks(db):
+    """DuckDB's check first sums each row (NaN if +inf meets -inf, inf for one infinity); the exact
+    check then names the row.  Infinity is refused like NaN (issue 13, B1)."""
     X = np.arange(12, dtype=float).reshape(4, 3)
     X[1, 0], X[1, 2] = np.inf, -np.inf
     db.write_dataframe("t", wide_frame(X))
     proj = make_projection("achlioptas", 3, 2, seed=0, s=1)
-    api.check_source(db, proj, api.plan(db, "t", "id", proj).source)  # no error: inf is not NaN
-    X[2, 1] = np.nan
+    with pytest.raises(sqlrp.InputError, match=r"infinite .*\(rows with id 1\)"):
+        api.check_source(db, proj, api.plan(db, "t", "id", proj).source)
+    X[1] = 1.0
+    X[2, 1] = np.inf
     db.write_dataframe("t2", wide_frame(X))
-    with pytest.raises(sqlrp.InputError, match=r"id 2\)"):
+    with pytest.raises(sqlrp.InputError, match=r"\(rows with id 2\)"):
         api.check_source(db, proj, api.plan(db, "t2", "id", proj).source)
+    X[2, 1] = 5.0
+    db.write_dataframe("t3", wide_frame(X))
+    api.check_source(db, proj, api.plan(db, "t3", "id", proj).source)  # finite again: no error
 
 
 def test_array_of_wrong_length_and_nan_elements(db):

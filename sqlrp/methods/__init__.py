@@ -42,9 +42,9 @@ def check_dimensions(d: int, k: int, seed: int | None) -> None:
     for name, value, top in (("k", k, MAX_K), ("d", d, MAX_D)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise InvalidParameter(f"{name} must be a whole number, not {value!r}")
-        if not 1 <= value <= top:
+        if value > top:  # below 1: each method's own message
             raise InvalidParameter(
-                f"{name} = {value} is outside 1..{top:,}: sqlrp compiles one SQL expression and column per output "
+                f"{name} = {value} is above {top:,}: sqlrp compiles one SQL expression and column per output "
                 f"and holds the matrix in memory while drawing it"
             )
     if seed is not None and (
