@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import reference
 from .backends import Backend
-from .errors import InputError, InvalidParameter
+from .errors import InputError, InvalidParameter, ProjectionNotFound
 from .evaluation.metrics import (
     Kernel,
     auc_rnx,
@@ -94,8 +94,10 @@ def evaluate(
     """Evaluate the stored ``projection`` on a seeded sample of ``sample`` rows of ``table``; the first
     ``queries`` sampled rows are Recall@K queries, the rest their database.  With ``out``, writes the
     metrics table (CSV, JSON) and the plots there (see :func:`write_report`)."""
-    from .api import plan
+    from .api import _registry, plan
 
+    if isinstance(projection, str) and not _registry(db).exists(projection):
+        raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
     p = plan(db, table, id_column, projection=projection, **source_options)
     proj, source = p.projection, p.source
     if queries >= sample:

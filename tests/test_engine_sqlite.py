@@ -284,7 +284,7 @@ def test_null_feature(lite):
     df = wide(X)
     df.loc[5, "f2"] = None
     lite.write_dataframe("t", df)
-    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN in feature columns \(rows with id 5\)"):
+    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN or infinite values in feature columns \(rows with id 5\)"):
         sqlrp.project(lite, "t", "id", k=2, s=1, seed=1)
     got = sqlrp.project(lite, "t", "id", "rp", k=2, s=1, seed=1, nulls="zero")
     X[5, 2] = 0.0
