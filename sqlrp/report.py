@@ -100,6 +100,13 @@ def evaluate(
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
     p = plan(db, table, id_column, projection=projection, **source_options)
     proj, source = p.projection, p.source
+    if label_column is not None:
+        names = [c.name for c in db.columns(source.table, source.schema)]
+        if label_column not in names:
+            raise InputError(
+                f"table {source.table!r} has no column {label_column!r} for --label-column (columns: "
+                f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
+            )
     if queries >= sample:
         raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     if out is not None:

@@ -222,3 +222,12 @@ def test_evaluate_out_that_cannot_be_written_is_one_line(dbfile, capsys, tmp_pat
     err = capsys.readouterr().err
     assert status in (2, 3) and err.startswith("error: ") and err.count("\n") == 1, err
     assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
+def test_evaluate_unknown_label_column_is_an_input_error(dbfile, capsys):
+    url, _ = dbfile
+    assert main(["create", "--db", url, "--name", "l4", "--d", "6", "--k", "4"]) == 0
+    capsys.readouterr()
+    args = ["evaluate", "--db", url, "--table", "my table", "--id-column", "id", "--projection", "l4"]
+    assert main([*args, "--sample", "15", "--queries", "5", "--label-column", "nope"]) == 3
+    assert "no column 'nope' for --label-column" in capsys.readouterr().err
