@@ -416,14 +416,9 @@ def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Sour
     anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
     outgrow ``work_mem``), or ``NOT IN`` where correlated sub-queries are missing (ClickHouse)."""
     key = source.group_column or source.id_column
-    done = exp.select(exp.Literal.number(1)).from_(
-        exp.Table(
-            this=ident(into),
-            db=ident(source.schema) if source.schema else None,
-            catalog=ident(source.catalog) if source.catalog else None,
-            alias=exp.TableAlias(this=ident("_sqlrp_done")),
-        )
-    )
+    done_table = output_table(source, into)
+    done_table.set("alias", exp.TableAlias(this=ident("_sqlrp_done")))
+    done = exp.select(exp.Literal.number(1)).from_(done_table)
     if dialect.correlated_subqueries:
         done = done.where(col(key, "_sqlrp_done").eq(col(key, source.table)))
         return dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))

@@ -66,9 +66,8 @@ class Backend(ABC):
     def lock(self, key: str) -> None:
         """Wait for, then hold until the current transaction ends, an exclusive lock named ``key``
         (one writer per output table, one migrating process).  PostgreSQL takes an advisory lock;
-        an engine without one relies on its own write conflicts: DuckDB lets one process at a
-        time open a file for writing, and two transactions of one process that change the same table
-        conflict (the second fails and rolls back)."""
+        an engine without one relies on its own write rules: DuckDB lets one process at a time open
+        a file for writing (``tests/test_cli.py``)."""
         return None  # no lock of its own here
 
     @abstractmethod

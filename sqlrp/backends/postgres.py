@@ -103,9 +103,9 @@ class PostgresBackend(Backend):
             yield
 
     def lock(self, key: str) -> None:
-        # a transaction-level advisory lock: released by the commit or the rollback, and by the
-        # server when the client dies (the session ends)
-        self.fetchall("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [key])
+        from ..dialects.postgres import ADVISORY_LOCK
+
+        self.fetchall(ADVISORY_LOCK, [key])
 
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
         rows = self.fetchall(

@@ -386,7 +386,9 @@ class SQLAlchemyBackend(Backend):
 
     def lock(self, key: str) -> None:
         if self.dialect == "postgres":  # the advisory lock of backends/postgres.py, through this driver
-            self.fetchall("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [key])
+            from ..dialects.postgres import ADVISORY_LOCK
+
+            self.fetchall(ADVISORY_LOCK, [key])
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows as tuples."""

@@ -96,6 +96,10 @@ class SqlrpDialect:
         largest = exp.Cast(this=exp.Literal.number("1.7976931348623157e308"), to=exp.DataType.build("DOUBLE"))
         return exp.GT(this=exp.Abs(this=value), expression=largest)
 
+    def not_finite(self, value: exp.Expression) -> exp.Expression:
+        """True where the DOUBLE ``value`` is NaN or +/-infinity (the input check, the output check)."""
+        return exp.Or(this=self.is_nan(value), expression=self.is_infinite(value.copy()))
+
     def not_a_number(self, value: exp.Expression) -> exp.Expression | None:
         """True where a value of a numeric column is not a number (only where typing is loose)."""
         return None

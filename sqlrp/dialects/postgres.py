@@ -44,6 +44,9 @@ from ..compiler.layout import Source
 from .base import SqlrpDialect, extend
 
 BIGINT = exp.DataType.build("BIGINT")
+# a transaction-level advisory lock on a name (``Backend.lock``): released by the commit or the
+# rollback, and by the server when the client dies
+ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 
 class PostgresDialect(SqlrpDialect):
