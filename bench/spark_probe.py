@@ -42,11 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--driver-memory", default=None, help="e.g. 6g (local mode: the whole JVM)")
     parser.add_argument("--s3", action="store_true", help="also s = 3 as one statement")
+    parser.add_argument("--java-options", default=None, help="e.g. -XX:-DontCompileHugeMethods")
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     get_dialect("spark").split_statement_bytes = None  # one statement per projection, for the probe only
-    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    db = sqlrp.connect("local[2]", conf=conf)
+    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else {}
+    if args.java_options:
+        conf["spark.driver.extraJavaOptions"] = args.java_options
+    db = sqlrp.connect("local[2]", conf=conf or None)
     spark = db.spark  # type: ignore[attr-defined]
     make_table(db, "spark", args.rows, D)
     source = sqlrp.Source("t", "id", "wide", tuple(f"f{j}" for j in range(D)))

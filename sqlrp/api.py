@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from . import reference
 from .backends import Backend, connect
-from .compiler import Output, Source, col, compile_sql, compile_statements, ident
+from .compiler import Output, Source, check_output_columns, col, compile_sql, compile_statements, ident
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
@@ -367,8 +367,11 @@ def project(
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     check_output_names(dialect, p, into)
-    if into == table and (p.source.schema is None):
-        raise InvalidParameter("the output table must not be the input table (sqlrp never writes the source)")
+    if dialect.same_identifier(into, table):  # the output goes to the source's schema (output_table)
+        same = f": {db.dialect} takes {into!r} for {table!r} (it ignores case)" if into != table else ""
+        raise InvalidParameter(
+            f"the output table must not be the input table (sqlrp never writes the source){same}; choose another name"
+        )
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
 
@@ -439,8 +442,7 @@ def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
     names = p.output.names(p.projection.k)
     for name in names[-1:] if p.output.form == "wide" else names:  # the longest name is the last
         dialect.check_identifier(name, "output column name (--prefix + index)")
-    if key in names:
-        raise InvalidParameter(f"the output column {key!r} would repeat the key column; choose another --prefix")
+    check_output_columns(dialect, key, names)
 
 
 def _exists(db: Backend, name: str, source: Source) -> bool:

@@ -13,7 +13,7 @@ import pandas as pd
 from sqlglot import exp
 
 from .backends import Backend, ColumnInfo
-from .compiler import Source, as_double, col, dense_source, feature_input, table_ref
+from .compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
 from .compiler.nodes import Inputs, SignedSum, gc_paused
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter
@@ -35,6 +35,10 @@ def resolve_source(
     catalog: str | None = None,
 ) -> Source:
     """Check the table and columns exist and are numeric; fill in the default feature columns."""
+    names = (table, id_column, schema, catalog, group_column, array_column, feature_column, value_column)
+    for name in (*names, *(columns or ())):
+        if name is not None:
+            ident(name)  # refuses a NUL before the lookup (C engines end a name there)
     info = {c.name: c for c in describe(db, table, schema, catalog)}
     where = f"table {table!r}"
 
@@ -54,6 +58,9 @@ def resolve_source(
             if dupes:
                 raise InputError(f"feature columns listed twice: {sorted(dupes)}")
             for c in chosen:
+                if c in keys:
+                    role = "id" if c == id_column else "group"
+                    raise InputError(f"{c!r} is the {role} column; it cannot be a feature too")
                 if not need(c, "feature").numeric:
                     raise InputError(
                         f"column {c!r} of {where} has type {info[c].type}, not a number; "

@@ -225,3 +225,72 @@ def test_float_overflow_matches_the_dialect_flag(db):
     else:
         with pytest.raises(psycopg.errors.NumericValueOutOfRange):
             db.fetchall(sql)
+
+
+def test_output_in_a_schema_is_never_the_source(db):
+    """``into`` goes to the source's schema: naming the source there is refused, ``replace`` or not."""
+    db.execute('CREATE SCHEMA "s"')
+    db.execute('CREATE TABLE "s"."t" ("id" BIGINT, "f" DOUBLE PRECISION)')
+    db.execute('INSERT INTO "s"."t" VALUES (1, 2.0)')
+    with pytest.raises(sqlrp.InvalidParameter, match="must not be the input"):
+        sqlrp.project(db, "t", "id", k=2, schema="s", into="t", replace=True)
+    assert db.fetchall('SELECT * FROM "s"."t"') == [(1, 2.0)]
+
+
+def test_names_that_differ_only_in_case(db):
+    """DuckDB matches quoted names ignoring (ASCII) case; PostgreSQL does not.  Where the engine
+    would take one name for the other, sqlrp refuses before writing; where not, both work."""
+    X = np.arange(6, dtype=float).reshape(3, 2)
+    db.write_dataframe("T", wide_frame(X, id_name="P1"))
+    if db.dialect == "duckdb":
+        with pytest.raises(sqlrp.InvalidParameter, match="takes 't' for 'T'"):
+            sqlrp.project(db, "T", "P1", k=2, prefix="q", into="t", replace=True)
+        with pytest.raises(sqlrp.InvalidParameter, match="'P1' would appear twice.*ignores case"):
+            sqlrp.project(db, "T", "P1", k=2, prefix="p")
+        sqlrp.project(db, "T", "P1", "w", k=2, prefix="q", into="Out")
+        with pytest.raises(sqlrp.ProjectionExists, match="already exists"):  # "out" is "Out" there
+            sqlrp.project(db, "T", "P1", "w", prefix="q", into="out")
+        sqlrp.project(db, "T", "P1", "w", prefix="q", into="out", replace=True)
+        assert "T" in tables(db) and db.fetchall('SELECT count(*) FROM "OUT"')[0][0] == 3
+    else:
+        sqlrp.project(db, "T", "P1", "w", k=2, prefix="q", into="t")
+        out = sqlrp.project(db, "T", "P1", "w", prefix="p")
+        assert list(out.columns) == ["P1", "p0", "p1"]
+        assert db.fetchall('SELECT count(*) FROM "t"')[0][0] == 3
+    assert db.fetchall('SELECT count(*) FROM "T"')[0][0] == 3
+
+
+@pytest.mark.parametrize("role", ["table", "id", "columns", "into", "projection", "prefix", "schema"])
+def test_a_nul_in_any_name_is_refused(db, role):
+    """C engines end a name at NUL (DuckDB read ``"t\\0x"`` as ``"t"``); PostgreSQL text cannot hold one."""
+    db.write_dataframe("t", wide_frame(np.ones((2, 2))))
+    kwargs = {"table": "t", "id_column": "id", "projection": "p", "k": 2}
+    if role in ("into", "prefix", "schema", "columns"):
+        kwargs[role] = ["f0", "f\x001"] if role == "columns" else "o\x00x"
+    else:
+        kwargs[{"id": "id_column"}.get(role, role)] = kwargs[{"id": "id_column"}.get(role, role)] + "\x00x"
+    with pytest.raises(sqlrp.InvalidParameter, match="NUL"):
+        sqlrp.project(db, kwargs.pop("table"), kwargs.pop("id_column"), kwargs.pop("projection"), **kwargs)
+    assert "o" not in tables(db) and "o\x00x" not in tables(db)
+
+
+def test_the_id_column_is_not_a_feature(db):
+    db.write_dataframe("t", wide_frame(np.ones((2, 2))))
+    with pytest.raises(sqlrp.InputError, match="'id' is the id column"):
+        sqlrp.project(db, "t", "id", k=2, columns=["f0", "id"])
+
+
+@pytest.mark.parametrize("name", ["a%b", "a?b", "100%", "%s", "?", "a%%b'?"])
+def test_placeholder_characters_in_names(db, name):
+    """PostgreSQL's driver reads ``%`` (and sqlrp's ``?``) anywhere in a statement with parameters:
+    names holding them must still be looked up, written and read back whole."""
+    X = np.random.default_rng(3).standard_normal((4, 2))
+    db.write_dataframe(name, wide_frame(X, [f"{name}0", f"{name}1"], id_name=f"{name}id"))
+    assert [c.name for c in db.columns(name)] == [f"{name}id", f"{name}0", f"{name}1"]
+    quoted = '"' + name.replace('"', '""') + '"'
+    db.execute(f"INSERT INTO {quoted} VALUES (?, ?, ?)", [4, 0.5, -0.5])  # the backend binds around the name
+    X = np.vstack([X, [0.5, -0.5]])
+    sqlrp.project(db, name, f"{name}id", name, k=2, prefix=name, into=f"{name}out")
+    got = db.query_df(f'SELECT * FROM "{name}out" ORDER BY 1')
+    want = sqlrp.transform(sqlrp.load_projection(db, name), X)
+    assert np.allclose(got.drop(columns=f"{name}id").to_numpy(), want, rtol=1e-9)

@@ -86,7 +86,7 @@ def test_registry_tables_are_never_outputs(db, name):
 def test_output_column_repeating_the_key_is_refused(duck):
     X = np.random.default_rng(0).normal(size=(20, 6))
     duck.write_dataframe("t", wide_frame(X, id_name="p0"))
-    with pytest.raises(InvalidParameter, match="repeat the key"):
+    with pytest.raises(InvalidParameter, match="would appear twice"):
         sqlrp.project(duck, "t", "p0", method="achlioptas", k=4, seed=1, into="o")
 
 

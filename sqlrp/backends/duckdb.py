@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from ..dialects import get_dialect
 from .base import Backend, ColumnInfo, missing_table
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
@@ -160,12 +161,16 @@ class DuckDBBackend(Backend):
 
     def columns(self, table: str, schema: str | None = None, catalog: str | None = None) -> list[ColumnInfo]:
         """Columns of ``[catalog.][schema.]table``; a catalog is an attached database."""
-        rows = self.fetchall(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_name = ? AND table_schema = coalesce(?, current_schema()) "
+        # DuckDB matches quoted names ignoring ASCII case ("Out" is "out"): so does the lookup
+        key = get_dialect("duckdb").identifier_key
+        found = self.fetchall(
+            "SELECT table_name, table_schema, column_name, data_type FROM information_schema.columns "
+            "WHERE lower(table_name) = lower(?) AND lower(table_schema) = lower(coalesce(?, current_schema())) "
             "AND table_catalog = coalesce(?, current_database()) ORDER BY ordinal_position",
             [table, schema, catalog],
         )
+        want = (key(table), key(schema) if schema is not None else None)
+        rows = [(c, t) for n, s, c, t in found if (key(n), key(s) if schema is not None else None) == want]
         if not rows:
             raise missing_table(table, schema, self.table_names(schema))
         out = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -11,6 +12,10 @@ import pandas as pd
 import psycopg
 
 from .base import Backend, ColumnInfo, missing_table
+
+# what psycopg's placeholder parser must not see: string literals, quoted identifiers and comments
+# (standard_conforming_strings: no backslash escapes), and the ``?`` and ``%`` outside them
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|[?%]", re.DOTALL)
 
 _PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolean"}
 
@@ -61,7 +66,15 @@ class PostgresBackend(Backend):
 
     @staticmethod
     def _pg(sql: str) -> str:
-        return sql.replace("?", "%s")
+        """sqlrp's ``?`` placeholders as psycopg's ``%s``, and every ``%`` doubled: psycopg reads
+        ``%`` anywhere in the text, quoted identifiers too (a table named ``a%b`` or ``a?b`` with
+        parameters would otherwise fail or bind into the name)."""
+
+        def token(m: re.Match[str]) -> str:
+            text = m.group(0)
+            return "%s" if text == "?" else text.replace("%", "%%")
+
+        return _TOKENS.sub(token, sql)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         with self.conn.cursor() as cur:

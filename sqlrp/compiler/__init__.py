@@ -19,6 +19,7 @@ expressions are ``(_x3 + _x17 - _x40 ...) * scale``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -37,7 +38,10 @@ BIGINT = exp.DataType.build("BIGINT")
 
 
 def ident(name: str) -> exp.Identifier:
-    """A quoted identifier: user text never reaches SQL any other way."""
+    """A quoted identifier: user text never reaches SQL any other way.  A NUL character is refused:
+    engines written in C end the name there (DuckDB reads ``"x\\0y"`` as ``"x"``, another table)."""
+    if "\x00" in name:
+        raise InvalidParameter(f"the name {name!r} contains a NUL character, which no engine keeps; rename it")
     return exp.to_identifier(name, quoted=True, copy=False)
 
 
@@ -400,6 +404,20 @@ def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.E
 
 
 @gc_paused
+def check_output_columns(dialect: SqlrpDialect, key: str, names: Sequence[str]) -> None:
+    """Refuse output columns ``names`` with a NUL (:func:`ident`) or of which one is the key column
+    ``key`` to the engine (DuckDB, SQLite and Spark match quoted names ignoring case: ``P0`` is
+    ``p0`` there)."""
+    for name in names:
+        ident(name)
+    clash = [name for name in names if dialect.same_identifier(name, key)]
+    if clash:
+        same = "" if clash[0] == key else f" ({dialect.name} takes {clash[0]!r} for {key!r}: it ignores case)"
+        raise InvalidParameter(
+            f"output column {key!r} would appear twice{same}; choose another --prefix or output name"
+        )
+
+
 def compile_select(
     projection: Projection | Composed,
     source: Source,
@@ -431,8 +449,7 @@ def compile_select(
         raise InvalidParameter(source.layout)
     names = output.names(projection.k)
     key_out = source.group_column or source.id_column
-    if key_out in names:
-        raise InvalidParameter(f"output column {key_out!r} would appear twice; choose another --prefix or output name")
+    check_output_columns(dialect, key_out, names)
     if matrix == "auto":
         matrix = "registry" if projection.name else "values"
     if not dialect.arrays and (source.layout == "array" or output.form == "array"):

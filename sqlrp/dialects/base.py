@@ -10,16 +10,19 @@ it runs.  ``None`` means "no limit we know of".
 
 from __future__ import annotations
 
+import string
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from ..compiler.nodes import SignedSum, gc_paused, signed_sum_sql
-from ..errors import EngineLimit
+from ..errors import EngineLimit, InvalidParameter
 
 if TYPE_CHECKING:
     from ..compiler.layout import Source
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 def extend(base: type[Dialect], depth: int | None = None) -> type[Dialect]:
@@ -58,6 +61,9 @@ class SqlrpDialect:
     ordered_array_agg = True  # ``ARRAY_AGG(x ORDER BY y)`` and ``ARRAY_POSITION`` (the ``lookup`` strategy)
     values_column_names = True  # ``(VALUES ...) AS t(a, b, c)`` keeps the names (SQLite drops them)
     identifier_case: str | None = None  # "upper": unquoted names are stored upper-cased (Snowflake)
+    # how two *quoted* names are matched: None exactly (PostgreSQL, ClickHouse); "ascii": A-Z match a-z
+    # and nothing else does (DuckDB, SQLite); "unicode": any case (Spark's spark.sql.caseSensitive=false)
+    quoted_case_fold: str | None = None
     nested_plans = False  # deep nested selects are cheap: ``auto`` may choose ``pairs`` (measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
@@ -121,6 +127,19 @@ class SqlrpDialect:
             return name.upper()
         return name
 
+    def identifier_key(self, name: str) -> str:
+        """``name`` as the engine compares quoted identifiers: two names with one key are one object
+        (``"Out"`` is the table ``"out"`` on DuckDB, two tables on PostgreSQL)."""
+        if self.quoted_case_fold == "ascii":
+            return name.translate(_ASCII_LOWER)
+        if self.quoted_case_fold == "unicode":
+            return name.lower()
+        return name
+
+    def same_identifier(self, a: str, b: str) -> bool:
+        """True if the engine takes the quoted names ``a`` and ``b`` for the same object."""
+        return self.identifier_key(a) == self.identifier_key(b)
+
     def max_columns_exceeded_by(self, source: Source) -> bool:
         """True if the input's own features already exceed the column limit (nothing splits that)."""
         return self.max_columns is not None and len(source.columns) + 2 > self.max_columns
@@ -136,6 +155,8 @@ class SqlrpDialect:
         """``name`` if the engine keeps it whole, else :class:`EngineLimit`.  PostgreSQL silently
         truncates an identifier to 63 bytes, so two long names sharing their first 63 bytes would be
         one table (a ``--replace`` would overwrite the other's data) or one column."""
+        if "\x00" in name:
+            raise InvalidParameter(f"the {role} {name!r} contains a NUL character, which no engine keeps; rename it")
         limit = self.max_identifier_bytes
         if limit is not None and len(name.encode()) > limit:
             raise self.refuse(

@@ -47,6 +47,8 @@ class SparkDialect(SqlrpDialect):
     array_base = 0
     ordered_array_agg = False
     transactional = False
+    # names resolve ignoring case unless spark.sql.caseSensitive=true (default false; Spark's SQLConf)
+    quoted_case_fold = "unicode"
     executes = True
     table_name_pattern = r"[A-Za-z0-9_]+"
     # code generation for one larger statement exhausts the default 1 GB driver heap

@@ -36,6 +36,8 @@ class SQLiteDialect(SqlrpDialect):
     filter_clause = False
     ordered_array_agg = False
     values_column_names = False
+    # quoted names match ignoring ASCII case only (sqlite3StrICmp folds A-Z), measured with Python's sqlite3
+    quoted_case_fold = "ascii"
     executes = True
 
     def is_nan(self, value: exp.Expression) -> exp.Expression:
