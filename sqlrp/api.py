@@ -344,9 +344,10 @@ def project(
     key = p.source.group_column or p.source.id_column
 
     def written(name: str) -> None:
-        """Nothing non-finite was written (``check``; wide outputs), before the commit or the swap."""
-        if check and p.output.form == "wide":
-            check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k))
+        """Nothing non-finite was written (``check``), before the commit or the swap."""
+        if check:
+            length = p.projection.k if p.output.form == "array" else None
+            check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
     if into is None:

@@ -281,13 +281,19 @@ def _suspect_rows(
     return bool(db.fetchall(get_dialect(db.dialect).render(query)))
 
 
-def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str]) -> None:
+def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], array_length: int | None = None) -> None:
     """Fail if a projected value is not finite.  Finite features can still overflow: three values of
     1e308 in one sum are infinity on DuckDB, without an error (``tests/test_reliability.py``), where
     PostgreSQL raises; the check runs on every engine.  Run on the written table inside the caller's
-    transaction (or before the staged table is swapped in), so that a failure leaves nothing behind."""
+    transaction (or before the staged table is swapped in), so that a failure leaves nothing behind.
+    ``array_length``: ``names`` is one array column of that many values (each read by its index)."""
     dialect = get_dialect(db.dialect)
-    conds = [dialect.not_finite(col(n)) for n in names]
+    if array_length is not None:
+        (name,) = names
+        at = [exp.Literal.number(i) for i in range(array_length)]  # 0-based: sqlglot shifts it per engine
+        conds = [dialect.not_finite(exp.Bracket(this=col(name), expressions=[i], offset=0)) for i in at]
+    else:
+        conds = [dialect.not_finite(col(n)) for n in names]
     bad = _offending_ids(db, table, col(key), any_of(conds))
     if bad:
         raise InputError(_overflow_message(r[0] for r in bad))

@@ -246,6 +246,30 @@ def test_overflowing_outputs_are_refused_and_nothing_is_written(duck):
     assert np.isinf(duck.fetchall('SELECT "p0" FROM "o2" WHERE "id" = 4')[0][0])
 
 
+def test_overflowing_array_outputs_are_refused_and_nothing_is_written(db):
+    """The same check for outputs written as one array column, read element by element."""
+    X = np.ones((10, 3))
+    X[4] = 1e308
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
+    proj.linear.weight[:] = 1.0
+    Registry(db).save(proj, "ones")
+    if db.dialect == "postgres":  # PostgreSQL raises on the overflow itself
+        import psycopg
+
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange, match="out of range"):
+            sqlrp.project(db, "t", "id", "ones", into="o", output="array")
+    else:
+        with pytest.raises(sqlrp.errors.InputError, match=r"overflowed.*rows with id 4"):
+            sqlrp.project(db, "t", "id", "ones", into="o", output="array")
+    assert "o" not in db.table_names()
+    X[4] = 1.0  # finite again: the same projection is written, and equals NumPy
+    db.write_dataframe("t", wide_frame(X), replace=True)
+    sqlrp.project(db, "t", "id", "ones", into="o", output="array")
+    got = np.array([list(v) for v in db.query_df('SELECT "p" FROM "o" ORDER BY "id"')["p"]])
+    np.testing.assert_allclose(got, sqlrp.transform(proj, X), rtol=1e-12)
+
+
 # ---- stored parameters, default names, bounds ----
 
 
