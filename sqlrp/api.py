@@ -26,7 +26,7 @@ from .compiler import Output, Source, check_output_columns, col, compile_sql, co
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
-from .materialise import materialise, output_table, run, staged
+from .materialise import materialise, output_table, run, staged, top_up_through_staging
 from .methods import make_projection
 from .sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
@@ -380,8 +380,16 @@ def project(
         """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
         exists = _exists(db, into, p.source)
         if incremental and exists:
-            materialise(db, p, _not_yet_projected(dialect, p.source, into), into, compile_opts, progress, create=False)
-            written(into)
+            missing = _not_yet_projected(dialect, p.source, into)
+            if db.transactional:
+                materialise(db, p, missing, into, compile_opts, progress, create=False)
+                written(into)
+            else:  # no rollback here: build and check the new rows aside, then append them
+                def build(name: str) -> None:
+                    materialise(db, p, missing, name, compile_opts, progress, create=True)
+                    written(name)
+
+                top_up_through_staging(db, p.source, into, build)
             return None
         if exists and not replace:
             raise ProjectionExists(

@@ -152,6 +152,21 @@ def staged(db: Backend, source: Source, into: str, replace_existing: bool) -> It
         raise
 
 
+def top_up_through_staging(db: Backend, source: Source, into: str, build: Callable[[str], None]) -> None:
+    """For engines without transactions: ``build(name)`` creates the new rows under a staging name
+    (and checks them); only then are they appended to ``into`` in one ``INSERT ... SELECT``, so a
+    failed build or check leaves ``into`` as it was.  The staging table is always dropped."""
+    dialect = get_dialect(db.dialect)
+    name = f"_sqlrp_add_{uuid.uuid4().hex[:12]}"
+    try:
+        build(name)
+        rows = exp.select(exp.Star()).from_(output_table(source, name))
+        db.execute(dialect.render(exp.insert(rows, output_table(source, into))))
+    finally:
+        with contextlib.suppress(Exception):
+            db.execute(dialect.render(exp.Drop(tables=[output_table(source, name)], kind="TABLE", exists=True)))
+
+
 MIN_BATCH_ROWS = 20_000
 
 

@@ -201,6 +201,29 @@ def test_incremental_adds_only_new_ids(ch, digits_table) -> None:
     assert ch.fetchall("SELECT count(), uniqExact(id) FROM inc") == [(1797, 1797)]
 
 
+def test_a_top_up_that_overflows_adds_nothing(ch) -> None:
+    """No transactions here: the new rows are built and checked aside, then appended (issue 13, B2)."""
+    from sqlrp.store import Registry
+
+    proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
+    proj.linear.weight[:] = 1.0  # every output adds all three features
+    Registry(ch).save(proj, "ones")
+    X = np.ones((6, 3))
+    ch.write_dataframe("t", wide(X[:4]))
+    sqlrp.project(ch, "t", "id", "ones", into="o")
+    X[5] = 1e308  # finite, but 3e308 overflows to infinity (ClickHouse raises no error)
+    ch.write_dataframe("t", wide(X), replace=True)
+    with pytest.raises(sqlrp.InputError, match=r"overflowed.*rows with id 5"):
+        sqlrp.project(ch, "t", "id", "ones", into="o", incremental=True)
+    assert ch.fetchall("SELECT count() FROM o") == [(4,)]  # not one of the new rows
+    assert not [t for t in ch.table_names() if t.startswith("_sqlrp")]
+    X[5] = 1.0
+    ch.write_dataframe("t", wide(X), replace=True)
+    sqlrp.project(ch, "t", "id", "ones", into="o", incremental=True)
+    got = ch.query_df("SELECT * FROM o ORDER BY id").drop(columns="id").to_numpy(dtype=float)
+    assert rel_err(got, sqlrp.transform(proj, X)) <= RTOL
+
+
 # ----------------------------------------------------------------------------------------------
 # (c) bad input
 
