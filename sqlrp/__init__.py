@@ -21,7 +21,7 @@ from .api import (
 )
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
-from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError
+from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
 from .ir import Combiner, LinearStage, Projection
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .reference import transform
@@ -65,6 +65,7 @@ def __getattr__(name: str) -> object:
     """``SQLRandomProjection`` is imported on first use: it needs scikit-learn, which the CLI and
     the SQL paths do not (see README, "Small devices")."""
     if name == "SQLRandomProjection":
+        need("sklearn", "sklearn", "SQLRandomProjection (a scikit-learn transformer)")
         from .transformer import SQLRandomProjection
 
         return SQLRandomProjection

@@ -1,5 +1,5 @@
-"""``sqlrp demo``: project a real bundled dataset (scikit-learn's digits, 1,797 x 64) inside an
-embedded DuckDB file for several k and compare the mean pairwise distortion with the JL floor."""
+"""``sqlrp demo``: project a real bundled dataset (the UCI digits, 1,797 x 64, :mod:`sqlrp.datasets`)
+inside an embedded DuckDB file for several k and compare the mean pairwise distortion with the JL floor."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pandas as pd
 
 from . import api
 from .backends import connect
+from .datasets import load_digits
 from .evaluation.metrics import mean_distortion
 from .methods import expected_distortion
 
@@ -23,9 +24,7 @@ def run_demo(
     echo=print,
 ) -> pd.DataFrame:
     """Load digits into ``db_path``, project it in SQL for each k and seed, and report distortion."""
-    from sklearn.datasets import load_digits
-
-    X = load_digits().data.astype(np.float64)
+    X, _ = load_digits()
     frame = pd.DataFrame(X, columns=[f"pixel_{i}" for i in range(X.shape[1])])
     frame.insert(0, "id", np.arange(len(X), dtype=np.int64))
     echo(f"sqlrp demo: scikit-learn digits ({X.shape[0]} rows x {X.shape[1]} features) -> DuckDB file {db_path}")

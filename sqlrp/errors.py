@@ -35,6 +35,16 @@ class MissingExtra(SqlrpError, ImportError):
     """An optional dependency is not installed; the message gives the ``pip install`` line."""
 
 
+def need(module: str, extra: str, what: str) -> object:
+    """Import ``module`` or raise :class:`MissingExtra` naming the ``pip install`` line."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(f"{what} needs {module}: pip install 'sqlrp[{extra}]'") from None
+
+
 # ---- the command line's contract: one line, and an exit status by kind ----
 
 EXIT_USAGE = 2  # a bad option or parameter (argparse uses 2 as well)

@@ -12,19 +12,49 @@ import numpy as np
 from .errors import InputError
 from .ir import Combiner, Composed, LinearStage, Projection
 
+DENSE_ENTRIES = 1 << 22  # 32 MB of float64: above this the NumPy path never builds the dense matrix
+
+
+def sparse_product(X: np.ndarray, row: np.ndarray, col: np.ndarray, weight: np.ndarray, n_cols: int) -> np.ndarray:
+    """``X @ W`` for the sparse ``W`` with ``W[row[t], col[t]] += weight[t]`` (n x ``n_cols``).
+
+    scipy.sparse where it is installed (``sqlrp[sklearn]``); in the light core, NumPy: a dense ``W``
+    when it is small, else the products of the non-zeros summed per column (``np.add.reduceat``)
+    over blocks of rows."""
+    X = np.asarray(X, dtype=np.float64)
+    try:
+        import scipy.sparse as sp  # late: keeps `import sqlrp` light (CLI start-up)
+    except ImportError:
+        pass
+    else:
+        W = sp.csc_matrix((weight, (row, col)), shape=(X.shape[1], n_cols))
+        return np.asarray(X @ W)
+    if X.shape[1] * n_cols <= DENSE_ENTRIES:
+        W = np.zeros((X.shape[1], n_cols))
+        np.add.at(W, (row, col), weight)
+        return X @ W
+    out = np.zeros((X.shape[0], n_cols))
+    order = np.argsort(col, kind="stable")
+    row, col, weight = row[order], col[order], weight[order]
+    present, starts = np.unique(col, return_index=True)
+    block = max(1, DENSE_ENTRIES // max(1, len(row)))
+    for lo in range(0, X.shape[0], block):
+        terms = X[lo : lo + block][:, row] * weight
+        out[lo : lo + block][:, present] = np.add.reduceat(terms, starts, axis=1)
+    return out
+
 
 def linear_outputs(linear: LinearStage, X: np.ndarray) -> np.ndarray:
     """``K`` (n x p): the linear stage applied to the rows of ``X``."""
-    import scipy.sparse as sp  # late: keeps `import sqlrp` light (CLI start-up)
-
-    W = sp.csc_matrix((linear.weight, (linear.feature, linear.vector)), shape=(linear.d, linear.p))
     if linear.power is None:
-        K = np.asarray(X @ W)
+        K = sparse_product(X, linear.feature, linear.vector, linear.weight, linear.p)
     else:
         K = np.empty((X.shape[0], linear.p))
         for pw in np.unique(linear.power):
             cols = np.flatnonzero(linear.power == pw)
-            K[:, cols] = np.asarray((X**pw) @ W[:, cols])
+            keep = np.isin(linear.vector, cols)
+            at = np.searchsorted(cols, linear.vector[keep])
+            K[:, cols] = sparse_product(X**pw, linear.feature[keep], at, linear.weight[keep], len(cols))
     if linear.bias is not None:
         K = K + linear.bias
     return K
@@ -43,13 +73,7 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
         has = np.bincount(ft, minlength=combiner.n_terms) > 0
         reduced = np.multiply.reduceat(K[:, fv], np.minimum(starts, len(ft) - 1), axis=1)
         prods[:, has] = reduced[:, has]
-    import scipy.sparse as sp
-
-    T = sp.csr_matrix(
-        (combiner.term_weight, (np.arange(combiner.n_terms), combiner.term_component)),
-        shape=(combiner.n_terms, combiner.k),
-    )
-    return np.asarray(prods @ T)
+    return sparse_product(prods, np.arange(combiner.n_terms), combiner.term_component, combiner.term_weight, combiner.k)
 
 
 def transform(projection: Projection | Composed, X: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import reference
 from .backends import Backend
-from .errors import InputError, InvalidParameter, ProjectionNotFound
+from .errors import InputError, InvalidParameter, ProjectionNotFound, need
 from .evaluation.metrics import (
     Kernel,
     auc_rnx,
@@ -110,7 +110,10 @@ def evaluate(
     if queries >= sample:
         raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     if out is not None:
-        writable_folder(out)  # before the work, not after it
+        need("matplotlib", "eval", "evaluate's plots (--out)")  # before the work, not after it
+        writable_folder(out)
+    if label_column is not None:
+        need("sklearn", "sklearn", "evaluate's classifier accuracy (--label-column)")
     ids, X = fetch_sample(db, proj, source, sample, seed)
     Y = reference.transform(proj, X)
     dist = pairwise_distortion(X, Y, kernel)
@@ -204,6 +207,7 @@ def writable_folder(out: str | Path) -> Path:
 
 def write_report(report: Report, out: str | Path) -> list[str]:
     """Write ``metrics.csv``, ``metrics.json`` and the three PNG plots into the folder ``out``."""
+    need("matplotlib", "eval", "the report's plots")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from ..errors import InvalidParameter, MissingExtra
+from ..errors import InvalidParameter, need
 from .base import Backend, ColumnInfo
 
 #: file endings taken as a database path without a URL scheme
@@ -44,16 +46,6 @@ _NATIVE = {
     "duckdb": ("duckdb", "duckdb:///path.db"),
     "sqlite": ("pysqlite", "sqlite:///path.sqlite"),
 }
-
-
-def need(module: str, extra: str, what: str) -> object:
-    """Import ``module`` or raise :class:`MissingExtra` naming the ``pip install`` line."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingExtra(f"{what} needs {module}: pip install 'sqlrp[{extra}]'") from None
 
 
 def connect(url: object = None, **options: object) -> Backend:
@@ -85,13 +77,7 @@ def connect(url: object = None, **options: object) -> Backend:
         return ChdbBackend(("/" + path) if text.startswith("chdb:///") and path != ":memory:" else path)
     if "://" not in text:
         return _from_path(text, **options)
-    from sqlalchemy.engine import make_url  # late: only URLs need it (CLI start-up)
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(text)
-    except ArgumentError:
-        raise InvalidParameter(f"cannot parse database URL {url!r}") from None
+    parsed = parse_url(text)
     backend, _, driver = parsed.drivername.partition("+")  # no plugin loading: duckdb has no SQLAlchemy dialect
     backend = "postgresql" if backend == "postgres" else backend
     explicit = bool(driver)
@@ -105,9 +91,10 @@ def connect(url: object = None, **options: object) -> Backend:
 
         return DuckDBBackend(parsed.database or ":memory:", **options)  # type: ignore[arg-type]
     if backend == "postgresql":
+        need("psycopg", "postgres", "PostgreSQL")
         from .postgres import PostgresBackend
 
-        plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        plain = "postgresql" + text[len(text.split("://", 1)[0]) :]  # libpq reads the URL itself
         return PostgresBackend(plain, **options)  # type: ignore[arg-type]
     if backend == "sqlite":
         from .sqlite import SQLiteBackend
@@ -117,9 +104,55 @@ def connect(url: object = None, **options: object) -> Backend:
         from .clickhouse import ClickHouseServerBackend
 
         return ClickHouseServerBackend(parsed)
+    need("sqlalchemy", "sqlalchemy", f"a {backend}:// URL (through SQLAlchemy)")
     from .sqlalchemy import SQLAlchemyBackend
 
     return SQLAlchemyBackend.from_url(text)
+
+
+@dataclass(frozen=True)
+class URL:
+    """The parts of ``driver[+dbapi]://user:password@host:port/database?key=value`` (SQLAlchemy's
+    URL, read with the standard library: the engines sqlrp runs itself need no SQLAlchemy)."""
+
+    drivername: str
+    username: str | None = None
+    password: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    query: dict[str, str] = field(default_factory=dict)
+
+    def render_as_string(self, hide_password: bool = True) -> str:
+        """The URL again (the password as ``***`` unless ``hide_password=False``)."""
+        auth = quote(self.username or "", safe="")
+        if self.password is not None:
+            auth += ":" + ("***" if hide_password else quote(self.password, safe=""))
+        host = f"[{self.host}]" if self.host and ":" in self.host else (self.host or "")
+        netloc = (auth + "@" if auth else "") + host + (f":{self.port}" if self.port else "")
+        query = ("?" + urlencode(self.query)) if self.query else ""
+        return f"{self.drivername}://{netloc}/{self.database or ''}{query}"
+
+
+def parse_url(text: str) -> URL:
+    """``text`` as a :class:`URL`; ``database`` is the path after the host's ``/`` (``duckdb:///a.db``:
+    ``a.db``; ``duckdb:////tmp/a.db``: ``/tmp/a.db``), user and password are percent-decoded."""
+    parts = urlsplit(text)
+    if not parts.scheme or "://" not in text:
+        raise InvalidParameter(f"cannot parse database URL {text!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidParameter(f"cannot parse database URL {text!r}: the port is not a number") from None
+    return URL(
+        drivername=text.split("://", 1)[0].lower(),
+        username=unquote(parts.username) if parts.username is not None else None,
+        password=unquote(parts.password) if parts.password is not None else None,
+        host=parts.hostname or None,
+        port=port,
+        database=unquote(parts.path[1:]) or None,
+        query=dict(parse_qsl(parts.query)),
+    )
 
 
 def _from_path(text: str, **options: object) -> Backend:

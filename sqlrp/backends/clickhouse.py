@@ -45,7 +45,8 @@ from .base import Backend, ColumnInfo, missing_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from sqlalchemy.engine import URL
+
+    from . import URL
 
 ENGINE = "clickhouse"
 

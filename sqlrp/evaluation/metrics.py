@@ -26,22 +26,62 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MissingExtra, need
 from ..kernels import feature_sq_distances as kernel_sq_distances
 from ..kernels import polynomial_kernel
 
 
-def pdist(X: np.ndarray, metric: str, **kwargs: Any) -> np.ndarray:
-    """:func:`scipy.spatial.distance.pdist`, imported on first use (keeps ``import sqlrp`` light)."""
-    from scipy.spatial.distance import pdist as _pdist
-
-    return _pdist(X, metric, **kwargs)
+def pdist(X: np.ndarray, metric: str, out: np.ndarray | None = None, **kwargs: Any) -> np.ndarray:
+    """:func:`scipy.spatial.distance.pdist` where scipy is installed (``sqlrp[sklearn]``); without it
+    (the light core), squared Euclidean distances in NumPy, in the same condensed order (``i < j``)."""
+    try:
+        from scipy.spatial.distance import pdist as _pdist
+    except ImportError:
+        return _pdist_numpy(np.asarray(X, dtype=np.float64), metric, out)
+    return _pdist(X, metric, out=out, **kwargs) if out is not None else _pdist(X, metric, **kwargs)
 
 
 def cdist(A: np.ndarray, B: np.ndarray, metric: str, **kwargs: Any) -> np.ndarray:
-    """:func:`scipy.spatial.distance.cdist`, imported on first use."""
-    from scipy.spatial.distance import cdist as _cdist
-
+    """:func:`scipy.spatial.distance.cdist` where scipy is installed, else NumPy (``sqeuclidean``,
+    ``cityblock`` with weights ``w``)."""
+    try:
+        from scipy.spatial.distance import cdist as _cdist
+    except ImportError:
+        A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+        if metric == "cityblock":
+            w = 1.0 if kwargs.get("w") is None else kwargs["w"]
+            return np.array([(np.abs(B - a) * w).sum(axis=1) for a in A]).reshape(len(A), len(B))
+        _only_sqeuclidean(metric)
+        return np.array([np.einsum("ij,ij->i", B - a, B - a) for a in A]).reshape(len(A), len(B))
     return _cdist(A, B, metric, **kwargs)
+
+
+def squareform(condensed: np.ndarray) -> np.ndarray:
+    """The symmetric n x n matrix of a condensed distance vector (scipy's ``squareform``), zero diagonal."""
+    n = int(round((1 + np.sqrt(1 + 8 * len(condensed))) / 2))
+    M = np.zeros((n, n))
+    upper = np.triu_indices(n, 1)
+    M[upper] = condensed
+    return M + M.T
+
+
+def _only_sqeuclidean(metric: str) -> None:
+    if metric != "sqeuclidean":
+        raise MissingExtra(f"the {metric!r} distance needs scipy: pip install 'sqlrp[sklearn]'")
+
+
+def _pdist_numpy(X: np.ndarray, metric: str, out: np.ndarray | None) -> np.ndarray:
+    """Squared distances of the rows of ``X``, pairs ``i < j`` in scipy's condensed order, one row
+    against the rows after it at a time (memory: one n x d block)."""
+    _only_sqeuclidean(metric)
+    n = len(X)
+    out = np.empty(n * (n - 1) // 2) if out is None else out
+    pos = 0
+    for i in range(n - 1):
+        diff = X[i + 1 :] - X[i]
+        out[pos : pos + n - 1 - i] = np.einsum("ij,ij->i", diff, diff)
+        pos += n - 1 - i
+    return out
 
 
 __all__ = [
@@ -160,8 +200,6 @@ def _ranks(D: np.ndarray) -> np.ndarray:
 def q_nx(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
     """``Q_NX(K)`` for ``K = 1 .. n-1`` (``002`` Eq. 13), from the co-ranking of the two spaces:
     the pair ``(i, j)`` is in both K-neighbourhoods of ``i`` exactly when ``max(rho_ij, r_ij) <= K``."""
-    from scipy.spatial.distance import squareform
-
     n = len(X)
     Dh = squareform(feature_sq_distances(X, kernel))
     Dl = squareform(pdist(np.asarray(Y, dtype=np.float64), "sqeuclidean"))
@@ -193,7 +231,8 @@ def kernel_nrmse(K_hat: np.ndarray, K: np.ndarray) -> float:
 def linear_classifier_accuracy(
     F_train: np.ndarray, y_train: np.ndarray, F_test: np.ndarray, y_test: np.ndarray, C: float = 1.0
 ) -> float:
-    """Test accuracy of a standardised linear SVM (``000`` Table 6 protocol)."""
+    """Test accuracy of a standardised linear SVM (``000`` Table 6 protocol); needs ``sqlrp[sklearn]``."""
+    need("sklearn", "sklearn", "the linear-classifier accuracy")
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import LinearSVC

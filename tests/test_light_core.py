@@ -1,0 +1,101 @@
+"""The light core (issue 14): with only duckdb, numpy, pandas, sqlglot and tqdm, sqlrp imports, runs
+``sqlrp demo`` on the bundled digits and projects into a DuckDB table with the NumPy reference's
+numbers; everything that needs an extra says which ``pip install`` line to run.
+
+Each case runs in a fresh interpreter in which the extras cannot be imported (``sys.modules[name] =
+None`` makes ``import name`` raise ImportError, as a machine without them would).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTRAS = ("scipy", "sklearn", "matplotlib", "psycopg", "sqlalchemy", "pyarrow", "pyspark", "chdb", "clickhouse_connect")
+
+
+def run_without_extras(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    prelude = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in EXTRAS)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_demo_and_project_without_extras(tmp_path):
+    done = run_without_extras(
+        """
+        import json
+        import numpy as np
+        import pandas as pd
+        import sqlrp
+        from sqlrp.datasets import load_digits
+        from sqlrp.demo import run_demo
+
+        report = run_demo("demo.duckdb", ks=(20, 40), seeds=(0,), echo=lambda *a: None)  # in the test's tmp_path
+        X, y = load_digits()
+        db = sqlrp.connect("p.duckdb")
+        frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(64)]).assign(id=range(len(X)))
+        db.write_dataframe("digits", frame)
+        sqlrp.project(db, "digits", "id", "rp", k=40, s=3, into="out")
+        got = db.query_df('SELECT * FROM "out" ORDER BY "id"').drop(columns="id").to_numpy()
+        want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
+        loaded = [m for m in ("scipy", "sklearn", "matplotlib", "psycopg", "sqlalchemy") if sys.modules.get(m)]
+        print(json.dumps({
+            "distortion": report["mean_distortion"].tolist(),
+            "floor": report["jl_floor"].tolist(),
+            "err": float(np.abs(got - want).max() / np.abs(want).max()),
+            "loaded": loaded,
+        }))
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["loaded"] == []
+    assert out["err"] < 1e-12
+    assert out["floor"] == pytest.approx([0.2502200714422682, 0.17767063478416892], rel=1e-12)
+    # the demo's distortion is a real measurement: near the JL floor, not zero, not wild
+    assert all(0.5 * f < d < 2.0 * f for d, f in zip(out["distortion"], out["floor"], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("code", "line"),
+    [
+        ("sqlrp.SQLRandomProjection", "pip install 'sqlrp[sklearn]'"),
+        ("sqlrp.connect('postgresql://u@localhost/db')", "pip install 'sqlrp[postgres]'"),
+        ("sqlrp.connect('snowflake://u@acct/db')", "pip install 'sqlrp[sqlalchemy]'"),
+        ("sqlrp.connect('local[1]')", "pip install 'sqlrp[spark]'"),
+        ("sqlrp.connect('chdb://')", "pip install 'sqlrp[clickhouse]'"),
+        ("__import__('sqlrp.report').report.write_report(None, '.')", "pip install 'sqlrp[eval]'"),
+    ],
+)
+def test_each_extra_is_named_when_missing(tmp_path, code, line):
+    done = run_without_extras(
+        f"""
+        import sqlrp
+        try:
+            {code}
+        except sqlrp.errors.MissingExtra as exc:
+            print("MISSING", exc)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "MISSING" in done.stdout and line in done.stdout, done.stdout
+
+
+def test_cli_demo_without_extras(tmp_path):
+    done = run_without_extras("import sys; sys.argv = ['sqlrp', 'demo']; from sqlrp.cli import main; main()", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "jl_floor" in done.stdout and (tmp_path / "sqlrp_demo.duckdb").exists()
