@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(ROOT)], check=True)
             print(f"pip install . took {time.perf_counter() - t0:.1f} s", flush=True)
+        else:  # a kept venv: this checkout's sqlrp again, its dependencies as they are
+            pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(ROOT)]
+            subprocess.run(pip, check=True)
         listed = subprocess.run(
             [str(python), "-m", "pip", "list", "--format", "json"], check=True, capture_output=True, text=True
         )
