@@ -357,7 +357,8 @@ def project(
         if chunk_rows:
             if statements.setup:
                 raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
-            chunks = db.iter_chunks(statements.main, rows=int(chunk_rows))
+            columns = [key, *p.output.names(p.projection.k)]
+            chunks = _at_least_one(db.iter_chunks(statements.main, rows=int(chunk_rows)), columns)
             return (check_frame_outputs(c, key) for c in chunks) if check else chunks
         settings = dialect.local_settings(p.source)
         with db.transaction():
@@ -421,6 +422,17 @@ def project(
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
             written(into)
     return None
+
+
+def _at_least_one(chunks: Iterator[pd.DataFrame], columns: list[str]) -> Iterator[pd.DataFrame]:
+    """``chunks``, or one empty frame with the output's columns if there are none (an empty table
+    still has a header: ``sqlrp project`` prints it)."""
+    empty = True
+    for chunk in chunks:
+        empty = False
+        yield chunk
+    if empty:
+        yield pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:

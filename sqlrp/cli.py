@@ -10,7 +10,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import api
+import pandas as pd
+
+from . import __version__, api
 from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
@@ -149,7 +151,9 @@ def _connect(args: argparse.Namespace):
 
 def cmd_project(args: argparse.Namespace) -> int:
     with _connect(args) as db:
-        progress = False if (args.no_progress or not args.into or args.view) else (args.batches or True)
+        # the bar goes to stderr: shown on a terminal, or when asked for (--progress); never in a pipe or a log
+        wanted = args.progress or (sys.stderr.isatty() and not args.no_progress)
+        progress = False if (not wanted or not args.into or args.view) else (args.batches or True)
         result = api.project(
             db,
             args.table,
@@ -171,8 +175,8 @@ def cmd_project(args: argparse.Namespace) -> int:
             kind = "view" if args.view else "table"
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)
         else:
-            for i, chunk in enumerate(result):  # streamed: never one giant fetch
-                chunk.to_csv(sys.stdout, index=False, header=(i == 0))
+            for i, chunk in enumerate(result):  # streamed: never one giant fetch (an empty result: one
+                chunk.to_csv(sys.stdout, index=False, header=(i == 0))  # empty chunk, the header)
     return 0
 
 
@@ -244,8 +248,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 def cmd_projections(args: argparse.Namespace) -> int:
     with connect(_need_db(args)) as db:
         if args.action == "list":
-            frame = api.list_projections(db)
-            print(frame.to_string(index=False) if len(frame) else "(no stored projections)")
+            _print_list(api.list_projections(db), args.format)
         elif args.action == "show":
             print(json.dumps(api.load_projection(db, args.name).describe(), indent=2, default=str))
         elif args.action == "copy":
@@ -275,6 +278,29 @@ def cmd_projections(args: argparse.Namespace) -> int:
             api.drop_projection(db, args.name)
             print(f"dropped {args.name!r}", file=sys.stderr)
     return 0
+
+
+def _print_list(frame: pd.DataFrame, fmt: str) -> None:
+    """``projections list``: a table that fits 100 columns (long names and parameters cut with
+    ``...``; the creation time to the minute), or every field as JSON lines or CSV for scripts."""
+    if fmt == "json":
+        for record in frame.to_dict(orient="records"):
+            if isinstance(record.get("params"), str):
+                record["params"] = json.loads(record["params"])
+            print(json.dumps(record, default=str))
+        return
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+        return
+    if not len(frame):
+        print("(no stored projections)")
+        return
+    shown = frame[["name", "method", "d", "k", "seed", "params", "created_at"]].copy()
+    shown["created_at"] = pd.to_datetime(shown["created_at"]).dt.strftime("%Y-%m-%d %H:%M")
+    shown["params"] = shown["params"].astype(str)
+    for column, width in (("name", 28), ("params", 24)):
+        shown[column] = [v if len(v) <= width else v[: width - 3] + "..." for v in shown[column].astype(str)]
+    print(shown.to_string(index=False))
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -357,6 +383,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlrp", description="Random projections compiled to SQL.")
+    parser.add_argument("--version", action="version", version=f"sqlrp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("project", help="project a table inside the database (a table, a view, or CSV on stdout)")
@@ -367,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
     p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar")
+    p.add_argument(
+        "--progress", action="store_true", help="with --into: a progress bar on stderr even when it is not a terminal"
+    )
     p.add_argument(
         "--batches",
         type=int,
@@ -401,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
     p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
     p.add_argument("--replace", action="store_true", help="copy, import: overwrite a projection of that name")
+    p.add_argument(
+        "--format", choices=["table", "json", "csv"], default="table", help="list: json (one object a line) or csv"
+    )
     p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("tune", help="tune a projection on a sample of a table (DT-RP) and store it")
@@ -436,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.set_defaults(func=cmd_migrate)
 
-    p = sub.add_parser("demo", help="project scikit-learn's digits in an embedded DuckDB file")
+    p = sub.add_parser("demo", help="project the bundled digits (UCI, 1,797 x 64) in an embedded DuckDB file")
     p.add_argument("--db", default="sqlrp_demo.duckdb")
     p.add_argument("--k", default="20,40,80,160", help="comma-separated output dimensions")
     p.add_argument("--s", type=_s, default="auto")

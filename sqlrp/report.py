@@ -98,6 +98,12 @@ def evaluate(
 
     if isinstance(projection, str) and not _registry(db).exists(projection):
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
+    wide = source_options.get("layout", "wide") == "wide"
+    if label_column is not None and wide and not source_options.get("columns"):
+        # the labels are not a feature: the default columns are the numeric ones but the id and the label
+        keys = {id_column, label_column, source_options.get("group_column")}
+        info = db.columns(table, source_options.get("schema"))
+        source_options["columns"] = [c.name for c in info if c.numeric and c.name not in keys] or None
     p = plan(db, table, id_column, projection=projection, **source_options)
     proj, source = p.projection, p.source
     if label_column is not None:
@@ -238,8 +244,12 @@ def write_report(report: Report, out: str | Path) -> list[str]:
     k_here = report.metrics["projection"]["k"]
     ax.plot([k_here], [report.metrics["distortion_mean"]], "r*", ms=12, label=title)
     ax.set_xscale("log")
+    ks = sorted({int(v) for v in vs["k"]} | {int(k_here)})
+    ax.set_xticks(ks, [str(v) for v in ks])  # the k measured, as integers (no 10^x labels)
+    ax.minorticks_off()
     ax.set_xlabel("k")
     ax.set_ylabel("mean distortion")
+    ax.set_title(f"{title}: mean distortion against k")
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "distortion_vs_k.png", dpi=110)
@@ -251,6 +261,7 @@ def write_report(report: Report, out: str | Path) -> list[str]:
     ax.set_xscale("log")
     ax.set_xlabel("K (log scale)")
     ax.set_ylabel("R_NX(K)")
+    ax.set_title(f"{title}: neighbourhood preservation R_NX(K)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "rnx.png", dpi=110)

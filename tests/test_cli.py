@@ -231,3 +231,63 @@ def test_evaluate_unknown_label_column_is_an_input_error(dbfile, capsys):
     args = ["evaluate", "--db", url, "--table", "my table", "--id-column", "id", "--projection", "l4"]
     assert main([*args, "--sample", "15", "--queries", "5", "--label-column", "nope"]) == 3
     assert "no column 'nope' for --label-column" in capsys.readouterr().err
+
+
+# ---- conventions (issue 14) ----
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"sqlrp {sqlrp.__version__}"
+
+
+def test_projections_list_formats(dbfile, capsys):
+    import json
+
+    url, _ = dbfile
+    long_name = "a projection with a rather long name that a table would wrap"
+    assert main(["create", "--db", url, "--name", long_name, "--d", "6", "--k", "3", "--seed", "123456789"]) == 0
+    assert main(["create", "--db", url, "--name", "p", "--d", "6", "--k", "3", "--method", "pk-rp"]) == 0
+    capsys.readouterr()
+    assert main(["projections", "list", "--db", url]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 3 and max(map(len, table)) <= 100, table
+    assert main(["projections", "list", "--db", url, "--format", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["name"] for r in records} == {long_name, "p"}
+    assert next(r for r in records if r["name"] == long_name)["params"]["s"] > 1  # an object, not a string
+    assert main(["projections", "list", "--db", url, "--format", "csv"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(frame["name"]) == {long_name, "p"} and list(frame.columns[:4]) == ["name", "method", "d", "k"]
+
+
+def test_empty_result_prints_its_header(dbfile, capsys):
+    url, _ = dbfile
+    with sqlrp.connect(url) as db:
+        db.execute('CREATE TABLE "empty" AS SELECT * FROM "my table" WHERE "id" < 0')
+    assert main(["project", "--db", url, "--table", "empty", "--id-column", "id", "--k", "3", "--s", "1"]) == 0
+    assert capsys.readouterr().out.strip() == "id,p0,p1,p2"
+
+
+def test_progress_bar_only_on_a_terminal(dbfile, capsys):
+    """Under pytest stderr is not a terminal: no bar unless --progress asks for one."""
+    url, _ = dbfile
+    base = ["project", "--db", url, "--table", "my table", "--id-column", "id", "--k", "3", "--s", "1"]
+    assert main([*base, "--into", "quiet"]) == 0
+    assert "%" not in capsys.readouterr().err
+    assert main([*base, "--into", "loud", "--progress"]) == 0
+    assert "projecting into loud" in capsys.readouterr().err
+
+
+def test_evaluate_leaves_the_label_out_of_the_features(dbfile, capsys):
+    """Without --columns, the label column is not taken for a feature (it used to give d = 7 for 6)."""
+    url, X = dbfile
+    with sqlrp.connect(url) as db:
+        frame = wide_frame(X)
+        frame["label"] = np.arange(len(X)) % 2
+        db.write_dataframe("labelled", frame)
+    assert main(["create", "--db", url, "--name", "e6", "--d", "6", "--k", "3", "--s", "1"]) == 0
+    args = ["evaluate", "--db", url, "--table", "labelled", "--id-column", "id", "--projection", "e6"]
+    assert main([*args, "--sample", "20", "--queries", "5", "--label-column", "label", "--no-sql"]) == 0
+    assert "accuracy_projected" in capsys.readouterr().out
