@@ -291,3 +291,41 @@ def test_evaluate_leaves_the_label_out_of_the_features(dbfile, capsys):
     args = ["evaluate", "--db", url, "--table", "labelled", "--id-column", "id", "--projection", "e6"]
     assert main([*args, "--sample", "20", "--queries", "5", "--label-column", "label", "--no-sql"]) == 0
     assert "accuracy_projected" in capsys.readouterr().out
+
+
+def test_engine_error_hints(tmp_path, capsys):
+    """The hints for a locked SQLite file and an unreachable server: one line, exit status 4."""
+    import socket
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute('CREATE TABLE "t" ("id" INTEGER, "a" REAL, "b" REAL)')
+        con.execute('INSERT INTO "t" VALUES (1, 1.0, 2.0)')
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sqlite3, time; c = sqlite3.connect({str(path)!r}, isolation_level=None); "
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        url = f"sqlite:///{path}"
+        assert main(["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "2", "--into", "o"]) == 4
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "another connection is writing this SQLite file" in err, err
+    finally:
+        holder.kill()
+        holder.wait()
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["projections", "list", "--db", f"postgresql://nobody@127.0.0.1:{port}/db"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not reachable" in err, err

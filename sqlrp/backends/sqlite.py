@@ -65,6 +65,8 @@ class SQLiteBackend(Backend):
         except sqlite3.DatabaseError as exc:
             if con is not None:
                 con.close()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise  # another writer holds it: the engine's condition (CLI exit status 4, with the hint)
             raise InvalidParameter(f"sqlite: cannot open {path!r} as a SQLite database: {exc}") from None
         self.con = con
         self._restore_isolation: object = None
