@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 from sqlglot import exp
 
-from . import reference
+from . import outputs, reference
 from .backends import Backend, connect
 from .compiler import Output, Source, check_output_columns, col, compile_sql, compile_statements, ident
 from .dialects import SqlrpDialect, get_dialect
@@ -315,13 +315,16 @@ def project(
     incremental: bool = False,
     progress: bool | int = False,
     ordered: bool = True,
+    output_format: str = "pandas",
     **options: Any,
-) -> pd.DataFrame | Iterator[pd.DataFrame] | None:
+) -> Any:
     """Project ``table`` inside the database.
 
     Returns the projected rows as a DataFrame ordered by id (with ``chunk_rows``: an iterator of
     DataFrames of at most that many rows, streamed from the database -- never one giant fetch), or
     with ``into`` materialises them as a table (``view=True``: a view) and returns ``None``.
+    ``output_format``: ``"pandas"``, ``"arrow"`` (a ``pyarrow.Table``; from DuckDB without a pandas
+    copy), ``"polars"`` or ``"numpy"`` (``(ids, Y)``), for the rows and for each chunk (:mod:`sqlrp.outputs`).
     Materialisation is one transaction: on any failure no output table is left, and the source table
     is never written.
 
@@ -336,6 +339,8 @@ def project(
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
+    if into is None:
+        outputs.check_format(output_format)
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
@@ -358,14 +363,14 @@ def project(
             if statements.setup:
                 raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
             columns = [key, *p.output.names(p.projection.k)]
-            chunks = _at_least_one(db.iter_chunks(statements.main, rows=int(chunk_rows)), columns)
-            return (check_frame_outputs(c, key) for c in chunks) if check else chunks
+            chunks = outputs.fetch_chunks(db, statements.main, int(chunk_rows), output_format, columns)
+            return (outputs.check_finite(c, key, output_format) for c in chunks) if check else chunks
         settings = dialect.local_settings(p.source)
         with db.transaction():
             for statement in settings:
                 db.execute(statement)
-            frame = run(db, statements, db.query_df)
-        return check_frame_outputs(frame, key) if check else frame
+            result = run(db, statements, lambda sql: outputs.fetch(db, sql, output_format))
+        return outputs.check_finite(result, key, output_format) if check else result
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     check_output_names(dialect, p, into)
@@ -424,17 +429,6 @@ def project(
     return None
 
 
-def _at_least_one(chunks: Iterator[pd.DataFrame], columns: list[str]) -> Iterator[pd.DataFrame]:
-    """``chunks``, or one empty frame with the output's columns if there are none (an empty table
-    still has a header: ``sqlrp project`` prints it)."""
-    empty = True
-    for chunk in chunks:
-        empty = False
-        yield chunk
-    if empty:
-        yield pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
-
-
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
     """``source`` restricted to the ids not yet in the output table ``into``: ``NOT EXISTS`` (a hash
     anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
@@ -481,12 +475,24 @@ def _matrix(db: Backend, p: Plan, matrix: str) -> str:
 
 
 def transform_frame(
-    projection: Projection | Composed, frame: pd.DataFrame, columns: Sequence[str] | None = None, prefix: str = "p"
-) -> pd.DataFrame:
-    """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path)."""
-    cols = list(columns) if columns else list(frame.columns)
-    Y = reference.transform(projection, frame[cols].to_numpy(dtype=float))
-    return pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)], index=frame.index)
+    projection: Projection | Composed, frame: Any, columns: Sequence[str] | None = None, prefix: str = "p"
+) -> Any:
+    """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path).
+    ``frame`` may be pandas, polars or a ``pyarrow.Table``; the result is of the same kind."""
+    kind = type(frame).__module__.split(".")[0]
+    data = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()  # polars, pyarrow
+    cols = list(columns) if columns else list(data.columns)
+    Y = reference.transform(projection, data[cols].to_numpy(dtype=float))
+    out = pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)], index=data.index)
+    if kind == "polars":
+        import polars as pl
+
+        return pl.from_pandas(out)
+    if kind == "pyarrow":
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(out, preserve_index=False)
+    return out
 
 
 from .report import evaluate  # noqa: E402

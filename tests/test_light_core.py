@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = ("scipy", "sklearn", "matplotlib", "psycopg", "sqlalchemy", "pyarrow", "pyspark", "chdb", "clickhouse_connect")
+EXTRAS = ("scipy", "sklearn", "matplotlib", "psycopg", "sqlalchemy", "pyarrow", "polars", "pyspark", "chdb")
+EXTRAS += ("clickhouse_connect",)
 
 
 def run_without_extras(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -78,6 +79,8 @@ def test_demo_and_project_without_extras(tmp_path):
         ("sqlrp.connect('local[1]')", "pip install 'sqlrp[spark]'"),
         ("sqlrp.connect('chdb://')", "pip install 'sqlrp[clickhouse]'"),
         ("__import__('sqlrp.report').report.write_report(None, '.')", "pip install 'sqlrp[eval]'"),
+        ("sqlrp.outputs.check_format('arrow')", "pip install 'sqlrp[arrow]'"),
+        ("sqlrp.outputs.check_format('polars')", "pip install 'sqlrp[polars]'"),
     ],
 )
 def test_each_extra_is_named_when_missing(tmp_path, code, line):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError
+from ..errors import InputError, need
 
 _NUMERIC = re.compile(
     r"^(tinyint|smallint|integer|int|bigint|hugeint|utinyint|usmallint|uinteger|ubigint|uhugeint|"
@@ -81,6 +81,18 @@ class Backend(ABC):
     @abstractmethod
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """Run a query and yield its result ``rows`` rows at a time."""
+
+    def query_arrow(self, sql: str) -> Any:
+        """Run a query and return the result as a ``pyarrow.Table`` (here: through pandas; DuckDB
+        hands Arrow over directly)."""
+        pa = need("pyarrow", "arrow", "Arrow output")
+        return pa.Table.from_pandas(self.query_df(sql), preserve_index=False)
+
+    def iter_arrow(self, sql: str, rows: int = 100_000) -> Iterator[Any]:
+        """:meth:`iter_chunks` as ``pyarrow.Table`` chunks."""
+        pa = need("pyarrow", "arrow", "Arrow output")
+        for chunk in self.iter_chunks(sql, rows):
+            yield pa.Table.from_pandas(chunk, preserve_index=False)
 
     @abstractmethod
     def transaction(self) -> contextlib.AbstractContextManager[None]:

@@ -1,0 +1,49 @@
+"""Output formats on DuckDB: the same projection handed back as pandas, Arrow, polars and NumPy.
+
+    PYTHONPATH=. python bench/output_formats.py                # 20,000 x 784 -> 200, s = sqrt(d)
+    PYTHONPATH=. python bench/output_formats.py --rows 2000    # quick
+
+``sqlrp.project(db, ..., output_format=F)`` on an in-memory DuckDB table (``bench/engines.py``'s
+formula), best of ``--repeat`` runs each, in turn; the ratio is to pandas in the same run.  Arrow
+comes from DuckDB without a pandas copy, polars reads that Arrow table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engines import make_table  # noqa: E402
+
+import sqlrp  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    db = sqlrp.connect()
+    make_table(db, "duckdb", args.rows, 784)
+    sqlrp.create_projection(db, "rp", "achlioptas", d=784, k=200, seed=1)
+    best = {}
+    for fmt in ("pandas", "arrow", "polars", "numpy"):
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            sqlrp.project(db, "t", "id", "rp", output_format=fmt)
+            times.append(time.perf_counter() - t0)
+        best[fmt] = min(times)
+        print(f"{fmt:7s} {best[fmt]:6.2f} s  = {best[fmt] / best['pandas']:.2f}x pandas", flush=True)
+    db.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""``project(..., output_format=...)``: pandas, Arrow, polars and NumPy give the same rows, whole and
+in chunks, on DuckDB (Arrow handed over directly) and PostgreSQL (through pandas); every format gets
+the finiteness check; ``transform_frame`` takes and returns pandas, polars and Arrow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from conftest import wide_frame
+
+import sqlrp
+from sqlrp.store import Registry
+
+polars = pytest.importorskip("polars")
+
+
+def as_pandas(result, fmt: str, key: str = "id") -> pd.DataFrame:
+    if fmt == "numpy":
+        ids, Y = result
+        return pd.DataFrame(Y, columns=[f"p{j}" for j in range(Y.shape[1])]).assign(**{key: ids})[
+            [key, *[f"p{j}" for j in range(Y.shape[1])]]
+        ]
+    return result if fmt == "pandas" else result.to_pandas()
+
+
+@pytest.mark.parametrize("fmt", ["pandas", "arrow", "polars", "numpy"])
+def test_every_format_gives_the_same_rows(db, fmt):
+    X = np.random.default_rng(4).normal(size=(250, 7))
+    db.write_dataframe("t", wide_frame(X))
+    want = sqlrp.project(db, "t", "id", "rp", k=5, s=3, seed=2)
+    got = sqlrp.project(db, "t", "id", "rp", output_format=fmt)
+    kind = {"pandas": pd.DataFrame, "arrow": pa.Table, "polars": polars.DataFrame, "numpy": tuple}[fmt]
+    assert isinstance(got, kind)
+    pd.testing.assert_frame_equal(as_pandas(got, fmt).reset_index(drop=True), want, check_dtype=False)
+    np.testing.assert_allclose(
+        as_pandas(got, fmt).drop(columns="id").to_numpy(),
+        sqlrp.transform(sqlrp.load_projection(db, "rp"), X),
+        rtol=1e-12,
+    )
+    chunks = list(sqlrp.project(db, "t", "id", "rp", output_format=fmt, chunk_rows=100))
+    assert all(isinstance(c, kind) for c in chunks) and 3 <= len(chunks)
+    joined = pd.concat([as_pandas(c, fmt) for c in chunks], ignore_index=True)
+    assert max(len(as_pandas(c, fmt)) for c in chunks) <= 100
+    pd.testing.assert_frame_equal(joined, want, check_dtype=False)
+
+
+@pytest.mark.parametrize("fmt", ["arrow", "polars", "numpy"])
+def test_every_format_is_checked_and_keeps_an_empty_header(duck, fmt):
+    X = np.ones((10, 3))
+    X[4] = 1e308
+    duck.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
+    proj.linear.weight[:] = 1.0  # 3e308 overflows to infinity on DuckDB
+    Registry(duck).save(proj, "ones")
+    with pytest.raises(sqlrp.InputError, match=r"overflowed.*rows with id 4"):
+        sqlrp.project(duck, "t", "id", "ones", output_format=fmt)
+    with pytest.raises(sqlrp.InputError, match=r"overflowed.*rows with id 4"):
+        list(sqlrp.project(duck, "t", "id", "ones", output_format=fmt, chunk_rows=3))
+    duck.execute('CREATE TABLE "none" AS SELECT * FROM "t" WHERE "id" < 0')
+    (empty,) = list(sqlrp.project(duck, "none", "id", "ones", output_format=fmt, chunk_rows=3))
+    if fmt == "numpy":
+        assert len(empty[0]) == 0
+    else:
+        assert list(empty.columns if fmt == "polars" else empty.column_names) == ["id", "p0", "p1"]
+
+
+def test_unknown_format_is_refused_before_any_work(duck):
+    duck.write_dataframe("t", wide_frame(np.ones((3, 2))))
+    with pytest.raises(sqlrp.InvalidParameter, match="output_format must be one of"):
+        sqlrp.project(duck, "t", "id", "never_stored", k=2, output_format="excel")
+    assert sqlrp.list_projections(duck).empty
+
+
+def test_transform_frame_takes_polars_and_arrow():
+    X = np.random.default_rng(5).normal(size=(20, 4))
+    proj = sqlrp.make_projection("achlioptas", 4, 3, seed=3, s=1)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    want = sqlrp.transform_frame(proj, frame)
+    from_polars = sqlrp.transform_frame(proj, polars.from_pandas(frame))
+    from_arrow = sqlrp.transform_frame(proj, pa.Table.from_pandas(frame))
+    assert isinstance(from_polars, polars.DataFrame) and isinstance(from_arrow, pa.Table)
+    np.testing.assert_allclose(from_polars.to_numpy(), want.to_numpy(), rtol=1e-15)
+    np.testing.assert_allclose(from_arrow.to_pandas().to_numpy(), want.to_numpy(), rtol=1e-15)
