@@ -1,5 +1,6 @@
 """One-off measurements behind statements in the README, docstrings and notes (not part of run.py).
 
+    PYTHONPATH=. python bench/probes.py pg-copy      # PostgreSQL: storing 156,800 matrix rows, COPY block vs rows
     PYTHONPATH=. python bench/probes.py planning     # DuckDB planning of a big kernel projection, CSE on/off
     PYTHONPATH=. python bench/probes.py pg-array     # PostgreSQL array layout: detoast, fence and parallel variants
     PYTHONPATH=. python bench/probes.py pg-fence     # PostgreSQL mailman / kernel relations: OFFSET 0 vs the new fence
@@ -581,7 +582,42 @@ def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
             print(f"  s={s}  {label:34s} {' '.join(f'{x:5.2f}' for x in times)}")
 
 
+def pg_copy(d: int = 784, k: int = 200) -> None:
+    """Storing a projection on PostgreSQL (issue 14): d = 784, k = 200, s = 1 (156,800 matrix rows)
+    through sqlrp's COPY, as one block of COPY text (what ``insert_frame`` does for numeric frames)
+    against a ``write_row`` per row (what it did), best of 3 each, in turn."""
+    from pgserver import TempPostgres
+
+    from sqlrp.backends import postgres
+
+    server = TempPostgres()
+    url = server.start()
+    try:
+        db = sqlrp.connect(url)
+        proj = sqlrp.make_projection("achlioptas", d, k, seed=1, s=1)
+
+        def save() -> None:
+            sqlrp.store.Registry(db).save(proj, "copy_probe", replace=True)
+
+        block = best(save)
+        try:  # the per-row path: the frame's numbers hidden as objects, so the block path is skipped
+            orig = postgres.PostgresBackend.insert_frame
+
+            def per_row(self, table, df):  # noqa: ANN001
+                return orig(self, table, df.astype(object))
+
+            postgres.PostgresBackend.insert_frame = per_row
+            rows = best(save)
+        finally:
+            postgres.PostgresBackend.insert_frame = orig
+        print(f"store {proj.linear.nnz:,} matrix rows on PostgreSQL: COPY block {block:.2f} s, row by row {rows:.2f} s")
+        db.close()
+    finally:
+        server.stop()
+
+
 PROBES = {
+    "pg-copy": pg_copy,
     "planning": planning,
     "pg-array": pg_array,
     "pg-fence": pg_fence,

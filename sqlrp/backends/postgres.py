@@ -156,6 +156,14 @@ class PostgresBackend(Backend):
             self.conn.cursor() as cur,
             cur.copy(f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()) as copy,
         ):
+            if len(df.columns) and all(df[c].dtype.kind in "fiub" for c in df.columns):
+                # numbers only: the whole frame as one block of COPY text, written by pandas in C (floats
+                # in their shortest exact form, NaN as NaN).  Storing d = 784, k = 200, s = 1 (156,800
+                # matrix rows): 1.23 s, against 1.84 s with a write_row per row (bench/probes.py pg-copy;
+                # the round trip of every bit: tests/test_outputs.py)
+                block = df.to_csv(sep="\t", header=False, index=False, na_rep="NaN", lineterminator="\n")
+                copy.write(block)
+                return
             for row in df.itertuples(index=False, name=None):
                 copy.write_row([_py(v) for v in row])
 
