@@ -1,7 +1,10 @@
-"""A scikit-learn transformer over sqlrp projections (fit / transform / get_feature_names_out).
+"""A scikit-learn transformer over sqlrp projections, with the interface of scikit-learn's own
+``SparseRandomProjection`` (``sklearn/random_projection.py``): ``components_``, ``inverse_transform``,
+sparse input, float32 kept as float32 -- plus :meth:`SQLRandomProjection.to_database`, which stores
+the fitted matrix so that the SQL path (``sqlrp.project``) projects with it.
 
-Its in-memory path is the NumPy reference evaluator, so for the same stored matrix it gives the
-same numbers as the SQL path (``sqlrp.project``) to ~1e-12 relative.
+Its dense in-memory path is the NumPy reference evaluator, so for the same stored matrix it gives the
+same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[sklearn]'``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import check_array
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import reference
@@ -18,8 +24,11 @@ from .ir import Projection
 from .methods import johnson_lindenstrauss_min_dim, make_projection
 
 
-class SQLRandomProjection(TransformerMixin, BaseEstimator):
+class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random projection whose matrix can be stored in, and compiled for, a database.
+
+    ``transform(X) = X @ components_.T`` with ``components_ = scale * W.T`` (k x d, sparse), where
+    ``W`` holds the stored weights and ``scale`` the delayed scale factor (``1 / sqrt(k)``).
 
     Parameters
     ----------
@@ -36,8 +45,21 @@ class SQLRandomProjection(TransformerMixin, BaseEstimator):
         Seed of the generator (an int is drawn and recorded when None).
     projection : Projection or None
         Use this (e.g. stored, loaded) projection instead of generating one; ``fit`` checks d.
-    prefix : str
-        Output feature names are ``{prefix}0 .. {prefix}{k-1}``, the SQL path's column names.
+    prefix : str or None
+        Output feature names ``{prefix}0 .. {prefix}{k-1}`` (``"p"``: the SQL path's column names);
+        ``None`` names them as scikit-learn's projections do, ``sqlrandomprojection0 ...``.
+    dense_output : bool
+        Sparse input gives a sparse result unless this is True (dense input: always dense).
+    compute_inverse_components : bool
+        Compute the pseudo-inverse of ``components_`` at fit (``inverse_components_``, d x k).
+
+    Attributes
+    ----------
+    projection_ : Projection
+        The projection used (stored with :meth:`to_database`).
+    components_ : scipy.sparse.csr_matrix of shape (n_components, n_features)
+        The linear map (linear methods only).
+    n_components_ : int
     """
 
     def __init__(
@@ -49,7 +71,9 @@ class SQLRandomProjection(TransformerMixin, BaseEstimator):
         eps: float = 0.1,
         random_state: int | None = None,
         projection: Projection | None = None,
-        prefix: str = "p",
+        prefix: str | None = None,
+        dense_output: bool = False,
+        compute_inverse_components: bool = False,
     ):
         self.n_components = n_components
         self.method = method
@@ -58,9 +82,11 @@ class SQLRandomProjection(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.projection = projection
         self.prefix = prefix
+        self.dense_output = dense_output
+        self.compute_inverse_components = compute_inverse_components
 
     def fit(self, X: Any, y: Any = None) -> SQLRandomProjection:
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
         n, d = X.shape
         if self.projection is not None:
             if self.projection.d != d:
@@ -73,14 +99,60 @@ class SQLRandomProjection(TransformerMixin, BaseEstimator):
                 seed = int(np.random.default_rng().integers(2**31 - 1))
             params = {"s": self.s} if self.method == "achlioptas" else {}
             self.projection_ = make_projection(self.method, d, k, seed=seed, **params)
-        self.n_components_ = self.projection_.k
+        self.n_components_ = self._n_features_out = self.projection_.k
+        if self._linear:
+            lin = self.projection_.linear
+            W = sp.csr_matrix((lin.weight * self.projection_.scale, (lin.vector, lin.feature)), shape=(lin.p, lin.d))
+            self.components_ = W
+            if self.compute_inverse_components:
+                self.inverse_components_ = np.linalg.pinv(W.toarray())
         return self
 
-    def transform(self, X: Any) -> np.ndarray:
+    @property
+    def _linear(self) -> bool:
+        lin = self.projection_.linear
+        return self.projection_.combiner.is_identity and lin.power is None and lin.bias is None
+
+    def transform(self, X: Any) -> Any:
+        """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype."""
         check_is_fitted(self, "projection_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return reference.transform(self.projection_, X)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32], reset=False)
+        if sp.issparse(X):
+            if not self._linear:
+                raise InputError("sparse input needs a linear projection (achlioptas, gaussian); pass a dense array")
+            Y = safe_sparse_dot(X.astype(np.float64), self.components_.T, dense_output=self.dense_output)
+        else:
+            Y = reference.transform(self.projection_, np.asarray(X, dtype=np.float64))
+        return Y.astype(X.dtype, copy=False)
+
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """Back to the input space: ``X @ pinv(components_).T`` (dense, like scikit-learn's)."""
+        check_is_fitted(self, "components_")
+        X = check_array(X, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc"))
+        inverse = getattr(self, "inverse_components_", None)
+        if inverse is None:
+            inverse = np.linalg.pinv(self.components_.toarray())
+        out = X @ inverse.T
+        return np.asarray(out.toarray() if sp.issparse(out) else out)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "projection_")
+        if self.prefix is None:
+            return super().get_feature_names_out(input_features)
         return np.asarray([f"{self.prefix}{j}" for j in range(self.n_components_)], dtype=object)
+
+    def to_database(self, db: Any, name: str, replace: bool = False) -> str:
+        """Store the fitted matrix in ``db`` (a backend or a URL) under ``name``; then
+        ``sqlrp.project(db, table, id, name)`` projects inside the database with it."""
+        from .backends import connect
+        from .store import Registry
+
+        check_is_fitted(self, "projection_")
+        Registry(connect(db)).save(self.projection_, name, replace=replace)
+        return name
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = True
+        return tags

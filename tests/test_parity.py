@@ -95,7 +95,7 @@ def test_transformer_matches_sql(db, data):
 
     db.write_dataframe("t", wide_frame(data))
     sqlrp.create_projection(db, "tr", "achlioptas", d=25, k=6, seed=2)
-    model = sqlrp.SQLRandomProjection(projection=sqlrp.load_projection(db, "tr"))
+    model = sqlrp.SQLRandomProjection(projection=sqlrp.load_projection(db, "tr"), prefix="p")
     pipe = make_pipeline(FunctionTransformer(), model)
     Y = pipe.fit_transform(data)
     sql = sqlrp.project(db, "t", "id", "tr")
