@@ -94,6 +94,7 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     )
     p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
+    p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
 
 
 def _add_method_params(p: argparse.ArgumentParser) -> None:
@@ -146,7 +147,9 @@ def _plan_options(args: argparse.Namespace) -> dict:
 
 
 def _connect(args: argparse.Namespace):
-    return connect(_need_db(args), threads=args.threads, memory_limit=args.memory_limit)
+    return connect(
+        _need_db(args), threads=args.threads, memory_limit=args.memory_limit, temp_directory=args.temp_directory
+    )
 
 
 def cmd_project(args: argparse.Namespace) -> int:

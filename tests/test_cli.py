@@ -329,3 +329,16 @@ def test_engine_error_hints(tmp_path, capsys):
     assert main(["projections", "list", "--db", f"postgresql://nobody@127.0.0.1:{port}/db"]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not reachable" in err, err
+
+
+def test_small_device_settings_reach_duckdb(tmp_path, capsys):
+    spill = tmp_path / "spill 'dir'"
+    db = sqlrp.connect(str(tmp_path / "s.duckdb"), threads=1, memory_limit="200MB", temp_directory=str(spill))
+    got = db.fetchall("SELECT current_setting('threads'), current_setting('temp_directory')")[0]
+    assert got == (1, str(spill))
+    db.write_dataframe("t", wide_frame(np.ones((5, 3))))
+    db.close()
+    url = f"duckdb:///{tmp_path / 's.duckdb'}"
+    args = ["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "2", "--s", "1"]
+    assert main([*args, "--threads", "1", "--memory-limit", "200MB", "--temp-directory", str(spill)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 6

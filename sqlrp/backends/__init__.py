@@ -51,8 +51,9 @@ _NATIVE = {
 def connect(url: object = None, **options: object) -> Backend:
     """Open the database at ``url`` (a URL string, a file path, or a connection object; table above).
 
-    Small-device profile: ``threads=`` and ``memory_limit=`` (e.g. ``"1GB"``) set DuckDB's
-    ``threads`` and ``memory_limit``; DuckDB then streams and spills to disk to stay inside the budget.
+    Small-device profile: ``threads=``, ``memory_limit=`` (e.g. ``"1GB"``) and ``temp_directory=`` set
+    DuckDB's settings of those names; DuckDB then streams and spills to disk (into ``temp_directory``)
+    to stay inside the budget.
     PostgreSQL accepts ``threads=`` (``max_parallel_workers_per_gather``) and ``memory_limit=``
     (``work_mem``) for its own session; other engines ignore them.
     """

@@ -21,13 +21,19 @@ _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 class DuckDBBackend(Backend):
     dialect = "duckdb"
 
-    def __init__(self, path: str = ":memory:", threads: int | None = None, memory_limit: str | None = None):
+    def __init__(
+        self,
+        path: str = ":memory:",
+        threads: int | None = None,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
+    ):
         self.path = path
         self.url = f"duckdb:///{path}"
         self.con = duckdb.connect(path)
-        self._setup(threads, memory_limit)
+        self._setup(threads, memory_limit, temp_directory)
 
-    def _setup(self, threads: int | None, memory_limit: str | None) -> None:
+    def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
         # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench/probes.py planning`)
@@ -40,12 +46,22 @@ class DuckDBBackend(Backend):
             # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
             # (results handed to Python are ORDER BY id anyway)
             self.con.execute("SET preserve_insertion_order = false")
+        if temp_directory:
+            # where DuckDB spills beyond memory_limit (default: next to the database file, or
+            # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
+            from sqlglot import exp
+
+            self.con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
         self._in_tx = False
         self._pending_settings: dict[str, object] = {}
 
     @classmethod
     def wrap(
-        cls, con: duckdb.DuckDBPyConnection, threads: int | None = None, memory_limit: str | None = None
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
     ) -> DuckDBBackend:
         """Use an open DuckDB connection (the caller's: :meth:`close` leaves it open).  sqlrp's
         session settings (``disabled_optimizers``, ``threads``, ``memory_limit``) apply to it."""
@@ -54,7 +70,7 @@ class DuckDBBackend(Backend):
         self.url = "duckdb:///(caller's connection)"
         self.con = con
         self.owns_connection = False
-        self._setup(threads, memory_limit)
+        self._setup(threads, memory_limit, temp_directory)
         return self
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:

@@ -23,14 +23,22 @@ _PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolea
 class PostgresBackend(Backend):
     dialect = "postgres"
 
-    def __init__(self, url: str, threads: int | None = None, memory_limit: str | None = None):
+    def __init__(
+        self, url: str, threads: int | None = None, memory_limit: str | None = None, temp_directory: str | None = None
+    ):
+        """``threads``: max_parallel_workers_per_gather; ``memory_limit``: work_mem; ``temp_directory``
+        is DuckDB's setting and is not used here (the server spills into its own temp_tablespaces)."""
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
         self._setup(threads, memory_limit)
 
     @classmethod
     def wrap(
-        cls, conn: psycopg.Connection, threads: int | None = None, memory_limit: str | None = None
+        cls,
+        conn: psycopg.Connection,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
     ) -> PostgresBackend:
         """Use an open psycopg 3 connection (the caller's: :meth:`close` leaves it open).  It must
         not be inside a transaction; sqlrp switches it to autocommit and runs its own."""
