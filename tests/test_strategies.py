@@ -387,3 +387,28 @@ def test_pairs_levels_name_the_shorter_column_list(monkeypatch):
     assert "EXCLUDE" in mixed and "EXCLUDE" not in named
     assert len(mixed) < len(named)
     assert 0 < mixed.count("EXCLUDE") < mixed.count("AS _l")  # other levels named their kept columns
+
+
+@pytest.mark.parametrize("plan", ["direct", "transposed"])
+def test_the_planner_stays_within_its_memory_cap(monkeypatch, plan):
+    """The count matrices of a block never exceed ``PLANNER_BYTES``: its partials stop there, and the
+    plan still computes the matrix exactly (issue 12: a wide P-RP grew them to (p + 16 d)^2)."""
+    from sqlrp.compiler.pairs import plan_pairs_transposed
+
+    proj = make_projection("p-rp", 300, 20, seed=4, m=5)
+    free = (plan_pairs if plan == "direct" else plan_pairs_transposed)(proj.linear)
+    monkeypatch.setattr(pairs_module, "PLANNER_BYTES", 2 * 2 * 350**2)
+    seen = []
+    greedy = pairs_module._greedy
+
+    def watched(W, budget, min_uses):
+        pairs, M = greedy(W, budget, min_uses)
+        itemsize = 1 if W.shape[0] < 256 else 2  # uint8 counts below 256 rows, else uint16
+        limit = int(np.sqrt(pairs_module.PLANNER_BYTES // (2 * itemsize)))  # columns: block + partials
+        seen.append((W.shape[1] + len(pairs), M.shape[1], limit))
+        return pairs, M
+
+    monkeypatch.setattr(pairs_module, "_greedy", watched)
+    capped = (plan_pairs if plan == "direct" else plan_pairs_transposed)(proj.linear)
+    assert seen and all(used <= limit and cols <= limit for used, cols, limit in seen), seen
+    assert capped.computes(proj.linear) and len(capped.partials) < len(free.partials)

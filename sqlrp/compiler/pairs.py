@@ -26,6 +26,7 @@ and recounted only once it may have lost uses and comes up as the maximum.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -99,6 +100,11 @@ def signs_of(linear: LinearStage) -> np.ndarray:
 #: features planned together; wider matrices are cut into blocks planned one by one, which bounds
 #: the count matrices (``(block + partials)^2`` entries) and the planning time
 FEATURE_BLOCK = 1024
+
+#: most bytes the two count matrices of one block may take: the block's partials stop there (the
+#: plan stays valid, with fewer shared sums).  Without it the transposed plan of a wide stage grew
+#: them to (p + 16 d)^2: P-RP m = 10, k = 40, d = 6,830 was killed at 24 GB (issue 12).
+PLANNER_BYTES = 1 << 29
 
 
 def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: int = 2) -> PairsPlan:
@@ -179,8 +185,10 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
     """The greedy loop on one block of features: ``(a, b, sigma)`` per partial (column ``width + q``)
     and the rewritten sign matrix over features and partials."""
     p, d = W.shape
-    cap = d + min(budget, d)  # grown by doubling: the count matrices stay as small as the plan
     count_t = np.uint8 if p < 256 else np.uint16
+    largest = math.isqrt(PLANNER_BYTES // (2 * np.dtype(count_t).itemsize))  # columns within PLANNER_BYTES
+    budget = max(0, min(budget, largest - d))
+    cap = d + min(budget, d)  # grown by doubling: the count matrices stay as small as the plan
     M = np.zeros((p, cap), dtype=np.int8)
     M[:, :d] = W
     S = W.astype(np.float32)
