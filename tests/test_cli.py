@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -114,32 +117,32 @@ def test_errors_are_one_line(dbfile, capsys):
     assert err.startswith("error: seed must be") and err.count("\n") == 1
 
 
-def test_database_errors_are_one_line_with_the_fix(dbfile, capsys):
-    """A second process writing the same DuckDB file: the engine's multi-line error becomes one line,
-    exit status 4 (engine)."""
-    import subprocess
-    import sys
-
-    url, _ = dbfile
+@contextlib.contextmanager
+def holding(code: str):
+    """Another process that runs ``code`` (opening a database, taking a lock) and keeps it until the
+    block ends."""
     holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, time; c = duckdb.connect({url.removeprefix('duckdb:///')!r}); "
-            "print('open', flush=True); time.sleep(30)",
-        ],
+        [sys.executable, "-c", f"{code}; import time; print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "open"
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_database_errors_are_one_line_with_the_fix(dbfile, capsys):
+    """A second process writing the same DuckDB file: the engine's multi-line error becomes one line,
+    exit status 4 (engine)."""
+    url, _ = dbfile
+    with holding(f"import duckdb; c = duckdb.connect({url.removeprefix('duckdb:///')!r})"):
         assert main(["projections", "list", "--db", url]) == 4
         err = capsys.readouterr().err
         assert err.startswith("error: database: ") and err.count("\n") == 1
         assert "another process has this DuckDB file open" in err
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_create_and_drop(dbfile, capsys):
@@ -297,32 +300,17 @@ def test_engine_error_hints(tmp_path, capsys):
     """The hints for a locked SQLite file and an unreachable server: one line, exit status 4."""
     import socket
     import sqlite3
-    import subprocess
-    import sys
 
     path = tmp_path / "w.sqlite"
     with sqlite3.connect(path) as con:
         con.execute('CREATE TABLE "t" ("id" INTEGER, "a" REAL, "b" REAL)')
         con.execute('INSERT INTO "t" VALUES (1, 1.0, 2.0)')
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import sqlite3, time; c = sqlite3.connect({str(path)!r}, isolation_level=None); "
-            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(60)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    lock = f"import sqlite3; c = sqlite3.connect({str(path)!r}, isolation_level=None); c.execute('BEGIN EXCLUSIVE')"
+    with holding(lock):
         url = f"sqlite:///{path}"
         assert main(["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "2", "--into", "o"]) == 4
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "another connection is writing this SQLite file" in err, err
-    finally:
-        holder.kill()
-        holder.wait()
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -142,8 +142,9 @@ def test_cli_strategy_threads_progress(tmp_path, data, capsys):
     with sqlrp.connect(path) as db:
         db.write_dataframe("t", wide_frame(data))
     args = ["project", "--db", path, "--table", "t", "--id-column", "id", "--k", "5", "--s", "1"]
-    assert main([*args, "--into", "out", "--strategy", "mailman", "--threads", "1", "--memory-limit", "256MB"]) == 0
-    assert "projecting into out" in capsys.readouterr().err  # the CLI shows the bar by default
+    small = ["--threads", "1", "--memory-limit", "256MB"]
+    assert main([*args, "--into", "out", "--strategy", "mailman", *small, "--progress"]) == 0
+    assert "projecting into out" in capsys.readouterr().err  # asked for: stderr is no terminal under pytest
     assert main([*args, "--into", "out", "--incremental", "--no-progress"]) == 0
     with sqlrp.connect(path) as db:
         assert db.fetchall('SELECT count(*) FROM "out"')[0][0] == 57
