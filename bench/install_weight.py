@@ -10,7 +10,8 @@ measures, in that venv:
 - ``import sqlrp`` against ``import numpy, pandas, sqlglot``: best of ``--repeat`` fresh interpreters
   each, ratio against the target of 1.2x;
 - the peak RSS of ``sqlrp project`` of the bundled digits (1,797 x 64 -> 40) into a DuckDB table, run
-  as the CLI in a child process (``ru_maxrss``), against the target of 150 MB;
+  as the CLI in a child process (``ru_maxrss``), against the target of 150 MB; again with ``--threads 1``;
+  and, for the breakdown, of ``import sqlrp`` alone and of a DuckDB connection alone;
 - that none of scipy, scikit-learn, matplotlib, psycopg, SQLAlchemy was installed.
 
 Printed, and written to ``bench/results/install-weight-<time>.json``.
@@ -98,19 +99,27 @@ def main(argv: list[str] | None = None) -> int:
         project = [str(sqlrp_cli), "project", "--db", "d.duckdb", "--table", "digits", "--id-column", "id"]
         project += ["--k", "40", "--into", "digits_rp", "--replace", "--no-progress"]
         rss = peak_rss_mb(project, work)
+        rss_one_thread = peak_rss_mb([*project, "--threads", "1"], work)
+        rss_import = peak_rss_mb([str(python), "-c", "import sqlrp"], work)
+        rss_duckdb = peak_rss_mb([str(python), "-c", "import duckdb; duckdb.connect().execute('SELECT 1')"], work)
         result = {
             "venv_mb": round(mb, 1),
             "import_numpy_pandas_sqlglot_s": round(base, 3),
             "import_sqlrp_s": round(ours, 3),
             "import_ratio": round(ours / base, 3),
             "project_digits_peak_rss_mb": round(rss, 1),
+            "project_digits_one_thread_peak_rss_mb": round(rss_one_thread, 1),
+            "import_sqlrp_peak_rss_mb": round(rss_import, 1),
+            "duckdb_connection_peak_rss_mb": round(rss_duckdb, 1),
             "heavy_packages_installed": heavy,
             "packages": installed,
         }
     print(f"core venv: {mb:.0f} MB (target <= 300 MB); heavy packages installed: {heavy or 'none'}")
     print(f"import numpy, pandas, sqlglot: {base:.3f} s;  import sqlrp: {ours:.3f} s", end="")
     print(f" = {ours / base:.2f}x (target <= 1.2x)")
-    print(f"sqlrp project digits -> 40 into a DuckDB table: peak RSS {rss:.0f} MB (target <= 150 MB)")
+    print(f"sqlrp project digits -> 40 into a DuckDB table: peak RSS {rss:.0f} MB (target <= 150 MB); ", end="")
+    print(f"with --threads 1 {rss_one_thread:.0f} MB")
+    print(f"of which: import sqlrp alone {rss_import:.0f} MB, a DuckDB connection alone {rss_duckdb:.0f} MB")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     path = Path(args.out) / f"install-weight-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(result, indent=2))

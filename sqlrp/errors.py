@@ -35,6 +35,14 @@ class MissingExtra(SqlrpError, ImportError):
     """An optional dependency is not installed; the message gives the ``pip install`` line."""
 
 
+def refuse_nul(name: str, role: str = "name") -> str:
+    """``name``, or :class:`InvalidParameter` if it holds a NUL character: engines written in C end a
+    name there (DuckDB reads ``"x\\0y"`` as ``"x"``, another table) and PostgreSQL text cannot hold one."""
+    if "\x00" in name:
+        raise InvalidParameter(f"the {role} {name!r} contains a NUL character, which no engine keeps; rename it")
+    return name
+
+
 def need(module: str, extra: str, what: str) -> object:
     """Import ``module`` or raise :class:`MissingExtra` naming the ``pip install`` line."""
     import importlib

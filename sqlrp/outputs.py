@@ -16,7 +16,7 @@ import pandas as pd
 
 from .backends import Backend
 from .errors import InvalidParameter, need
-from .sources import check_frame_outputs
+from .sources import check_finite_rows, check_frame_outputs
 
 FORMATS = ("pandas", "arrow", "polars", "numpy")
 
@@ -51,16 +51,12 @@ def fetch_chunks(db: Backend, sql: str, rows: int, fmt: str, columns: list[str])
 
 
 def convert(table: Any, fmt: str) -> Any:
-    """A ``pyarrow.Table`` of ``key, outputs...`` as ``fmt``."""
-    if fmt == "arrow":
-        return table
+    """A ``pyarrow.Table`` of ``key, outputs...`` as ``fmt`` (``arrow``, ``polars`` or ``numpy``)."""
     if fmt == "polars":
         import polars as pl
 
         return pl.from_arrow(table)
-    if fmt == "numpy":
-        return split_numpy(table)
-    return table.to_pandas()
+    return split_numpy(table) if fmt == "numpy" else table
 
 
 def split_numpy(table: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +81,5 @@ def check_finite(result: Any, key: str, fmt: str) -> Any:
     else:
         table = result if fmt == "arrow" else result.to_arrow()
         ids, Y = split_numpy(table)
-    finite = np.isfinite(Y).all(axis=1) if Y.size else np.ones(len(ids), dtype=bool)
-    if not finite.all():
-        check_frame_outputs(pd.DataFrame({key: ids[~finite][:5], "y": np.nan}), key)  # raises, naming the ids
+    check_finite_rows(ids, np.isfinite(Y).all(axis=1) if Y.size else np.ones(len(ids), dtype=bool))
     return result

@@ -306,9 +306,14 @@ def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
         finite = np.array([np.isfinite(np.asarray(v, dtype=float)).all() for v in values.iloc[:, 0]], dtype=bool)
     else:
         finite = np.isfinite(values.to_numpy(dtype=float)).all(axis=1)
-    if not finite.all():
-        raise InputError(_overflow_message(frame[key].to_numpy()[~finite][:5]))
+    check_finite_rows(frame[key].to_numpy(), finite)
     return frame
+
+
+def check_finite_rows(ids: np.ndarray, finite: np.ndarray) -> None:
+    """Raise the overflow error naming up to five of the ``ids`` whose row is not ``finite``."""
+    if not finite.all():
+        raise InputError(_overflow_message(ids[~finite][:5]))
 
 
 def _overflow_message(ids: Iterable) -> str:

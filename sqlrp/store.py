@@ -20,7 +20,7 @@ import pandas as pd
 
 from .backends import Backend
 from .compiler.pairs import PairsPlan, signs_of
-from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound
+from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from .ir import Combiner, Composed, LinearStage, Projection
 
 VERSION_TABLE = "sqlrp_schema_version"
@@ -75,14 +75,6 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in text.split(";") if s.strip()]
 
 
-def check_name(name: str) -> str:
-    """``name`` if it can name a stored projection: a NUL cannot be stored (PostgreSQL text refuses
-    it; DuckDB ends the name there, so ``"a\\0b"`` would find ``"a"``)."""
-    if "\x00" in name:
-        raise InvalidParameter(f"the projection name {name!r} contains a NUL character; choose another name")
-    return name
-
-
 class Registry:
     """Stored projections in one database."""
 
@@ -121,7 +113,7 @@ class Registry:
         return applied
 
     def exists(self, name: str) -> bool:
-        check_name(name)
+        refuse_nul(name, "projection name")
         return bool(self.backend.fetchall("SELECT 1 FROM sqlrp_projection WHERE name = ?", [name]))
 
     def save(
@@ -131,7 +123,7 @@ class Registry:
         name = name or projection.name
         if not name:
             raise InvalidParameter("a stored projection needs a name")
-        check_name(name)
+        refuse_nul(name, "projection name")
         if isinstance(projection, Composed):
             return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner
@@ -247,7 +239,7 @@ class Registry:
 
     def load(self, name: str) -> Projection | Composed:
         """The stored projection ``name``, rebuilt from its rows."""
-        check_name(name)
+        refuse_nul(name, "projection name")
         rows = self.backend.fetchall(
             "SELECT method, params, d, k, p, seed, scale FROM sqlrp_projection WHERE name = ?", [name]
         )

@@ -252,6 +252,9 @@ def test_names_that_differ_only_in_case(db):
             sqlrp.project(db, "T", "P1", "w", prefix="q", into="out")
         sqlrp.project(db, "T", "P1", "w", prefix="q", into="out", replace=True)
         assert "T" in tables(db) and db.fetchall('SELECT count(*) FROM "OUT"')[0][0] == 3
+        db.write_dataframe("É", wide_frame(X, id_name="P1"))  # only ASCII letters fold: "é" is another table
+        sqlrp.project(db, "É", "P1", "w", prefix="q", into="é")
+        assert {"É", "é"} <= tables(db)
     else:
         sqlrp.project(db, "T", "P1", "w", k=2, prefix="q", into="t")
         out = sqlrp.project(db, "T", "P1", "w", prefix="p")

@@ -86,6 +86,10 @@ def test_hostile_table_name_is_refused_naming_spark(spark_db):
     spark_db.write_dataframe(f"{TABLE}_names", frame(data(), "wide"), replace=True)
     with pytest.raises(sqlrp.SqlrpError, match=r"^spark: .out 1. cannot name a table"):
         sqlrp.project(spark_db, f"{TABLE}_names", HOSTILE_ID, k=3, s=3, seed=1, into="out 1")
+    # Spark resolves names ignoring case (spark.sql.caseSensitive=false): the source in upper case is refused
+    with pytest.raises(sqlrp.InvalidParameter, match="must not be the input table.*ignores case"):
+        sqlrp.project(spark_db, f"{TABLE}_names", HOSTILE_ID, k=3, s=3, seed=1, into=f"{TABLE}_NAMES", replace=True)
+    assert spark_db.table_exists(f"{TABLE}_names")
 
 
 def test_lookup_is_refused_naming_spark(spark_db):

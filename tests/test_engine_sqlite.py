@@ -595,3 +595,14 @@ def test_frames_round_trip(lite):
     empty = lite.query_df('SELECT "i", "f" FROM "frame" WHERE 0')
     assert list(empty.columns) == ["i", "f"] and len(empty) == 0
     assert [len(c) for c in lite.iter_chunks('SELECT * FROM "frame"', rows=5)] == [1]
+
+
+def test_names_that_differ_only_in_ascii_case(lite) -> None:
+    """SQLite matches quoted names ignoring ASCII case only: ``"t"`` is ``"T"``, ``"é"`` is not ``"É"``."""
+    lite.write_dataframe("T", pd.DataFrame({"id": [1, 2], "a": [1.0, 2.0], "b": [3.0, 4.0]}))
+    with pytest.raises(sqlrp.InvalidParameter, match="sqlite takes 't' for 'T'"):
+        sqlrp.project(lite, "T", "id", k=2, s=1, into="t", replace=True)
+    assert lite.fetchall('SELECT count(*) FROM "T"') == [(2,)]
+    lite.write_dataframe("É", pd.DataFrame({"id": [1], "a": [1.0]}))
+    sqlrp.project(lite, "É", "id", k=2, s=1, into="é")  # two tables to SQLite
+    assert {"É", "é"} <= set(lite.table_names())

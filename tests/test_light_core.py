@@ -102,3 +102,28 @@ def test_cli_demo_without_extras(tmp_path):
     done = run_without_extras("import sys; sys.argv = ['sqlrp', 'demo']; from sqlrp.cli import main; main()", tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "jl_floor" in done.stdout and (tmp_path / "sqlrp_demo.duckdb").exists()
+
+
+def test_the_numpy_fallbacks_equal_scipy(monkeypatch):
+    """What the light core computes without SciPy -- distances, ``squareform``, the sparse product in
+    both its forms (dense matrix; per-column sums) -- equals SciPy's."""
+    import numpy as np
+    import scipy.sparse as sp
+    from scipy.spatial.distance import cdist, pdist, squareform
+
+    from sqlrp import reference
+    from sqlrp.evaluation import metrics
+
+    rng = np.random.default_rng(0)
+    X, Y, w = rng.normal(size=(40, 7)), rng.normal(size=(9, 7)), rng.random(7)
+    np.testing.assert_allclose(metrics._pdist_numpy(X, "sqeuclidean", None), pdist(X, "sqeuclidean"), rtol=1e-12)
+    np.testing.assert_allclose(metrics._cdist_numpy(Y, X, "sqeuclidean"), cdist(Y, X, "sqeuclidean"), rtol=1e-12)
+    np.testing.assert_allclose(metrics._cdist_numpy(Y, X, "cityblock", w), cdist(Y, X, "cityblock", w=w), rtol=1e-12)
+    d = pdist(X, "sqeuclidean")
+    np.testing.assert_array_equal(metrics.squareform(d), squareform(d))
+    row, col, weight = rng.integers(0, 7, 60), rng.integers(0, 5, 60), rng.normal(size=60)
+    want = np.asarray(X @ sp.csc_matrix((weight, (row, col)), shape=(7, 6)))
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)  # import scipy.sparse now fails
+    np.testing.assert_allclose(reference.sparse_product(X, row, col, weight, 6), want, rtol=1e-12, atol=1e-14)
+    monkeypatch.setattr(reference, "DENSE_ENTRIES", 10)  # the per-column sums, in blocks of rows
+    np.testing.assert_allclose(reference.sparse_product(X, row, col, weight, 6), want, rtol=1e-12, atol=1e-14)

@@ -25,7 +25,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..dialects import SqlrpDialect, get_dialect
-from ..errors import EngineLimit, InvalidParameter
+from ..errors import EngineLimit, InvalidParameter, refuse_nul
 from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
@@ -38,11 +38,8 @@ BIGINT = exp.DataType.build("BIGINT")
 
 
 def ident(name: str) -> exp.Identifier:
-    """A quoted identifier: user text never reaches SQL any other way.  A NUL character is refused:
-    engines written in C end the name there (DuckDB reads ``"x\\0y"`` as ``"x"``, another table)."""
-    if "\x00" in name:
-        raise InvalidParameter(f"the name {name!r} contains a NUL character, which no engine keeps; rename it")
-    return exp.to_identifier(name, quoted=True, copy=False)
+    """A quoted identifier: user text never reaches SQL any other way (a NUL is refused: :func:`refuse_nul`)."""
+    return exp.to_identifier(refuse_nul(name), quoted=True, copy=False)
 
 
 def col(name: str, table: str | None = None) -> exp.Column:
@@ -403,7 +400,6 @@ def _combine(projection: Projection, k_cols: list[exp.Expression]) -> list[exp.E
     return out
 
 
-@gc_paused
 def check_output_columns(dialect: SqlrpDialect, key: str, names: Sequence[str]) -> None:
     """Refuse output columns ``names`` with a NUL (:func:`ident`) or of which one is the key column
     ``key`` to the engine (DuckDB, SQLite and Spark match quoted names ignoring case: ``P0`` is
@@ -418,6 +414,7 @@ def check_output_columns(dialect: SqlrpDialect, key: str, names: Sequence[str]) 
         )
 
 
+@gc_paused
 def compile_select(
     projection: Projection | Composed,
     source: Source,

@@ -103,7 +103,8 @@ FEATURE_BLOCK = 1024
 
 #: most bytes the two count matrices of one block may take: the block's partials stop there (the
 #: plan stays valid, with fewer shared sums).  Without it the transposed plan of a wide stage grew
-#: them to (p + 16 d)^2: P-RP m = 10, k = 40, d = 6,830 was killed at 24 GB (issue 12).
+#: them to (p + 16 d)^2: P-RP m = 10, k = 40, d = 6,830 was killed at 24 GB (issue 12; a throw-away run,
+#: the kernel log); tests/test_strategies.py checks the cap.
 PLANNER_BYTES = 1 << 29
 
 

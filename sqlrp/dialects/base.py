@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from ..compiler.nodes import SignedSum, gc_paused, signed_sum_sql
-from ..errors import EngineLimit, InvalidParameter
+from ..errors import EngineLimit, refuse_nul
 
 if TYPE_CHECKING:
     from ..compiler.layout import Source
@@ -155,8 +155,7 @@ class SqlrpDialect:
         """``name`` if the engine keeps it whole, else :class:`EngineLimit`.  PostgreSQL silently
         truncates an identifier to 63 bytes, so two long names sharing their first 63 bytes would be
         one table (a ``--replace`` would overwrite the other's data) or one column."""
-        if "\x00" in name:
-            raise InvalidParameter(f"the {role} {name!r} contains a NUL character, which no engine keeps; rename it")
+        refuse_nul(name, role)
         limit = self.max_identifier_bytes
         if limit is not None and len(name.encode()) > limit:
             raise self.refuse(

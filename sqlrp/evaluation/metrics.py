@@ -47,13 +47,18 @@ def cdist(A: np.ndarray, B: np.ndarray, metric: str, **kwargs: Any) -> np.ndarra
     try:
         from scipy.spatial.distance import cdist as _cdist
     except ImportError:
-        A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
-        if metric == "cityblock":
-            w = 1.0 if kwargs.get("w") is None else kwargs["w"]
-            return np.array([(np.abs(B - a) * w).sum(axis=1) for a in A]).reshape(len(A), len(B))
-        _only_sqeuclidean(metric)
-        return np.array([np.einsum("ij,ij->i", B - a, B - a) for a in A]).reshape(len(A), len(B))
+        return _cdist_numpy(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), metric, kwargs.get("w"))
     return _cdist(A, B, metric, **kwargs)
+
+
+def _cdist_numpy(A: np.ndarray, B: np.ndarray, metric: str, w: np.ndarray | None = None) -> np.ndarray:
+    """Distances of each row of ``A`` to each row of ``B``: squared Euclidean, or ``cityblock`` with
+    weights ``w``; one row of ``A`` at a time."""
+    if metric == "cityblock":
+        weights = 1.0 if w is None else w
+        return np.array([(np.abs(B - a) * weights).sum(axis=1) for a in A]).reshape(len(A), len(B))
+    _only_sqeuclidean(metric)
+    return np.array([np.einsum("ij,ij->i", B - a, B - a) for a in A]).reshape(len(A), len(B))
 
 
 def squareform(condensed: np.ndarray) -> np.ndarray:
