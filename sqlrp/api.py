@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 from sqlglot import exp
 
 from . import outputs, reference
@@ -26,6 +25,7 @@ from .compiler import Output, Source, check_output_columns, col, compile_sql, co
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
+from .lazy import pd
 from .materialise import materialise, output_table, run, staged, top_up_through_staging
 from .methods import make_projection
 from .sources import (  # noqa: F401 - the API's first stage

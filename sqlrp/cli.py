@@ -10,13 +10,12 @@ import json
 import sys
 from collections.abc import Sequence
 
-import pandas as pd
-
 from . import __version__, api
 from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
 from .errors import InvalidParameter, exit_status, one_line
+from .lazy import pd
 from .methods import METHODS, make_projection
 from .store import Registry
 

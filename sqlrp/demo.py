@@ -7,12 +7,12 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from . import api
 from .backends import connect
 from .datasets import load_digits
 from .evaluation.metrics import mean_distortion
+from .lazy import pd
 from .methods import expected_distortion
 
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .backends import Backend
 from .errors import InvalidParameter, need
+from .lazy import pd
 from .sources import check_finite_rows, check_frame_outputs
 
 FORMATS = ("pandas", "arrow", "polars", "numpy")

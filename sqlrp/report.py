@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from . import reference
 from .backends import Backend
@@ -39,6 +38,7 @@ from .evaluation.metrics import (
     recall_at_k,
 )
 from .evaluation.sql import fetch_sample, sql_distortion, sql_recall_at_k
+from .lazy import pd
 from .methods.linear import achlioptas, expected_distortion
 
 __all__ = ["Report", "evaluate", "write_report"]

@@ -9,7 +9,6 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from .backends import Backend, ColumnInfo
@@ -18,6 +17,7 @@ from .compiler.nodes import Inputs, SignedSum, gc_paused
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter
 from .ir import Projection
+from .lazy import pd
 
 
 def resolve_source(

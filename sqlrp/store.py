@@ -16,12 +16,12 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .backends import Backend
 from .compiler.pairs import PairsPlan, signs_of
 from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from .ir import Combiner, Composed, LinearStage, Projection
+from .lazy import pd
 
 VERSION_TABLE = "sqlrp_schema_version"
 _BOOTSTRAP = (
@@ -143,44 +143,37 @@ class Registry:
                     float(projection.scale),
                 ],
             )
-            frames = {
-                "sqlrp_linear_entry": pd.DataFrame(
-                    {
-                        "projection": name,
-                        "vector": lin.vector.astype(np.int32),
-                        "feature": lin.feature.astype(np.int32),
-                        "weight": lin.weight,
-                    }
-                ),
-                "sqlrp_combiner_term": pd.DataFrame(
-                    {
-                        "projection": name,
-                        "term": np.arange(comb.n_terms, dtype=np.int32),
-                        "component": comb.term_component.astype(np.int32),
-                        "weight": comb.term_weight,
-                    }
-                ),
-                "sqlrp_combiner_factor": pd.DataFrame(
-                    {
-                        "projection": name,
-                        "term": comb.factor_term.astype(np.int32),
-                        "position": _positions(comb.factor_term),
-                        "vector": comb.factor_vector.astype(np.int32),
-                    }
-                ),
+            # column blocks, not DataFrames: DuckDB reads NumPy arrays directly (sqlrp.lazy)
+            blocks: dict[str, dict[str, object]] = {
+                "sqlrp_linear_entry": {
+                    "projection": name,
+                    "vector": lin.vector.astype(np.int32),
+                    "feature": lin.feature.astype(np.int32),
+                    "weight": np.asarray(lin.weight, dtype=np.float64),
+                },
+                "sqlrp_combiner_term": {
+                    "projection": name,
+                    "term": np.arange(comb.n_terms, dtype=np.int32),
+                    "component": comb.term_component.astype(np.int32),
+                    "weight": np.asarray(comb.term_weight, dtype=np.float64),
+                },
+                "sqlrp_combiner_factor": {
+                    "projection": name,
+                    "term": comb.factor_term.astype(np.int32),
+                    "position": _positions(comb.factor_term),
+                    "vector": comb.factor_vector.astype(np.int32),
+                },
             }
             if lin.bias is not None or lin.power is not None:
-                frames["sqlrp_linear_vector"] = pd.DataFrame(
-                    {
-                        "projection": name,
-                        "vector": np.arange(lin.p, dtype=np.int32),
-                        "bias": lin.bias if lin.bias is not None else np.zeros(lin.p),
-                        "power": (lin.power if lin.power is not None else np.ones(lin.p)).astype(np.int32),
-                    }
-                )
-            for table, frame in frames.items():
-                if len(frame):
-                    self.backend.insert_frame(table, frame)
+                blocks["sqlrp_linear_vector"] = {
+                    "projection": name,
+                    "vector": np.arange(lin.p, dtype=np.int32),
+                    "bias": lin.bias if lin.bias is not None else np.zeros(lin.p),
+                    "power": (lin.power if lin.power is not None else np.ones(lin.p)).astype(np.int32),
+                }
+            for table, columns in blocks.items():
+                if any(isinstance(v, np.ndarray) and len(v) for v in columns.values()):
+                    self.backend.insert_columns(table, columns)
         projection.name = name
         return projection
 
@@ -318,7 +311,7 @@ class Registry:
             return plan
         with self.backend.transaction():
             self.backend.execute(f"DELETE FROM sqlrp_pairs_entry {where}", [name, key])
-            self.backend.insert_frame("sqlrp_pairs_entry", _plan_rows(plan, name, key))
+            self.backend.insert_columns("sqlrp_pairs_entry", _plan_rows(plan, name, key))
         return plan
 
     def _holds(self, name: str, linear: LinearStage) -> bool:
@@ -373,7 +366,7 @@ def _positions(factor_term: np.ndarray) -> np.ndarray:
     return pos
 
 
-def _plan_rows(plan: PairsPlan, name: str, budget: int) -> pd.DataFrame:
+def _plan_rows(plan: PairsPlan, name: str, budget: int) -> dict[str, object]:
     """One row per signed column read by a partial (node ``q``) or an output (node ``-1 - v``)."""
     nodes, levels, reads, signs = [], [], [], []
     for q, (cols, sgn) in enumerate(plan.partials):
@@ -386,16 +379,14 @@ def _plan_rows(plan: PairsPlan, name: str, budget: int) -> pd.DataFrame:
         levels.append(np.zeros(len(cols)))
         reads.append(cols)
         signs.append(sgn)
-    return pd.DataFrame(
-        {
-            "projection": name,
-            "budget": budget,
-            "node": np.concatenate(nodes).astype(np.int32),
-            "level": np.concatenate(levels).astype(np.int32),
-            "reads": np.concatenate(reads).astype(np.int32),
-            "sign": np.concatenate(signs).astype(np.int16),
-        }
-    )
+    return {
+        "projection": name,
+        "budget": budget,
+        "node": np.concatenate(nodes).astype(np.int32),
+        "level": np.concatenate(levels).astype(np.int32),
+        "reads": np.concatenate(reads).astype(np.int32),
+        "sign": np.concatenate(signs).astype(np.int16),
+    }
 
 
 def _plan_from_rows(rows: np.ndarray, d: int, p: int) -> PairsPlan:

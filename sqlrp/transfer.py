@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .backends import Backend, need
 from .errors import InputError, InvalidParameter
 from .ir import Combiner, Composed, LinearStage, Projection
+from .lazy import pd
 from .store import Registry, stage_names
 
 FORMATS = (".parquet", ".csv")  #: the file endings export and import accept

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.parse
+from pathlib import Path
 
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # before the JVM starts: every Spark socket on loopback
 
@@ -137,6 +139,34 @@ def test_digits_into_table_and_chunks(spark_db, digits_table):
     joined = pd.concat(chunks, ignore_index=True)
     assert list(joined["id"]) == list(range(len(X)))
     assert _close(joined.drop(columns="id").to_numpy(), want) <= 1e-9
+
+
+def test_output_table_is_plain_parquet(spark_db, digits_table):
+    """The output is Parquet without compression or dictionaries (``SparkDialect.table_properties``):
+    read back from the table's own files, every column chunk is PLAIN-encoded and uncompressed."""
+    import pyarrow.parquet as pq
+
+    sqlrp.create_projection(spark_db, "digits_plain", "achlioptas", d=64, k=6, s=3, seed=8, replace=True)
+    sqlrp.project(spark_db, "digits", "id", "digits_plain", into="digits_plain_rp", replace=True)
+    rows = spark_db.fetchall("DESCRIBE TABLE EXTENDED digits_plain_rp")
+    info = {r[0]: r[1] for r in rows}
+    assert info["Provider"].lower() == "parquet"
+    folder = Path(urllib.parse.urlparse(info["Location"]).path)
+    files = sorted(folder.glob("*.parquet"))
+    assert files
+    chunks = 0
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                column = meta.row_group(g).column(c)
+                assert column.compression == "UNCOMPRESSED"
+                assert not any("DICTIONARY" in e for e in column.encodings), column.encodings
+                chunks += 1
+    assert chunks >= 7  # id and six outputs
+    want = sqlrp.transform(sqlrp.load_projection(spark_db, "digits_plain"), digits_table)
+    got = spark_db.query_df("SELECT * FROM digits_plain_rp ORDER BY id").drop(columns="id").to_numpy()
+    assert _close(got, want) <= 1e-9
 
 
 def test_digits_into_replace_and_views(spark_db, digits_table):

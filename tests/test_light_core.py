@@ -127,3 +127,40 @@ def test_the_numpy_fallbacks_equal_scipy(monkeypatch):
     np.testing.assert_allclose(reference.sparse_product(X, row, col, weight, 6), want, rtol=1e-12, atol=1e-14)
     monkeypatch.setattr(reference, "DENSE_ENTRIES", 10)  # the per-column sums, in blocks of rows
     np.testing.assert_allclose(reference.sparse_product(X, row, col, weight, 6), want, rtol=1e-12, atol=1e-14)
+
+
+def test_project_into_a_table_never_imports_pandas(tmp_path):
+    """``sqlrp project --into`` on DuckDB builds no DataFrame (``sqlrp.lazy``): creating the
+    registry, storing the matrix (NumPy columns straight into DuckDB) and the ``CREATE TABLE AS``
+    leave pandas unimported, which keeps the command's peak RSS within issue 14's 150 MB.  The
+    numbers are checked against the NumPy reference afterwards, in the same process."""
+    done = run_without_extras(
+        """
+        import json
+        import duckdb
+        import numpy as np
+        from sqlrp import cli
+
+        con = duckdb.connect("p.duckdb")
+        cols = ", ".join(f"((i * 7 + {j} * 13) % 17) / 17.0 AS x{j}" for j in range(12))
+        con.execute(f"CREATE TABLE t AS SELECT i AS id, {cols} FROM range(300) r(i)")
+        con.close()
+        argv = ["project", "--db", "p.duckdb", "--table", "t", "--id-column", "id", "--k", "5",
+                "--projection", "rp", "--into", "out", "--no-progress"]
+        status = cli.main(argv)
+        status += cli.main([*argv[:-3], "--into", "out", "--replace", "--strategy", "pairs", "--no-progress"])
+        loaded = "pandas" in sys.modules
+        import sqlrp
+        db = sqlrp.connect("p.duckdb")
+        got = np.array(db.fetchall('SELECT * FROM "out" ORDER BY "id"'))[:, 1:]
+        X = np.array(db.fetchall('SELECT * EXCLUDE (id) FROM "t" ORDER BY "id"'))
+        want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
+        print(json.dumps({"status": status, "pandas": loaded,
+                          "err": float(np.abs(got - want).max() / np.abs(want).max())}))
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"status": 0, "pandas": False, "err": out["err"]}
+    assert out["err"] <= 1e-12

@@ -193,6 +193,18 @@ def test_pairs_plan_exact_when_the_matrix_is_as_wide_as_the_count_matrices():
     np.testing.assert_array_equal(_expand(plan, 10), proj.linear.dense())
 
 
+def test_pairs_plan_with_no_pair_worth_sharing():
+    """d = 12, k = 5, seed 0: no pair of signed features repeats, so the plan has no partials and
+    every output reads features only (this raised IndexError once, from the renumbering)."""
+    from sqlrp.compiler.pairs import plan_pairs_transposed
+
+    proj = make_projection("achlioptas", 12, 5, seed=0)
+    for planner in (plan_pairs, plan_pairs_transposed):
+        plan = planner(proj.linear)
+        assert plan.partials == []
+        np.testing.assert_array_equal(_expand(plan, 12), proj.linear.dense())
+
+
 def test_auto_skips_pairs_for_pk_rp():
     pk = make_projection("pk-rp", 784, 200, seed=0, degree=2, t=5, s="auto")
     assert choose(pk, Source("t", "id", "wide", tuple(f"f{i}" for i in range(784)))) == "inline"

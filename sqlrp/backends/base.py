@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from ..errors import InputError, need
+from ..lazy import pd
 
 _NUMERIC = re.compile(
     r"^(tinyint|smallint|integer|int|bigint|hugeint|utinyint|usmallint|uinteger|ubigint|uhugeint|"
@@ -109,6 +108,12 @@ class Backend(ABC):
     @abstractmethod
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
         """Append the rows of ``df`` to an existing ``table`` (columns matched by name)."""
+
+    def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
+        """Append rows given column by column: NumPy arrays of one length, or scalars repeated on
+        every row.  The default goes through :meth:`insert_frame`; DuckDB reads the arrays without
+        pandas (``sqlrp.lazy``: the registry is written on the ``project --into`` path)."""
+        self.insert_frame(table, pd.DataFrame(columns))
 
     @abstractmethod
     def close(self) -> None:

@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError, InvalidParameter
+from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
 if TYPE_CHECKING:

@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import duckdb
-import pandas as pd
+import numpy as np
 
 from ..dialects import get_dialect
 from ..errors import need
+from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
@@ -239,6 +240,20 @@ class DuckDBBackend(Backend):
         self.con.register(view, df)
         try:
             self.con.execute(f"INSERT INTO {ident(table).sql('duckdb')} ({cols}) SELECT {cols} FROM {view}")
+        finally:
+            self.con.unregister(view)
+
+    def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
+        from ..compiler import ident
+
+        view = "__sqlrp_columns"
+        arrays = {c: v for c, v in columns.items() if isinstance(v, np.ndarray)}
+        scalars = [v for v in columns.values() if not isinstance(v, np.ndarray)]
+        names = ", ".join(ident(c).sql("duckdb") for c in columns)
+        values = ", ".join(ident(c).sql("duckdb") if c in arrays else "?" for c in columns)
+        self.con.register(view, arrays)
+        try:
+            self.con.execute(f"INSERT INTO {ident(table).sql('duckdb')} ({names}) SELECT {values} FROM {view}", scalars)
         finally:
             self.con.unregister(view)
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import psycopg
 
+from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
 # what psycopg's placeholder parser must not see: string literals, quoted identifiers and comments

@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InvalidParameter, MissingExtra
+from ..lazy import pd
 from . import need
 from .base import Backend, ColumnInfo, missing_table
 

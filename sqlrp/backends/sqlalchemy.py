@@ -31,9 +31,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InvalidParameter, MissingExtra
+from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
 if TYPE_CHECKING:

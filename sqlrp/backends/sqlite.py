@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import EngineLimit, InputError, InvalidParameter
+from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
 #: storage class of a DataFrame column by its NumPy dtype kind

@@ -308,6 +308,8 @@ def _flatten(d: int, pairs: list[tuple[int, int, int]], M: np.ndarray) -> PairsP
     new_index[keep] = np.arange(len(keep))
 
     def renumber(cols: np.ndarray) -> np.ndarray:
+        if n == 0:  # no pair was worth sharing: the outputs read features only
+            return cols
         return np.where(cols < d, cols, d + new_index[np.maximum(cols - d, 0)])
 
     partials: list[tuple[np.ndarray, np.ndarray]] = []

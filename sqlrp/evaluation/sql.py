@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from ..backends import Backend
@@ -36,6 +35,7 @@ from ..compiler import Output, Source, col, compile_select, dense_source, ident,
 from ..dialects import SqlrpDialect, get_dialect
 from ..errors import InputError, InvalidParameter
 from ..ir import Projection
+from ..lazy import pd
 from .metrics import Kernel
 
 __all__ = [
