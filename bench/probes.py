@@ -1,6 +1,7 @@
 """One-off measurements behind statements in the README, docstrings and notes (not part of run.py).
 
     PYTHONPATH=. python bench/probes.py pg-copy      # PostgreSQL: storing 156,800 matrix rows, COPY block vs rows
+    PYTHONPATH=. python bench/probes.py pg-read      # PostgreSQL: reading 50,000 x 200 results, binary COPY vs rows
     PYTHONPATH=. python bench/probes.py planning     # DuckDB planning of a big kernel projection, CSE on/off
     PYTHONPATH=. python bench/probes.py pg-array     # PostgreSQL array layout: detoast, fence and parallel variants
     PYTHONPATH=. python bench/probes.py pg-fence     # PostgreSQL mailman / kernel relations: OFFSET 0 vs the new fence
@@ -616,8 +617,44 @@ def pg_copy(d: int = 784, k: int = 200) -> None:
         server.stop()
 
 
+def pg_read(n: int = 50_000, k: int = 200) -> None:
+    """Reading a projection's result from PostgreSQL (issue 14): an ``n x k`` table of doubles and a
+    bigint id, ``SELECT * ... ORDER BY id`` into a DataFrame through binary COPY parsed by NumPy
+    (``query_df`` now) against ``fetchall()`` tuples (what it did), best of 3 each, in turn; the two
+    frames are compared."""
+    from pgserver import TempPostgres
+
+    server = TempPostgres()
+    url = server.start()
+    try:
+        db = sqlrp.connect(url)
+        cols = ", ".join(f"random() AS p{j}" for j in range(k))
+        db.execute(f"CREATE TABLE o AS SELECT i::bigint AS id, {cols} FROM generate_series(0, {n - 1}) AS g(i)")
+        sql = "SELECT * FROM o ORDER BY id"
+
+        def rows() -> pd.DataFrame:
+            with db.conn.cursor() as cur:  # type: ignore[attr-defined]
+                cur.execute(sql.encode())
+                return pd.DataFrame.from_records(cur.fetchall(), columns=[d.name for d in cur.description])
+
+        times: dict[str, list[float]] = {"binary COPY": [], "fetchall": []}
+        frames = {}
+        for _ in range(3):
+            for label, fn in (("binary COPY", lambda: db.query_df(sql)), ("fetchall", rows)):
+                t0 = time.perf_counter()
+                frames[label] = fn()
+                times[label].append(time.perf_counter() - t0)
+        pd.testing.assert_frame_equal(frames["binary COPY"], frames["fetchall"])
+        a, b = min(times["binary COPY"]), min(times["fetchall"])
+        print(f"read {n:,} x {k} from PostgreSQL: binary COPY {a:.2f} s, fetchall {b:.2f} s ({b / a:.1f}x)")
+        db.close()
+    finally:
+        server.stop()
+
+
 PROBES = {
     "pg-copy": pg_copy,
+    "pg-read": pg_read,
     "planning": planning,
     "pg-array": pg_array,
     "pg-fence": pg_fence,

@@ -98,3 +98,57 @@ def test_numeric_frames_reach_postgres_bit_for_bit(pg):
     got = back["x"].to_numpy(dtype=float)
     assert np.array_equal(got.view(np.int64)[~np.isnan(x)], x.view(np.int64)[~np.isnan(x)])
     assert np.isnan(got[2])
+
+
+def _rows(pg, sql: str) -> pd.DataFrame:
+    with pg.conn.cursor() as cur:
+        cur.execute(sql.encode())
+        return pd.DataFrame.from_records(cur.fetchall(), columns=[d.name for d in cur.description])
+
+
+def test_postgres_reads_numeric_results_as_binary_copy(pg):
+    """Every fixed-width type, extremes included, read through binary COPY equals the row path
+    value for value; the order of the query is kept."""
+    pg.execute(
+        "CREATE TABLE r AS SELECT i::bigint AS id, (i - 3)::smallint AS a, (i * 1000003)::int AS b, "
+        "(i / 7.0)::real AS c, (i * pi() * 1e300)::float8 AS d FROM generate_series(0, 999) AS g(i)"
+    )
+    pg.execute("INSERT INTO r VALUES (-9223372036854775808, -32768, 2147483647, 'Infinity', '-Infinity')")
+    sql = "SELECT * FROM r ORDER BY id DESC;"
+    columns = pg.query_columns(sql)
+    assert columns is not None and list(columns) == ["id", "a", "b", "c", "d"]
+    assert [columns[c].dtype for c in columns] == [np.int64, np.int16, np.int32, np.float32, np.float64]
+    got = pg.query_df(sql)
+    pd.testing.assert_frame_equal(got, _rows(pg, sql), check_dtype=False)
+    assert got["id"].iloc[0] == 999 and got["id"].iloc[-1] == -(2**63)
+    assert got["d"].iloc[-1] == -np.inf
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT i AS id, CASE WHEN i = 500 THEN NULL ELSE i * 0.5::float8 END AS x FROM generate_series(0, 999) i",
+        "SELECT i AS id, NULL::float8 AS x FROM generate_series(0, 2) i",  # NULLs: read, then the row path
+        "SELECT i AS id, i::text AS x FROM generate_series(0, 2) i",  # not fixed-width: the row path
+        "SELECT i::numeric AS id FROM generate_series(0, 2) i",
+        "SELECT 1 AS x, 2 AS x",  # a repeated name
+    ],
+)
+def test_postgres_results_binary_copy_cannot_hold_take_the_row_path(pg, sql):
+    assert pg.query_columns(sql) is None
+    pd.testing.assert_frame_equal(pg.query_df(sql), _rows(pg, sql))
+
+
+def test_postgres_empty_numeric_result_keeps_its_columns_and_types(pg):
+    got = pg.query_df("SELECT i::bigint AS id, i * 0.5::float8 AS x FROM generate_series(1, 0) i")
+    assert list(got.columns) == ["id", "x"] and len(got) == 0
+    assert list(got.dtypes) == [np.int64, np.float64]
+
+
+def test_postgres_projection_through_binary_copy_matches_numpy(pg):
+    X = np.random.default_rng(8).normal(size=(400, 9))
+    pg.write_dataframe("t", wide_frame(X))
+    got = sqlrp.project(pg, "t", "id", "rp", k=6, s=3, seed=3)
+    assert list(got["id"]) == list(range(400))
+    want = sqlrp.transform(sqlrp.load_projection(pg, "rp"), X)
+    np.testing.assert_allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-12)
