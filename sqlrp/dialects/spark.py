@@ -17,7 +17,9 @@
 - Measured again on 2026-11-23 (200,000 x 784 -> 200, local[2], one session, runs in turn; the
   machine ran 1.5-2x slower than the day before): s = sqrt(d) at the default hugeMethodLimit 20.6 s,
   raised 19.4 s (first runs 37.5 s, compiling); writing the 200 outputs as Parquet costs about 8 s of
-  it (the same select into the ``noop`` sink: 10.1-10.8 s).  s = 3 as one 554 KB statement exhausts the
+  it (the same select into the ``noop`` sink: 10.1-10.8 s), most of which went to compression and
+  dictionaries that random doubles never use: outputs are now written without either
+  (:meth:`SparkDialect.table_properties`).  s = 3 as one 554 KB statement exhausts the
   default 1 GB driver heap at either limit (the JVM dies); with ``spark.driver.memory=6g`` it runs in
   79.2 s (403 s the first time) against 17.5 s for s = sqrt(d) in the same session: 4.5x, where the
   issue asks for 2x.  Hence the staged blocks below.  The figures come from throw-away runs of the
