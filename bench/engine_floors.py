@@ -20,8 +20,9 @@ s = sqrt(d) projection is run as sqlrp runs it (``sqlrp.project(..., into=...)``
 each into the ``noop`` sink:
 
 - ``adds``: as many additions per row as the fewest sqlrp knows how to plan for s = 3 (the ``pairs``
-  plan, Paar's greedy on the matrix or its transpose, whichever is smaller), all of one loaded
-  column: the arithmetic of any plan that evaluates the matrix as sums in one statement;
+  plan, Paar's greedy on the matrix or its transpose, whichever is smaller), of the features in
+  turn, into one sum: the arithmetic of any plan that evaluates the matrix as sums, with no outputs
+  to write;
 - ``explode``: the 784 features of each row unpivoted to ``(id, feature, value)`` rows (``posexplode``),
   the first step of any plan that joins the rows with the stored matrix instead (sqlrp's ``join``
   strategy), before the join multiplies the rows by the s = 3 matrix's 67 non-zeros per feature.
@@ -130,7 +131,9 @@ def spark_s3(n: int) -> int:
     spark.conf.set("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))  # as sqlrp's projection runs
     features = ", ".join(f"f{j}" for j in range(D))
     queries = {
-        "adds": f"SELECT id, {grouped(['f0'] * additions)} AS s FROM t",
+        # distinct features in groups of 97 (prime to 784): no two groups alike, so Spark's common
+        # subexpression elimination cannot shrink the work the way it does for one repeated column
+        "adds": f"SELECT id, {grouped([f'f{i % D}' for i in range(additions)], size=97)} AS s FROM t",
         "explode": f"SELECT id, posexplode(array({features})) AS (feature, value) FROM t",
     }
     for label, query in queries.items():
