@@ -103,14 +103,19 @@ def connect(engine: str, stack: list):
     raise ValueError(engine)
 
 
-def run_engine(engine: str, n: int, d: int, k: int, stack: list, repeat: int = 2) -> dict:
+CASES = {"sqrt_d": "auto", "s3": 3}
+
+
+def run_engine(
+    engine: str, n: int, d: int, k: int, stack: list, repeat: int = 2, cases: tuple[str, ...] = tuple(CASES)
+) -> dict:
     out: dict = {"engine": engine}
     db = connect(engine, stack)
     try:
         t0 = time.perf_counter()
         make_table(db, engine, n, d)
         out["load_seconds"] = round(time.perf_counter() - t0, 2)
-        for label, s in (("sqrt_d", "auto"), ("s3", 3)):
+        for label, s in ((c, CASES[c]) for c in cases):
             proj = make_projection("achlioptas", d, k, seed=1, s=s)
             name = f"bench_{label}"
             sqlrp.create_projection(db, name, "achlioptas", d=d, k=k, seed=1, s=s, replace=True)
@@ -154,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--smoke", action="store_true", help="1,000 x 64 -> 16")
     parser.add_argument("--repeat", type=int, default=2, help="runs per projection; the best is reported")
+    parser.add_argument("--cases", default=",".join(CASES), help="sqrt_d, s3 or both")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args(argv)
     n, d, k = (1_000, 64, 16) if args.smoke else (args.rows, args.d, args.k)
@@ -164,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for engine in args.engines.split(","):
                 try:
-                    results[engine] = run_engine(engine, n, d, k, stack, 1 if args.smoke else args.repeat)
+                    results[engine] = run_engine(
+                        engine, n, d, k, stack, 1 if args.smoke else args.repeat, tuple(args.cases.split(","))
+                    )
                 except Exception as exc:  # noqa: BLE001 - one engine's failure is reported, the rest run
                     results[engine] = {"engine": engine, "error": f"{type(exc).__name__}: {exc}"}
                     print(f"  {engine}: ERROR {results[engine]['error']}", flush=True)

@@ -532,6 +532,17 @@ def test_column_types_by_affinity(lite):
     assert [(c.name, c.numeric) for c in lite.columns("v")] == [("a", True), ("c2", True), ("h2", False)]
 
 
+def test_untyped_columns_in_one_pass(lite):
+    """250 untyped columns (more than one group of 100 ORs): all numeric is found by one pass; a
+    text value in the last row of one column and a blob in another make just those two non-numeric."""
+    cols = ", ".join(f"(i * {j + 1}) / 7.0 AS c{j}" for j in range(250))
+    lite.execute(f"CREATE TABLE u AS SELECT i AS id, {cols} FROM (SELECT 1 AS i UNION ALL SELECT 2 UNION ALL SELECT 3)")
+    assert {c.type for c in lite.columns("u")[1:]} == {"double"}
+    lite.execute("INSERT INTO u (id, c7, c199) VALUES (4, 'seven', x'00')")
+    kinds = {c.name: c.numeric for c in lite.columns("u")}
+    assert [n for n, numeric in kinds.items() if not numeric] == ["c7", "c199"]
+
+
 def test_missing_tables_and_table_names(lite):
     assert lite.table_names() == []
     with pytest.raises(sqlrp.InputError, match="no table named 'x'. The database has no tables"):

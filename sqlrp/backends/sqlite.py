@@ -187,10 +187,19 @@ class SQLiteBackend(Backend):
         return out
 
     def _untyped_numeric(self, table: str, schema: str | None, names: list[str]) -> dict[str, bool]:
-        """For columns without a declared type: True if no value is text or a blob (one ``EXISTS``
-        per column, which stops at the first such value)."""
+        """For columns without a declared type (``CREATE TABLE AS`` of expressions leaves them so):
+        True if no value is text or a blob.  First one pass for all of them, which stops at the
+        first text value; only if there is one, an ``EXISTS`` per column finds which.  (An
+        ``EXISTS`` per column from the start scans the whole table once per column when all are
+        numeric, the usual case: 784 untyped columns of 200,000 rows took over 600 s; one pass
+        takes about 16 s, ``bench/engines.py --engines sqlite``.)"""
         source = f"{_q(schema)}.{_q(table)}" if schema else _q(table)
-        probes = ", ".join(f"EXISTS (SELECT 1 FROM {source} WHERE typeof({_q(n)}) IN ('text', 'blob'))" for n in names)
+        tests = [f"typeof({_q(n)}) IN ('text', 'blob')" for n in names]
+        # parenthesised groups of 100: a chain of 784 ORs is deeper than SQLite's 1,000 limit
+        anywhere = " OR ".join("(" + " OR ".join(tests[i : i + 100]) + ")" for i in range(0, len(tests), 100))
+        if not self.fetchall(f"SELECT 1 FROM {source} WHERE {anywhere} LIMIT 1"):
+            return dict.fromkeys(names, True)
+        probes = ", ".join(f"EXISTS (SELECT 1 FROM {source} WHERE {test})" for test in tests)
         found = self.fetchall(f"SELECT {probes}")[0]
         return {n: not bool(f) for n, f in zip(names, found, strict=True)}
 
