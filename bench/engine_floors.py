@@ -13,7 +13,10 @@ Spark: the ``noop`` writer):
   is already loaded -- no distinct reads, no outputs written.
 
 If either alone takes more than 10x DuckDB's whole projection, no SQL on that engine meets the
-target.
+target.  ``--engines sqlite`` on 2026-11-23: DuckDB's projection 2.87 s; SQLite read 12.02 s (4.2x),
+adds 30.10 s (10.5x); in the session before, adds took 28.43 s against DuckDB's 2.24 s (12.7x).
+SQLite's whole projection, ``bench/engines.py --engines duckdb,spark,sqlite --cases sqrt_d --repeat 3``:
+115.72 s, 43x.
 
 ``--spark-s3``: the other Spark target, s = 3 in at most 2x Spark's own s = sqrt(d) time.  Spark's
 s = sqrt(d) projection is run as sqlrp runs it (``sqlrp.project(..., into=...)``), then two floors,
@@ -26,6 +29,11 @@ each into the ``noop`` sink:
 - ``explode``: the 784 features of each row unpivoted to ``(id, feature, value)`` rows (``posexplode``),
   the first step of any plan that joins the rows with the stored matrix instead (sqlrp's ``join``
   strategy), before the join multiplies the rows by the s = 3 matrix's 67 non-zeros per feature.
+
+``--spark-s3`` on 2026-11-23: Spark's s = sqrt(d) projection 18.54 s (2x = 37.1 s); adds (23,620
+additions planned) 52.22 s = 2.8x; explode 29.78 s = 1.6x (a run before, 25.63 s = 1.3x of 20.19 s).
+The arithmetic alone exceeds the target; a join plan would go on from 157 M exploded rows to 10.5 G
+joined ones.
 """
 
 from __future__ import annotations
