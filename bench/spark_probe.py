@@ -15,14 +15,19 @@ One local[2] session, the table of ``bench/engines.py``, the s = sqrt(d) project
 - with ``--write`` (instead of the above): s = sqrt(d) into the ``noop`` sink and as ``CREATE TABLE
   AS`` into Parquet at its defaults (snappy, dictionaries), uncompressed, uncompressed without
   dictionaries (what ``SparkDialect.table_properties`` now asks for), and uncompressed ORC.
-  200,000 rows on 2026-11-23, second runs: noop 9.63 s; Parquet 20.16 s, uncompressed 17.05 s,
-  without dictionaries 13.26 s; ORC 11.16 s;
+  ``--write`` at 200,000 rows on 2026-11-23, second runs: noop 12.19 s; Parquet 23.29 s,
+  uncompressed 22.61 s, without dictionaries 20.24 s; ORC 15.84 s.  A throw-away script of the same
+  statements, earlier that day on a quieter machine: noop 9.63 s; Parquet 20.16 s, uncompressed
+  17.05 s, without dictionaries 13.26 s; ORC 11.16 s;
 - with ``--cse`` (instead of the above): s = 3's ``pairs`` plan as one statement in which every
   partial sum is written out where it is used, so that Spark's common subexpression elimination,
   not nested selects, shares it (405 KB of SQL against 669 KB inline), into the ``noop`` sink, at
-  the raised and the default hugeMethodLimit.  2026-11-23, best of 2 (first runs 18.7 / 92.5 s):
-  1,000 rows 13.1 s, 20,000 rows 49.9 s raised and 65.6 s at the default -- about 1.9 ms a row,
-  where s = sqrt(d) inline takes 10.8 s for 20,000 rows in all;
+  the raised and the default hugeMethodLimit.  ``--cse --rows 20000 --driver-memory 4g`` on
+  2026-11-23, second runs: 63.13 s raised (110.42 s first), 30.55 s at the default (50.69 s first);
+  at the default 1 GB heap the same run failed once (the JVM's error was not kept).  A throw-away
+  script of the same statement, earlier: 1,000 rows 13.1 s, 20,000 rows 49.9 s raised.  From 1,000
+  to 20,000 rows that is 0.9-1.9 ms a row, about 10-20x Spark's s = sqrt(d) at 200,000 rows, where
+  s = sqrt(d) inline takes 10.8 s for 20,000 rows in all;
 - with ``--non-null`` (instead of the above): s = sqrt(d) and s = 3 as one statement each, into the
   ``noop`` sink, as compiled and with the inputs declared non-null by ``WHERE (f0 + ... + f783) IS NOT
   NULL`` (what a table that passed sqlrp's check pass may carry).  ``--rows 20000 --driver-memory 6g

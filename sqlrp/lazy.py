@@ -1,9 +1,10 @@
 """pandas, imported the first time it is used rather than when sqlrp is.
 
 ``sqlrp project --into`` on DuckDB never builds a DataFrame: the matrix is read as tuples and the
-projection runs as one ``CREATE TABLE AS``.  Importing pandas anyway costs about 30 MB of resident
-memory on a core install (issue 14's target is 150 MB peak for that command on a small device;
-``bench/install_weight.py`` measures it), so the modules on that path say ``from .lazy import pd``
+projection runs as one ``CREATE TABLE AS``.  Importing pandas anyway cost 40 MB of resident memory
+on a core install (``python bench/install_weight.py``: ``import sqlrp`` 80 MB with pandas, 40 MB
+without; that command's peak 158 MB before, 123 MB after, against issue 14's target of 150 MB on a
+small device), so the modules on that path say ``from .lazy import pd``
 and pandas is imported by the first attribute read (``pd.DataFrame``), once.  Annotations need no
 import: every module uses ``from __future__ import annotations``.
 """

@@ -122,7 +122,9 @@ class PostgresBackend(Backend):
     def query_columns(self, sql: str) -> dict[str, np.ndarray] | None:
         """The result of ``sql`` as NumPy columns, through ``COPY (sql) TO STDOUT (FORMAT BINARY)``;
         None (nothing read) unless every column is a distinct name of type int2/int4/int8/float4/
-        float8, and None (read, then dropped) if the data holds a NULL."""
+        float8, and None (read, then dropped) if the data holds a NULL.  The types come from the
+        query wrapped in ``LIMIT 0``, which the server plans but does not run: a projection is
+        planned twice."""
         query = sql.strip().rstrip(";").encode()
         with self.conn.cursor() as cur:
             cur.execute(b"SELECT * FROM (" + query + b") AS sqlrp_result LIMIT 0")

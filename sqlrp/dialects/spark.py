@@ -64,9 +64,10 @@ class SparkDialect(SqlrpDialect):
         # Parquet without compression or dictionary encoding: a projection's outputs are
         # incompressible doubles that never repeat, so the writer's default (snappy, and a dictionary
         # tried per column until it outgrows the page, then dropped) is pure cost.  200,000 x 784 ->
-        # 200, s = sqrt(d), inline, local[2], second runs: 20.2 s into default Parquet, 17.1 s
-        # uncompressed, 13.3 s uncompressed without dictionaries, 9.6 s into the noop sink
-        # (PYTHONPATH=. SPARK_LOCAL_IP=127.0.0.1 python bench/spark_probe.py --write).  The table stays
+        # 200, s = sqrt(d), inline, local[2], second runs: 23.3 s into default Parquet, 22.6 s
+        # uncompressed, 20.2 s uncompressed without dictionaries, 12.2 s into the noop sink
+        # (PYTHONPATH=. SPARK_LOCAL_IP=127.0.0.1 python bench/spark_probe.py --write; 20.2 / 17.1 /
+        # 13.3 / 9.6 s in a throw-away run of the same statements on a quieter machine).  The table stays
         # Parquet, readable by every engine; the options are Parquet's own (parquet-hadoop
         # ParquetOutputFormat.ENABLE_DICTIONARY) and Spark's (ParquetOptions "compression").
         options = [("compression", "none"), ("parquet.enable.dictionary", "false")]
