@@ -16,6 +16,7 @@
     PYTHONPATH=. python bench/probes.py floor        # s = sqrt(d): DuckDB's least possible time vs the peers
     PYTHONPATH=. python bench/probes.py overhead     # s = 3: DuckDB's parse, bind and optimise time per strategy
     PYTHONPATH=. python bench/probes.py orientation  # pairs planned on the matrix vs on its transpose, in DuckDB
+    PYTHONPATH=. python bench/probes.py worth        # pairs planning time vs its gain; DuckDB's cost per term
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -550,6 +551,46 @@ def overhead(d: int = 784, k: int = 200) -> None:
         )
 
 
+def worth(rows: int = 189) -> None:
+    """The numbers behind ``compiler.strategies``' planning rule.  (1) The pairs planner on kernel
+    and Achlioptas stages: ``p * density^2`` (a pair's expected outputs), planning seconds, and the
+    plan's estimated cost against inline's.  (2) DuckDB's fixed cost per output term: EXPLAIN
+    (parse, bind, optimise; no rows) of the inline query over a ``rows`` x 500 table, in
+    microseconds per term, and the run over the same rows."""
+    from sqlrp import api
+    from sqlrp.compiler.strategies import best_pairs, inline_cost, pairs_cost
+
+    print("pairs planner: p * density^2, planning seconds, plan cost / inline cost (both orientations)")
+    for method, d, k, params in (
+        ("pk-rp", 784, 160, dict(s="auto")),
+        ("pk-rp", 500, 160, dict(s="auto")),
+        ("pk-rp", 400, 160, dict(s="auto")),
+        ("pk-rp", 250, 160, dict(s="auto")),
+        ("pk-rp", 784, 60, dict(s=9.0)),
+        ("achlioptas", 784, 200, dict(s=3)),
+    ):
+        lin = make_projection(method, d, k, seed=0, **params).linear
+        expected = lin.p * (lin.nnz / (lin.d * lin.p)) ** 2
+        start = time.perf_counter()
+        plan = best_pairs(lin)
+        spent = time.perf_counter() - start
+        print(f"  {method:10s} d={d:4d} k={k:3d} {params}  {expected:5.1f}  {spent:6.2f} s  "
+              f"{pairs_cost(plan) / inline_cost(lin):.3f}")
+    db = sqlrp.connect(threads=2)
+    features = ", ".join(f"random() AS f{i}" for i in range(500))
+    db.execute(f"CREATE TABLE t AS SELECT range AS id, {features} FROM range({rows})")
+    print(f"DuckDB, inline query over {rows} x 500 rows, best of 2: EXPLAIN and run, microseconds per term")
+    cases = (("achlioptas", dict(s="auto")), ("achlioptas", dict(s=3)), ("pk-rp", {}), ("p-rp", dict(m=10)))
+    for method, params in cases:
+        proj = make_projection(method, 500, 160, seed=0, **params)
+        sql = api.compile_projection(db, api.plan(db, "t", "id", proj), strategy="inline")
+        terms = proj.linear.nnz
+        explain = best(lambda q=sql: db.fetchall("EXPLAIN " + q), runs=2)
+        run = best(lambda q=sql: db.fetchall(q), runs=2)
+        print(f"  {method:10s} {params}  {terms:7,d} terms  EXPLAIN {explain:5.2f} s ({explain / terms * 1e6:4.1f} us)"
+              f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)")
+
+
 def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """DuckDB, n x d -> k for s = 3 and s = 1: the pairs query from Paar's greedy on the matrix and
     from the greedy on its transpose (the plan ``auto`` keeps when it is cheaper), run in turn three
@@ -669,6 +710,7 @@ PROBES = {
     "floor": floor,
     "overhead": overhead,
     "orientation": orientation,
+    "worth": worth,
 }
 
 if __name__ == "__main__":

@@ -173,6 +173,8 @@ def plan(
         group_column,
         catalog=catalog,
     )
+    if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
+        source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = _registry(db)
     if isinstance(projection, (Projection, Composed)):
         proj = projection
@@ -288,14 +290,14 @@ def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> Non
     """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
     :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
     plan it once and store it there (:meth:`Registry.pairs_plan`)."""
-    from .compiler.strategies import pairs_worth_planning
+    from .compiler.strategies import pairs_worth_planning, planner_seconds
 
     proj = p.projection
     if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
         return
     nested = get_dialect(dialect).nested_plans
     if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
-        _registry(db).pairs_plan(proj, dialect)
+        _registry(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
 
 
 def project(

@@ -282,11 +282,12 @@ class Registry:
             method=method, linear=linear, combiner=combiner, scale=float(scale), params=params, seed=seed, name=name
         )
 
-    def pairs_plan(self, projection: Projection, dialect: str) -> PairsPlan | None:
+    def pairs_plan(self, projection: Projection, dialect: str, seconds: float | None = None) -> PairsPlan | None:
         """The ``pairs`` plan of the stored ``projection`` for ``dialect``: the stored rows if there
-        are any, else planned now (:func:`sqlrp.compiler.strategies.best_pairs`) and stored, in one
-        transaction, so later processes skip the planning (s = 3, d = 784, k = 200: 2.2 s to plan
-        both orientations).  Either way the compiler's memo then holds it."""
+        are any, else planned now within ``seconds`` (:func:`sqlrp.compiler.strategies.best_pairs`)
+        and, if the planner finished, stored, in one transaction, so later processes skip the
+        planning (s = 3, d = 784, k = 200: 2.2 s to plan both orientations).  Either way the
+        compiler's memo then holds it."""
         from .compiler.strategies import best_pairs, pairs_budget, pairs_planned, remember_pairs
 
         name, lin = projection.name, projection.linear
@@ -297,7 +298,7 @@ class Registry:
         where = "WHERE projection = ? AND budget = ?"
         if pairs_planned(lin, dialect):  # planned in this process: store it unless it is stored already
             if self.backend.fetchall(f"SELECT 1 FROM sqlrp_pairs_entry {where} LIMIT 1", [name, key]):
-                return best_pairs(lin, dialect)
+                return best_pairs(lin, dialect, seconds)
         else:
             rows = self.backend.fetchall(
                 f"SELECT node, level, reads, sign FROM sqlrp_pairs_entry {where} ORDER BY node, reads", [name, key]
@@ -306,8 +307,8 @@ class Registry:
             if stored is not None and stored.computes(lin):  # else a stale plan: plan again, replace it
                 remember_pairs(lin, dialect, stored)
                 return stored
-        plan = best_pairs(lin, dialect)
-        if plan is None or not self._holds(name, lin):  # a name given but never stored: plan only
+        plan = best_pairs(lin, dialect, seconds)
+        if plan is None or not plan.complete or not self._holds(name, lin):  # cut short, or never stored
             return plan
         with self.backend.transaction():
             self.backend.execute(f"DELETE FROM sqlrp_pairs_entry {where}", [name, key])

@@ -3,6 +3,8 @@ picks the measured rule.  No timings here: those live in ``bench/``."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from conftest import array_frame, long_frame, wide_frame
@@ -12,7 +14,7 @@ from sqlrp import api, reference
 from sqlrp.compiler import Source, compile_sql
 from sqlrp.compiler import pairs as pairs_module
 from sqlrp.compiler.pairs import plan_pairs
-from sqlrp.compiler.strategies import best_mailman, best_pairs, choose, plan_mailman
+from sqlrp.compiler.strategies import PLANNER_SECONDS, best_mailman, best_pairs, choose, plan_mailman, planner_seconds
 from sqlrp.errors import InvalidParameter
 from sqlrp.methods import make_projection
 
@@ -231,7 +233,7 @@ def test_stored_projection_keeps_its_pairs_plan(db, monkeypatch):
     X = np.random.default_rng(3).normal(size=(30, 50))
     db.write_dataframe("t", wide_frame(X))
     calls = _counting_planner(monkeypatch)
-    proj = sqlrp.create_projection(db, "p3", "achlioptas", d=50, k=40, seed=1, s=3)
+    proj = sqlrp.create_projection(db, "p3", "achlioptas", d=50, k=40, seed=1, s=1)
     api.project(db, "t", "id", "p3", into="out1")
     assert calls == [1]
     stored = db.fetchall("SELECT count(*), count(DISTINCT node) FROM sqlrp_pairs_entry WHERE projection = 'p3'")[0]
@@ -273,7 +275,7 @@ def test_a_named_projection_that_is_not_stored_leaves_no_plan_rows(db):
 def test_a_plan_made_before_storing_is_stored_once(db, monkeypatch):
     X = np.random.default_rng(6).normal(size=(20, 50))
     db.write_dataframe("t", wide_frame(X))
-    proj = make_projection("achlioptas", 50, 40, seed=4, s=3)
+    proj = make_projection("achlioptas", 50, 40, seed=4, s=1)
     best_pairs(proj.linear, db.dialect)  # planned in this process first
     sqlrp.api._registry(db).save(proj, "early")
     statements: list[str] = []
@@ -413,14 +415,48 @@ def test_the_planner_stays_within_its_memory_cap(monkeypatch, plan):
     seen = []
     greedy = pairs_module._greedy
 
-    def watched(W, budget, min_uses):
-        pairs, M = greedy(W, budget, min_uses)
+    def watched(W, budget, min_uses, deadline=None):
+        pairs, M, finished = greedy(W, budget, min_uses, deadline)
         itemsize = 1 if W.shape[0] < 256 else 2  # uint8 counts below 256 rows, else uint16
         limit = int(np.sqrt(pairs_module.PLANNER_BYTES // (2 * itemsize)))  # columns: block + partials
         seen.append((W.shape[1] + len(pairs), M.shape[1], limit))
-        return pairs, M
+        return pairs, M, finished
 
     monkeypatch.setattr(pairs_module, "_greedy", watched)
     capped = (plan_pairs if plan == "direct" else plan_pairs_transposed)(proj.linear)
     assert seen and all(used <= limit and cols <= limit for used, cols, limit in seen), seen
     assert capped.computes(proj.linear) and len(capped.partials) < len(free.partials)
+
+
+def test_a_planner_deadline_gives_an_exact_plan_marked_incomplete():
+    """The greedy stops at its deadline with the pairs found so far: the plan still computes the
+    matrix, is marked incomplete, and is planned again (to completion) when more time is allowed."""
+    from sqlrp.compiler.pairs import plan_pairs, plan_pairs_transposed
+
+    lin = make_projection("achlioptas", 300, 120, seed=0, s=3).linear
+    for planner in (plan_pairs, plan_pairs_transposed):
+        cut = planner(lin, deadline=time.perf_counter() - 1)
+        assert not cut.complete and cut.computes(lin)
+        assert cut.additions >= planner(lin).additions
+    full = planner(lin)
+    assert full.complete and full.partials
+    fresh = make_projection("achlioptas", 300, 120, seed=1, s=3).linear
+    assert not best_pairs(fresh, seconds=0.0).complete
+    assert best_pairs(fresh, seconds=60.0).complete  # more time: planned again
+    assert best_pairs(fresh, seconds=0.0).complete  # a complete plan is kept
+
+
+def test_planner_time_follows_the_table_size():
+    lin = make_projection("achlioptas", 100, 50, seed=0, s=3).linear
+    small, large, unknown = planner_seconds(lin, 200), planner_seconds(lin, 20_000_000), planner_seconds(lin)
+    assert small == PLANNER_SECONDS[0] < large < unknown == PLANNER_SECONDS[1]
+
+
+def test_row_estimates(db):
+    X = np.random.default_rng(8).normal(size=(1234, 5))
+    db.write_dataframe("t", wide_frame(X))
+    if db.dialect == "postgres":
+        assert db.estimate_rows("t") in (None, 1234)  # -1 (never counted) until ANALYZE
+        db.execute('ANALYZE "t"')
+    assert db.estimate_rows("t") == 1234
+    assert db.estimate_rows("no_such_table") is None

@@ -140,6 +140,11 @@ class Backend(ABC):
             return False
         return bool(rows) and "VIEW" in str(rows[0][0]).upper()
 
+    def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
+        """The engine's own estimate of a table's row count, from its catalogue (never a scan), or
+        ``None`` if it keeps none.  It only sizes planning effort (``Source.rows``)."""
+        return None
+
     def table_exists(self, table: str, schema: str | None = None) -> bool:
         try:
             self.columns(table, schema)

@@ -218,6 +218,15 @@ class DuckDBBackend(Backend):
                 out.append(ColumnInfo(name, dtype))
         return out
 
+    def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
+        """``duckdb_tables().estimated_size`` (kept by the storage; views have none)."""
+        rows = self.fetchall(
+            "SELECT estimated_size FROM duckdb_tables() WHERE table_name = ? "
+            "AND schema_name = coalesce(?, current_schema()) AND database_name = coalesce(?, current_database())",
+            [table, schema, catalog],
+        )
+        return int(rows[0][0]) if len(rows) == 1 and rows[0][0] is not None else None
+
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
         from ..compiler import ident
 

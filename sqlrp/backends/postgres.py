@@ -176,6 +176,15 @@ class PostgresBackend(Backend):
             raise missing_table(table, schema, self.table_names(schema))
         return [ColumnInfo(name, dtype, elem) for name, dtype, elem in rows]
 
+    def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
+        """``pg_class.reltuples``, which VACUUM, ANALYZE and CREATE INDEX keep; -1 (never counted) is ``None``."""
+        rows = self.fetchall(
+            "SELECT c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relname = ? AND n.nspname = coalesce(?, current_schema())",
+            [table, schema],
+        )
+        return int(rows[0][0]) if len(rows) == 1 and rows[0][0] is not None and rows[0][0] >= 0 else None
+
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
         from ..compiler import ident
 

@@ -30,7 +30,7 @@ from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .nodes import Inputs, SignedSum, gc_paused
-from .strategies import best_mailman, best_pairs, choose
+from .strategies import best_mailman, best_pairs, choose, planner_seconds
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -313,7 +313,7 @@ def _pairs_linear(
     and DuckDB parses it in 0.29-0.31 s instead of 0.32-0.35 s (``PYTHONPATH=. python
     bench/probes.py pairs``, which also counts the carried columns)."""
     lin = projection.linear
-    plan = best_pairs(lin, dialect.name)
+    plan = best_pairs(lin, dialect.name, planner_seconds(lin, source.rows))
     if plan is None:
         raise InvalidParameter("the pairs strategy needs a sign matrix (+1/-1 weights, no squared features)")
     d = projection.d

@@ -39,6 +39,8 @@ class Source:
     row_filter: Any = None
     # ``(means, stds)`` per feature: standardise in SQL before projecting (:mod:`.preprocess`)
     standardize: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: the engine's estimate of the table's rows (``None``: unknown); sets the pairs planner's time
+    rows: int | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

@@ -27,6 +27,7 @@ and recounted only once it may have lost uses and comes up as the maximum.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -48,6 +49,8 @@ class PairsPlan:
     partials: list[tuple[np.ndarray, np.ndarray]]
     level: np.ndarray
     terms: list[tuple[np.ndarray, np.ndarray]]
+    #: False if the planner's deadline stopped the greedy early: still exact, fewer shared sums
+    complete: bool = True
 
     @property
     def depth(self) -> int:
@@ -108,11 +111,15 @@ FEATURE_BLOCK = 1024
 PLANNER_BYTES = 1 << 29
 
 
-def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: int = 2) -> PairsPlan:
+def plan_pairs(
+    linear: LinearStage, max_partials: int | None = None, min_uses: int = 2, deadline: float | None = None
+) -> PairsPlan:
     """Greedy shared pair sums for a sign matrix (see the module docstring).
 
     ``max_partials`` caps the number of partials (PostgreSQL's column limit; default ``16 d``);
-    a pair is shared only if at least ``min_uses`` outputs use it."""
+    a pair is shared only if at least ``min_uses`` outputs use it.  ``deadline`` (a
+    :func:`time.perf_counter` value) stops the greedy there: the pairs found so far, the most shared
+    first, make an exact plan marked ``complete=False``."""
     W = signs_of(linear)
     p, d = W.shape
     budget = max_partials if max_partials is not None else 16 * d
@@ -120,10 +127,12 @@ def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: i
     outputs: list[np.ndarray] = []
     partial_cols: list[np.ndarray] = []
     blocks = range(0, d, FEATURE_BLOCK)
+    complete = True
     for start in blocks:
         stop = min(start + FEATURE_BLOCK, d)
         share = budget * (stop - start) // d
-        local_pairs, M = _greedy(W[:, start:stop], share, min_uses)
+        local_pairs, M, finished = _greedy(W[:, start:stop], share, min_uses, deadline)
+        complete = complete and finished
         width = stop - start
         offset = len(pairs)
 
@@ -134,10 +143,14 @@ def plan_pairs(linear: LinearStage, max_partials: int | None = None, min_uses: i
         outputs.append(M[:, :width])
         partial_cols.append(M[:, width:])
     M = np.concatenate([*outputs, *partial_cols], axis=1)
-    return _flatten(d, pairs, M)
+    plan = _flatten(d, pairs, M)
+    plan.complete = complete
+    return plan
 
 
-def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, min_uses: int = 2) -> PairsPlan:
+def plan_pairs_transposed(
+    linear: LinearStage, max_partials: int | None = None, min_uses: int = 2, deadline: float | None = None
+) -> PairsPlan:
     """Paar's greedy on the transposed matrix, its circuit transposed back.
 
     By the transposition principle (Tellegen) a circuit of additions computing ``W^T`` (p inputs,
@@ -154,10 +167,10 @@ def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, 
 
     ``max_partials`` (default ``16 d``, as for :func:`plan_pairs`) and ``min_uses`` apply to the greedy
     on the transposed matrix; a ``z`` with a single term is folded into its readers, so the plan has
-    at most ``max_partials`` partials."""
+    at most ``max_partials`` partials; ``deadline`` as for :func:`plan_pairs`."""
     d, p = linear.d, linear.p
     flipped = LinearStage(d=p, p=d, vector=linear.feature, feature=linear.vector, weight=linear.weight)
-    dual = plan_pairs(flipped, max_partials if max_partials is not None else 16 * d, min_uses)
+    dual = plan_pairs(flipped, max_partials if max_partials is not None else 16 * d, min_uses, deadline)
     # readers[c]: z_c as {column of the new plan: sign}; nodes c < p are the inputs of the dual
     # plan (this plan's outputs), c = p + q its partials.  Features first, from the dual's outputs.
     readers: list[Counter[int]] = [Counter() for _ in range(p + len(dual.partials))]
@@ -173,7 +186,9 @@ def plan_pairs_transposed(linear: LinearStage, max_partials: int | None = None, 
         for c, sign in zip(dual.partials[q][0].tolist(), dual.partials[q][1].tolist(), strict=True):
             for col, s_col in zip(z[0].tolist(), z[1].tolist(), strict=True):
                 readers[c][col] += int(sign * s_col)
-    return _leveled(d, partials, [_signed_sum(readers[j]) for j in range(p)])
+    plan = _leveled(d, partials, [_signed_sum(readers[j]) for j in range(p)])
+    plan.complete = dual.complete
+    return plan
 
 
 def _signed_sum(terms: Counter[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -182,9 +197,11 @@ def _signed_sum(terms: Counter[int]) -> tuple[np.ndarray, np.ndarray]:
     return cols, np.array([terms[c] for c in cols.tolist()], dtype=np.float64)
 
 
-def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, int, int]], np.ndarray]:
-    """The greedy loop on one block of features: ``(a, b, sigma)`` per partial (column ``width + q``)
-    and the rewritten sign matrix over features and partials."""
+def _greedy(
+    W: np.ndarray, budget: int, min_uses: int, deadline: float | None = None
+) -> tuple[list[tuple[int, int, int]], np.ndarray, bool]:
+    """The greedy loop on one block of features: ``(a, b, sigma)`` per partial (column ``width + q``),
+    the rewritten sign matrix over features and partials, and False if ``deadline`` stopped it."""
     p, d = W.shape
     count_t = np.uint8 if p < 256 else np.uint16
     largest = math.isqrt(PLANNER_BYTES // (2 * np.dtype(count_t).itemsize))  # columns within PLANNER_BYTES
@@ -219,6 +236,8 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         dirty[rows] = False
 
     while len(pairs) < budget:
+        if deadline is not None and time.perf_counter() > deadline:
+            return pairs, M[:, :m], False
         a = int(np.argmax(rowmax[:m]))
         while dirty[a]:
             refresh(np.array([a]))
@@ -267,7 +286,7 @@ def _greedy(W: np.ndarray, budget: int, min_uses: int) -> tuple[list[tuple[int, 
         rowmax[:m][better] = column_u[better]
         rowarg[:m][better] = u
         dirty[:m][better] = False
-    return pairs, M[:, :m]
+    return pairs, M[:, :m], True
 
 
 def _grown(x: np.ndarray, m: int, cap: int, square: bool) -> np.ndarray:

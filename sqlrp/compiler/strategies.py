@@ -38,6 +38,7 @@ reuse the same linear-stage strategies: the combiner sits on top of whatever the
 
 from __future__ import annotations
 
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -61,6 +62,24 @@ PAIRS_GAIN = 0.8
 PARTIAL_WRITE_COST = 0.5
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
+#: pairs is planned only if a given pair of features is expected in at least this many outputs
+#: (``p * density^2``): below it the greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost,
+#: so its planning time was spent for nothing -- PK-RP degree 2, k = 160, s = sqrt(d): 4.1 (d = 784)
+#: 0.876 after 8.5 s of planning, 6.4 (d = 500) 0.844 after 5.4 s, 8.0 (d = 400) 0.824; 12.7
+#: (d = 250) 0.786; d = 784, k = 60, s = 9: 14.7, 0.745; Achlioptas s = 3, k = 200: 22.3, 0.609 after
+#: 4.2 s (``PYTHONPATH=. python bench/probes.py worth``)
+PAIRS_WORTH = 10.0
+#: the inline query's cost per output term, for the planner's time budget: DuckDB parses, binds and
+#: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query,
+#: d = 500, k = 160: 44.7-55.3 us per term from 3,647 to 266,425 terms, ``PYTHONPATH=. python
+#: bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/run.py``:
+#: 200,000 x 784 -> 200, s = sqrt(d), 2.36 s for 5,600 terms)
+TERM_BIND_SECONDS = 50e-6
+TERM_ROW_SECONDS = 2e-9
+#: the pairs planner may take this share of the inline query's estimated time, within these bounds:
+#: a plan saves at most about 40% of it (s = 3), so planning longer than that never pays on one run
+PLANNER_SHARE = 0.25
+PLANNER_SECONDS = (0.25, 60.0)
 
 
 @dataclass
@@ -178,19 +197,37 @@ def pairs_budget(linear: LinearStage, dialect: str = "duckdb") -> int | None:
     return None if limit is None else limit - linear.d - 2  # id and group key
 
 
-def best_pairs(linear: LinearStage, dialect: str = "duckdb") -> PairsPlan | None:
-    """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit; memoised per stage
-    (and, for stored projections, in the registry: ``Registry.pairs_plan``)."""
+def planner_seconds(linear: LinearStage, rows: int | None = None) -> float:
+    """How long the pairs planner may run: :data:`PLANNER_SHARE` of the inline query's estimated
+    time on ``rows`` rows (unknown: the upper bound), within :data:`PLANNER_SECONDS`."""
+    low, high = PLANNER_SECONDS
+    if rows is None:
+        return high
+    estimate = inline_cost(linear) * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)
+    return min(high, max(low, PLANNER_SHARE * estimate))
+
+
+def best_pairs(linear: LinearStage, dialect: str = "duckdb", seconds: float | None = None) -> PairsPlan | None:
+    """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit and ``seconds`` of
+    planning (default: the upper bound of :data:`PLANNER_SECONDS`), half for each orientation; a
+    plan the time cut short has ``complete=False``.  Memoised per stage (and, for stored
+    projections, complete plans in the registry: ``Registry.pairs_plan``); a cut-short plan is
+    planned again when more time is allowed."""
     if not mailman_applicable(linear):
         return None
+    seconds = PLANNER_SECONDS[1] if seconds is None else seconds
     cache = _PLANS.setdefault(linear, {})
-    if ("pairs", dialect) not in cache:
+    held = cache.get(("pairs", dialect), False)
+    if held is False or (held is not None and not held.complete and cache.get(("seconds", dialect), 0) < seconds):
         budget = pairs_budget(linear, dialect)
         if budget is not None and budget <= 0:
             cache[("pairs", dialect)] = None
         else:  # Paar's greedy on the matrix and on its transpose: the cheaper plan
-            plans = (plan_pairs(linear, budget), plan_pairs_transposed(linear, budget))
-            cache[("pairs", dialect)] = min(plans, key=pairs_cost)
+            start = time.perf_counter()
+            first = plan_pairs(linear, budget, deadline=start + seconds / 2)
+            second = plan_pairs_transposed(linear, budget, deadline=start + seconds)
+            cache[("pairs", dialect)] = min((first, second), key=pairs_cost)
+            cache[("seconds", dialect)] = seconds
     return cache[("pairs", dialect)]
 
 
@@ -212,13 +249,13 @@ def pairs_cost(plan: PairsPlan) -> float:
 
 def pairs_worth_planning(linear: LinearStage) -> bool:
     """Pairs repeat only when a random pair of features shares several outputs: ``p * density^2``
-    is the expected number of outputs holding a given pair.  Below 4 the plan is not worth its
-    planning time: the cheaper plan of ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes out at 1.00 of
-    inline's estimated cost and PK-RP degree 2 (t = 5: 2.6) at 0.92, ``s = 3`` (22) at 0.61
-    (``bench/probes.py pairs`` prints the ratios for the Achlioptas cases; ``test_auto_choice`` pins
-    the choices)."""
+    is the expected number of outputs holding a given pair.  Below :data:`PAIRS_WORTH` the plan is
+    not worth its planning time: the cheaper plan of ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes
+    out at 1.00 of inline's estimated cost and PK-RP degree 2 (k = 160, s = sqrt(d): 4.1) at 0.88,
+    ``s = 3`` (22) at 0.61 (``bench/probes.py pairs`` prints the ratios for the Achlioptas cases;
+    ``test_auto_choice`` pins the choices)."""
     density = linear.nnz / max(linear.d * linear.p, 1)
-    return mailman_applicable(linear) and linear.p * density**2 >= 4.0
+    return mailman_applicable(linear) and linear.p * density**2 >= PAIRS_WORTH
 
 
 def choose(projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto") -> str:
@@ -253,7 +290,7 @@ def choose(projection: Projection, source: Source, dialect: str = "duckdb", stra
         return "lookup" if engine.ordered_array_agg else "join"
     if not engine.nested_plans or not pairs_worth_planning(projection.linear):
         return "inline"
-    plan = best_pairs(projection.linear, dialect)
+    plan = best_pairs(projection.linear, dialect, planner_seconds(projection.linear, source.rows))
     if plan is not None and pairs_cost(plan) <= PAIRS_GAIN * inline_cost(projection.linear):
         return "pairs"
     return "inline"
@@ -267,5 +304,6 @@ __all__ = [
     "best_mailman",
     "best_pairs",
     "choose",
+    "planner_seconds",
     "plan_mailman",
 ]
