@@ -184,6 +184,7 @@ def plot(frame, path: Path) -> None:
     cells = per_dataset(frame)
     names = sorted(cells["dataset"].unique())
     fig, axes = plt.subplots(2, len(names), figsize=(4 * len(names), 7), squeeze=False)
+    colours: dict[str, str] = {}  # one colour per configuration family on every panel
     for row, degree in enumerate((2, 3)):
         for col, name in enumerate(names):
             ax = axes[row][col]
@@ -192,13 +193,16 @@ def plot(frame, path: Path) -> None:
                 if method == "author":
                     ax.scatter(grp["adds"], grp["ratio"], marker="*", s=120, color="k", label="author (Gaussian)")
                     continue
-                ax.scatter(grp["adds"], grp["ratio"], s=14, label=f"{method} s={s}")
+                label = f"{method} s={s}"
+                colour = colours.setdefault(label, f"C{len(colours)}")
+                ax.scatter(grp["adds"], grp["ratio"], s=14, label=label, color=colour)
             ax.axhline(1.05, color="r", lw=0.8, ls="--")
             ax.set_xscale("log")
             ax.set_title(f"{name}, degree {degree}")
             ax.set_xlabel("additions per row (SQL)")
             ax.set_ylabel("distortion / author's")
-    axes[0][0].legend(fontsize=7)
+    for ax in axes[:, 0]:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
