@@ -21,7 +21,16 @@ from sqlglot import exp
 
 from . import outputs, reference
 from .backends import Backend, connect
-from .compiler import Output, Source, check_output_columns, col, compile_sql, compile_statements, ident
+from .compiler import (
+    REGISTRY_ENTRY_TABLE,
+    Output,
+    Source,
+    check_output_columns,
+    col,
+    compile_sql,
+    compile_statements,
+    ident,
+)
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
@@ -290,12 +299,14 @@ def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> Non
     """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
     :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
     plan it once and store it there (:meth:`Registry.pairs_plan`)."""
-    from .compiler.strategies import pairs_worth_planning, planner_seconds
+    from .compiler.strategies import pairs_worth_planning, planner_seconds, prefers_long
 
     proj = p.projection
     if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
         return
     nested = get_dialect(dialect).nested_plans
+    if strategy == "auto" and prefers_long(proj, p.source, dialect):
+        return  # the compiler unnests this small table: no pairs
     if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
         _registry(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
 
@@ -471,9 +482,17 @@ def _exists(db: Backend, name: str, source: Source) -> bool:
 
 
 def _matrix(db: Backend, p: Plan, matrix: str) -> str:
+    """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
+    under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
+    join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
     if matrix != "auto":
         return matrix
-    return "registry" if p.projection.name else "values"
+    proj = p.projection
+    if not (isinstance(proj, Projection) and proj.name):
+        return "values" if not getattr(proj, "name", None) else "registry"
+    _registry(db)  # its tables exist from here on
+    held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
+    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
 
 
 def transform_frame(

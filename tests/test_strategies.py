@@ -154,8 +154,9 @@ def test_auto_choice():
     assert choose(gauss, wide) == "inline"
     with pytest.raises(InvalidParameter):
         choose(gauss, wide, strategy="mailman")
+    assert choose(sparse, wide, strategy="lookup") == "lookup"  # the wide table unnested (DuckDB, PostgreSQL)
     with pytest.raises(InvalidParameter):
-        choose(sparse, wide, strategy="lookup")
+        choose(sparse, wide, "spark", strategy="lookup")
     with pytest.raises(InvalidParameter):
         choose(sparse, wide, strategy="fastest")
 
@@ -460,3 +461,68 @@ def test_row_estimates(db):
         db.execute('ANALYZE "t"')
     assert db.estimate_rows("t") == 1234
     assert db.estimate_rows("no_such_table") is None
+
+
+WIDE_AS_LONG = [
+    ("achlioptas", {"s": 3}),
+    ("pk-rp", {"degree": 2, "c": 1.0}),  # every vector has a bias
+    ("p-rp", {"m": 2, "modified": True}),  # sums of squared features beside the plain sums
+    ("maclaurin", {"degree": 2}),  # constant terms, outputs without terms
+    ("pk-rp", {"degree": 3, "s": 40.0}),  # d = 12: most vectors have no non-zero at all
+]
+
+
+@pytest.mark.parametrize("strategy", ["lookup", "join"])
+@pytest.mark.parametrize("method, params", WIDE_AS_LONG, ids=lambda v: str(v))
+def test_a_wide_table_unnested_matches_numpy(db, strategy, method, params):
+    """``join`` / ``lookup`` on a wide table (unnested to a long one in SQL) equal the NumPy
+    reference, with NULLs read as 0 (``nulls="zero"``) and pooled per group."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(25, 12))
+    frame = wide_frame(X)
+    frame["grp"] = np.arange(25) % 4
+    db.write_dataframe("t", frame)
+    db.execute('UPDATE "t" SET "f3" = NULL WHERE "id" = 2')
+    X[2, 3] = 0.0
+    proj = sqlrp.create_projection(db, "wl", method, d=12, k=7, seed=3, **params)
+    if params.get("s") == 40.0:
+        assert (np.bincount(proj.linear.vector, minlength=proj.linear.p) == 0).any()
+    columns = [f"f{i}" for i in range(12)]
+    out = api.project(db, "t", "id", "wl", strategy=strategy, nulls="zero", columns=columns)
+    np.testing.assert_allclose(out[[f"p{j}" for j in range(7)]].to_numpy(), reference.transform(proj, X),
+                               rtol=1e-9, atol=1e-9)
+    pooled = api.project(db, "t", "id", "wl", strategy=strategy, nulls="zero", columns=columns, group_column="grp")
+    expected = reference.transform(proj, X, groups=frame["grp"].to_numpy())
+    np.testing.assert_allclose(pooled[[f"p{j}" for j in range(7)]].to_numpy(), expected, rtol=1e-9, atol=1e-9)
+    sql = api.compile_projection(db, api.plan(db, "t", "id", "wl", columns=columns), strategy=strategy)
+    assert "UNNEST" in sql.upper() and "sqlrp_linear_entry" in sql
+
+
+def test_auto_unnests_small_tables_of_stored_projections():
+    proj = make_projection("pk-rp", 500, 160, seed=0)
+    assert proj.linear.nnz >= 10_000
+    columns = tuple(f"f{i}" for i in range(500))
+    small, large = Source("t", "id", "wide", columns, rows=189), Source("t", "id", "wide", columns, rows=50_000)
+    assert choose(proj, small, matrix="registry") == "lookup"
+    assert choose(proj, large, matrix="registry") == "inline"
+    assert choose(proj, small, matrix="values") == "inline"  # an inlined matrix grows the SQL again
+    assert choose(proj, small, "postgres", matrix="registry") == "inline"  # not measured there
+    assert choose(proj, Source("t", "id", "wide", columns), matrix="registry") == "inline"  # rows unknown
+    tiny = make_projection("achlioptas", 500, 40, seed=0, s="auto")
+    assert choose(tiny, small, matrix="registry") == "inline"  # too few terms to matter
+
+
+def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):
+    """A projection with a name this database does not hold: the stored-matrix join would find no
+    rows (all-zero outputs); the matrix is inlined instead, on the wide path the small-table rule
+    picks and on the long layout."""
+    X = np.random.default_rng(10).normal(size=(20, 100))
+    db.write_dataframe("t", wide_frame(X))
+    db.write_dataframe("tl", long_frame(X))
+    ghost = sqlrp.create_projection(None, "ghost", "pk-rp", d=100, k=160, seed=3, s=10.0)
+    assert ghost.linear.nnz >= 10_000
+    expected = reference.transform(ghost, X)
+    out = api.project(db, "t", "id", ghost, check=False)
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9)
+    out = api.project(db, "tl", "id", ghost, layout="long", check=False)
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9)

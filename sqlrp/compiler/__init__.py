@@ -30,7 +30,7 @@ from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .nodes import Inputs, SignedSum, gc_paused
-from .strategies import best_mailman, best_pairs, choose, planner_seconds
+from .strategies import LONG_STRATEGIES, best_mailman, best_pairs, choose, planner_seconds
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -175,27 +175,34 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
 
 
 def _long_linear(
-    projection: Projection, source: Source, matrix: str, dialect: SqlrpDialect, strategy: str = "join"
+    projection: Projection,
+    source: Source,
+    matrix: str,
+    dialect: SqlrpDialect,
+    strategy: str = "join",
+    src: exp.Select | None = None,
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Linear stage over a long table: join + GROUP BY (id, vector), then a pivot to one value per
-    output vector -- ``join``: an aggregate with a FILTER per vector; ``lookup``: see below."""
+    output vector -- ``join``: an aggregate with a FILTER per vector; ``lookup``: see below.
+    ``src`` (``_id, [_g,] _f, _v``) replaces the long table: a wide one unnested (:func:`_unnested`)."""
     lin = projection.linear
-    keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
-    group_keys = [col("_id", "s")]
-    if source.group_column:
-        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))
-        group_keys.append(col("_g", "s"))
-    value = col(source.value_column)
-    if source.nulls == "zero":
-        value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
-    src = _from_source(
-        exp.select(
-            *keys,
-            exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True, copy=False),
-            exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True, copy=False),
-        ),
-        source,
-    )
+    group_keys = [col("_id", "s")] + ([col("_g", "s")] if source.group_column else [])
+    complete = src is not None  # every id has a row for every feature: see _lookup_pivot
+    if src is None:
+        keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
+        if source.group_column:
+            keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))
+        value = col(source.value_column)
+        if source.nulls == "zero":
+            value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
+        src = _from_source(
+            exp.select(
+                *keys,
+                exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True, copy=False),
+                exp.alias_(exp.cast(value, DOUBLE), "_v", quoted=True, copy=False),
+            ),
+            source,
+        )
     v = col("_v", "s")
     weight = col("weight", "m")
     if lin.is_signs:
@@ -219,7 +226,7 @@ def _long_linear(
     if lin.power is not None:
         kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True, copy=False), append=True, copy=False)
     if strategy == "lookup":
-        return _lookup_pivot(projection, kv, pooled=source.group_column is not None)
+        return _lookup_pivot(projection, kv, pooled=source.group_column is not None, complete=complete)
     sums = []
     for vec in range(lin.p):
         which = "_s2" if lin.vector_power(vec) == 2 else "_s1"
@@ -235,12 +242,20 @@ def _long_linear(
     return kv, sums
 
 
-def _lookup_pivot(projection: Projection, kv: exp.Select, pooled: bool) -> tuple[exp.Select, list[exp.Expression]]:
+def _lookup_pivot(
+    projection: Projection, kv: exp.Select, pooled: bool, complete: bool = False
+) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategy ``lookup``: ``kv`` (one row per id and vector) collapses to one row per id holding
     two aligned arrays, ``_vv`` (vectors) and ``_ss`` (sums); output ``j`` is
     ``COALESCE(_ss[ARRAY_POSITION(_vv, j)], 0)`` -- a scan of a short array instead of k filters
-    per (id, vector) row.  The relation already has one row per id: no further GROUP BY."""
+    per (id, vector) row.  The relation already has one row per id: no further GROUP BY.
+
+    ``complete``: every id has a row for every feature (an unnested wide table), so every vector
+    with a non-zero has a sum for every id, in vector order: vector ``j`` is ``_ss[rank of j among
+    those vectors]``, read directly; a vector without non-zeros is 0 (and its bias)."""
     lin = projection.linear
+    rank = np.cumsum(np.bincount(lin.vector, minlength=lin.p) > 0)  # 1-based position of a vector with support
+    held = np.bincount(lin.vector, minlength=lin.p) > 0
     keys = [col("_id")] + ([col("_g")] if pooled else [])
     order = exp.Order(expressions=[exp.Ordered(this=col("_vec"))])
 
@@ -259,15 +274,38 @@ def _lookup_pivot(projection: Projection, kv: exp.Select, pooled: bool) -> tuple
     sums: list[exp.Expression] = []
     for vec in range(lin.p):
         which = "_ss2" if lin.vector_power(vec) == 2 else "_ss"
-        position = exp.Anonymous(
-            this="ARRAY_POSITION", expressions=[col("_vv"), exp.cast(exp.Literal.number(vec), BIGINT)]
-        )
-        value = exp.Bracket(this=col(which), expressions=[position], offset=1)
-        expr: exp.Expression = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
+        expr: exp.Expression
+        if complete:
+            at = exp.Literal.number(int(rank[vec]))
+            expr = exp.Bracket(this=col(which), expressions=[at], offset=1) if held[vec] else exp.Literal.number(0)
+        else:
+            position = exp.Anonymous(
+                this="ARRAY_POSITION", expressions=[col("_vv"), exp.cast(exp.Literal.number(vec), BIGINT)]
+            )
+            value = exp.Bracket(this=col(which), expressions=[position], offset=1)
+            expr = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
         if lin.vector_bias(vec):
             expr = exp.paren(expr + number(lin.vector_bias(vec)))
         sums.append(expr)
     return collected, sums
+
+
+def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """A wide (or array) source as a long one: ``SELECT _id, [_g,] UNNEST([0, .., d-1]) AS _f,
+    UNNEST([_x0, .., _x{d-1}]) AS _v`` over :func:`dense_source` -- two unnests of equal length in one
+    select list run in lockstep (``dialect.select_unnest``).  Its SQL grows with d, not with the
+    matrix: the ``join`` / ``lookup`` strategies for small wide tables, where binding a sum term per
+    non-zero costs more than joining every row with the matrix (``strategies.prefers_long``)."""
+    d = projection.d
+    wide = dense_source(projection, source, dialect)
+    keys = [col("_id")] + ([col("_g")] if source.group_column else [])
+    features = exp.Array(expressions=[exp.Literal.number(i) for i in range(d)])
+    values = exp.Array(expressions=[col(f"_x{i}") for i in range(d)])
+    return exp.select(
+        *keys,
+        exp.alias_(exp.Anonymous(this="UNNEST", expressions=[features]), "_f", quoted=True, copy=False),
+        exp.alias_(exp.Anonymous(this="UNNEST", expressions=[values]), "_v", quoted=True, copy=False),
+    ).from_(wide.subquery("_w", copy=False))
 
 
 def _dense_linear(
@@ -453,10 +491,11 @@ def compile_select(
         what = "the array layout" if source.layout == "array" else "array output"
         raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
     pooled = source.group_column is not None
-    strategy = choose(projection, source, dialect.name, strategy)
+    strategy = choose(projection, source, dialect.name, strategy, matrix)
 
-    if source.layout == "long":
-        body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy)
+    if source.layout == "long" or strategy in LONG_STRATEGIES:
+        unnested = _unnested(projection, source, dialect) if source.layout != "long" else None
+        body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy, unnested)
         relation = body.subquery("kv", copy=False)
         key_cols = [col("_g")] if pooled else [col("_id")]
         group_by = [col("_id")] + ([col("_g")] if pooled else [])

@@ -80,6 +80,13 @@ TERM_ROW_SECONDS = 2e-9
 #: a plan saves at most about 40% of it (s = 3), so planning longer than that never pays on one run
 PLANNER_SHARE = 0.25
 PLANNER_SECONDS = (0.25, 60.0)
+#: a wide table unnested and joined with the matrix costs about this per row and non-zero in
+#: DuckDB (189 x 500 rows: PK-RP degree 2, 71,390 non-zeros, 0.92 s; P-RP m = 10, 266,425, 1.25 s:
+#: 68 and 25 ns), against TERM_BIND_SECONDS per term for the inline query: below about 700 rows the
+#: join is cheaper (``PYTHONPATH=. python bench/probes.py small``)
+JOIN_ROW_SECONDS = 70e-9
+#: ... but only once the inline query is big enough for its binding time to matter
+LONG_MIN_TERMS = 10_000
 
 
 @dataclass
@@ -258,7 +265,24 @@ def pairs_worth_planning(linear: LinearStage) -> bool:
     return mailman_applicable(linear) and linear.p * density**2 >= PAIRS_WORTH
 
 
-def choose(projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto") -> str:
+def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
+    """``auto``'s rule for a small wide (or array) table: unnest it and ``lookup`` the stored matrix
+    (SQL that grows with d, not with the matrix) when the estimated join time is below the inline
+    query's (:data:`JOIN_ROW_SECONDS` against :data:`TERM_BIND_SECONDS`), the inline query has at
+    least :data:`LONG_MIN_TERMS` terms, the matrix is stored (a ``VALUES`` list would grow with the
+    matrix again) and the engine was measured to gain (``dialect.wide_as_long``: DuckDB)."""
+    from ..dialects import get_dialect  # late: the dialects package imports the compiler
+
+    engine = get_dialect(dialect)
+    rows, terms = source.rows, inline_cost(projection.linear)
+    if not (engine.wide_as_long and source.layout != "long" and matrix != "values" and rows is not None):
+        return False
+    return terms >= LONG_MIN_TERMS and rows * JOIN_ROW_SECONDS < TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS
+
+
+def choose(
+    projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto", matrix: str = "values"
+) -> str:
     """The strategy to compile with: ``strategy`` itself if forced (checked against the layout and
     the engine), otherwise the measured rule described in the module docstring -- per engine: the
     nested selects of ``pairs`` only where the dialect's profile says they were measured cheap
@@ -270,6 +294,8 @@ def choose(projection: Projection, source: Source, dialect: str = "duckdb", stra
     if strategy not in STRATEGIES:
         raise InvalidParameter(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     allowed = LONG_STRATEGIES if source.layout == "long" else DENSE_STRATEGIES
+    if engine.select_unnest and source.layout != "long":
+        allowed = allowed + LONG_STRATEGIES  # the wide table unnested (compiler._unnested)
     if strategy != "auto":
         if strategy not in allowed:
             raise InvalidParameter(
@@ -288,6 +314,8 @@ def choose(projection: Projection, source: Source, dialect: str = "duckdb", stra
         return strategy
     if source.layout == "long":
         return "lookup" if engine.ordered_array_agg else "join"
+    if prefers_long(projection, source, dialect, matrix):
+        return "lookup"
     if not engine.nested_plans or not pairs_worth_planning(projection.linear):
         return "inline"
     plan = best_pairs(projection.linear, dialect, planner_seconds(projection.linear, source.rows))
@@ -305,5 +333,6 @@ __all__ = [
     "best_pairs",
     "choose",
     "planner_seconds",
+    "prefers_long",
     "plan_mailman",
 ]

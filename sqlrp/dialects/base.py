@@ -65,6 +65,10 @@ class SqlrpDialect:
     # and nothing else does (DuckDB, SQLite); "unicode": any case (Spark's spark.sql.caseSensitive=false)
     quoted_case_fold: str | None = None
     nested_plans = False  # deep nested selects are cheap: ``auto`` may choose ``pairs`` (measured per engine)
+    # two UNNESTs of equal length in one select list run in lockstep: a wide table can be read as a long
+    # one (the join / lookup strategies on wide tables, compiler._unnested)
+    select_unnest = False
+    wide_as_long = False  # ``auto`` unnests small wide tables (strategies.prefers_long; measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)

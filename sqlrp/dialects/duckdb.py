@@ -17,6 +17,11 @@ class DuckDBDialect(SqlrpDialect):
     star_exclude = True
     nan_propagating_sums = True
     nested_plans = True  # pairs measured 1.9x (s = 3) and 6.9x (s = 1) faster than inline (README, bench/run.py)
+    # "multiple unnests of lists of the same length are unnested side by side"
+    # (https://duckdb.org/docs/stable/sql/query_syntax/unnest)
+    select_unnest = True
+    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 0.92 s, inline 3.55 s (bench/probes.py small)
+    wide_as_long = True
     # quoted names match ignoring ASCII case ("Out" is "out"; "É" is not "é"), measured on DuckDB 2.0;
     # https://duckdb.org/docs/stable/sql/dialect/keywords_and_identifiers: resolution is case-insensitive
     quoted_case_fold = "ascii"

@@ -60,6 +60,9 @@ class PostgresDialect(SqlrpDialect):
     # and Key Words": "longer names can be written in commands, but they will be truncated")
     max_identifier_bytes = 63
     nested_plans = True  # pairs measured faster than inline here too (bench/run.py --only postgres)
+    # set-returning functions in one select list run in lockstep since PostgreSQL 10 ("9.25. Set
+    # Returning Functions"; release notes of 10): the wide table unnested, when forced
+    select_unnest = True
     executes = True
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
