@@ -17,6 +17,7 @@
     PYTHONPATH=. python bench/probes.py overhead     # s = 3: DuckDB's parse, bind and optimise time per strategy
     PYTHONPATH=. python bench/probes.py orientation  # pairs planned on the matrix vs on its transpose, in DuckDB
     PYTHONPATH=. python bench/probes.py worth        # pairs planning time vs its gain; DuckDB's cost per term
+    PYTHONPATH=. python bench/probes.py small        # small wide tables: inline vs unnested lookup; the CLI
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -591,6 +592,48 @@ def worth(rows: int = 189) -> None:
               f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)")
 
 
+def small(d: int = 500, k: int = 160) -> None:
+    """Small wide tables (issue 12): DuckDB, a stored projection of ``rows`` x d, the inline query
+    against the table unnested and looked up (``lookup``), best of 2, for rows from 189 to 2,000 --
+    where the join's time per row and non-zero overtakes the inline query's binding time per term.
+    Then the CLI end to end (``sqlrp project --into``, new process each, best of 2) on 189 rows:
+    linear k = 160 (s = sqrt(d)) against PK-RP degree 2 and P-RP m = 10, with the strategy ``auto``
+    picks."""
+    import subprocess
+    import tempfile
+
+    from sqlrp import api
+
+    print(f"DuckDB, d = {d}, k = {k}: seconds, inline against lookup (the table unnested), best of 2")
+    for rows in (189, 700, 2000):
+        db = sqlrp.connect(threads=2)
+        db.write_dataframe("t", wide(rows, d))
+        for method, params in (("pk-rp", {}), ("p-rp", dict(m=10)), ("achlioptas", dict(s=3))):
+            proj = sqlrp.create_projection(db, f"{method}_{rows}", method, d=d, k=k, seed=0, **params)
+            spent = {}
+            for strategy in ("inline", "lookup"):
+                spent[strategy] = best(
+                    lambda st=strategy, p=proj, b=db: api.project(b, "t", "id", p, strategy=st), runs=2
+                )
+            print(f"  rows {rows:5d} {method:10s} {proj.linear.nnz:7,d} terms  inline {spent['inline']:6.2f}"
+                  f"  lookup {spent['lookup']:6.2f}")
+        db.close()
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "small.duckdb"
+    db = sqlrp.connect(str(path))
+    db.write_dataframe("t", wide(189, d))
+    db.close()
+    print(f"CLI, 189 x {d} -> {k} into a table of a DuckDB file, seconds (best of 2, each a new process)")
+    base = None
+    methods = (("linear", []), ("pk-rp", ["--method", "pk-rp"]), ("p-rp m=10", ["--method", "p-rp", "--m", "10"]))
+    for label, extra in methods:
+        command = [sys.executable, "-m", "sqlrp", "project", "--db", str(path), "--table", "t", "--id-column", "id",
+                   "--k", str(k), "--into", "o", "--replace", "--no-progress", *extra]
+        spent = best(lambda c=command: subprocess.run(c, check=True, capture_output=True), runs=2)
+        base = base or spent
+        print(f"  {label:10s} {spent:5.2f} s  {spent / base:4.1f}x linear")
+
+
 def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """DuckDB, n x d -> k for s = 3 and s = 1: the pairs query from Paar's greedy on the matrix and
     from the greedy on its transpose (the plan ``auto`` keeps when it is cheaper), run in turn three
@@ -711,6 +754,7 @@ PROBES = {
     "overhead": overhead,
     "orientation": orientation,
     "worth": worth,
+    "small": small,
 }
 
 if __name__ == "__main__":

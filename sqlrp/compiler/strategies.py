@@ -80,11 +80,13 @@ TERM_ROW_SECONDS = 2e-9
 #: a plan saves at most about 40% of it (s = 3), so planning longer than that never pays on one run
 PLANNER_SHARE = 0.25
 PLANNER_SECONDS = (0.25, 60.0)
-#: a wide table unnested and joined with the matrix costs about this per row and non-zero in
-#: DuckDB (189 x 500 rows: PK-RP degree 2, 71,390 non-zeros, 0.92 s; P-RP m = 10, 266,425, 1.25 s:
-#: 68 and 25 ns), against TERM_BIND_SECONDS per term for the inline query: below about 700 rows the
-#: join is cheaper (``PYTHONPATH=. python bench/probes.py small``)
-JOIN_ROW_SECONDS = 70e-9
+#: a wide table unnested and joined with the matrix costs about JOIN_ROW_SECONDS per row and
+#: non-zero plus GROUP_ROW_SECONDS per row and vector (the ordered ARRAY_AGG), in DuckDB: fitted on
+#: 2,000 x 500 rows, PK-RP degree 2 (71,390 non-zeros, 3,200 vectors) 9.83 s and P-RP m = 10
+#: (266,425, 1,600) 10.12 s; the inline queries took 5.28 s and 21.66 s, at 189 rows 4.18 and 19.61 s
+#: against 1.62 and 1.76 s unnested (``PYTHONPATH=. python bench/probes.py small``)
+JOIN_ROW_SECONDS = 11e-9
+GROUP_ROW_SECONDS = 1.2e-6
 #: ... but only once the inline query is big enough for its binding time to matter
 LONG_MIN_TERMS = 10_000
 
@@ -268,7 +270,8 @@ def pairs_worth_planning(linear: LinearStage) -> bool:
 def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
     """``auto``'s rule for a small wide (or array) table: unnest it and ``lookup`` the stored matrix
     (SQL that grows with d, not with the matrix) when the estimated join time is below the inline
-    query's (:data:`JOIN_ROW_SECONDS` against :data:`TERM_BIND_SECONDS`), the inline query has at
+    query's (:data:`JOIN_ROW_SECONDS` and :data:`GROUP_ROW_SECONDS` per row, against
+    :data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term), the inline query has at
     least :data:`LONG_MIN_TERMS` terms, the matrix is stored (a ``VALUES`` list would grow with the
     matrix again) and the engine was measured to gain (``dialect.wide_as_long``: DuckDB)."""
     from ..dialects import get_dialect  # late: the dialects package imports the compiler
@@ -277,7 +280,8 @@ def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb"
     rows, terms = source.rows, inline_cost(projection.linear)
     if not (engine.wide_as_long and source.layout != "long" and matrix != "values" and rows is not None):
         return False
-    return terms >= LONG_MIN_TERMS and rows * JOIN_ROW_SECONDS < TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS
+    joined = rows * (terms * JOIN_ROW_SECONDS + projection.linear.p * GROUP_ROW_SECONDS)
+    return terms >= LONG_MIN_TERMS and joined < terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)
 
 
 def choose(

@@ -20,7 +20,7 @@ class DuckDBDialect(SqlrpDialect):
     # "multiple unnests of lists of the same length are unnested side by side"
     # (https://duckdb.org/docs/stable/sql/query_syntax/unnest)
     select_unnest = True
-    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 0.92 s, inline 3.55 s (bench/probes.py small)
+    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench/probes.py small)
     wide_as_long = True
     # quoted names match ignoring ASCII case ("Out" is "out"; "É" is not "é"), measured on DuckDB 2.0;
     # https://duckdb.org/docs/stable/sql/dialect/keywords_and_identifiers: resolution is case-insensitive
