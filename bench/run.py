@@ -14,8 +14,12 @@ transform, write the result back); sqlrp on DuckDB per strategy (``CREATE TABLE 
 PostgreSQL.  sqlrp runs use ``check=False``: the NULL/NaN scan is one extra pass, reported
 separately as ``sqlrp_check``; ``sqlrp_plan_python`` is the strategy planning the compiler does
 once per matrix (memoised; the timed runs reuse it).
-Kernel cases (``pk_rp_deg2``, ``pk_rp_deg3``) compare PK-RP in DuckDB with its NumPy reference and
-scikit-learn's ``PolynomialCountSketch`` and ``Nystroem`` at the same k.
+Kernel cases, on standardised photo patches (real data, d = 784, n = 50k): ``pk_rp_deg2`` and
+``pk_rp_deg3`` compare PK-RP in DuckDB with the author's algorithm (003 Pseudocode 1 with numba,
+``bench/kernel_peers.py``), its NumPy reference and scikit-learn's ``PolynomialCountSketch`` and
+``Nystroem`` at the same k, each with its distortion beside its time; ``p_rp_m10`` compares P-RP
+with the same matrix in memory; ``small_table`` times the CLI on 189 rows (PK-RP and P-RP against
+a linear projection).
 Results: a printed table per case and ``bench/results/<mode>-<time>.json`` (gitignored).
 """
 
@@ -43,13 +47,17 @@ from sqlrp.compiler.strategies import choose  # noqa: E402
 from sqlrp.methods import make_projection  # noqa: E402
 from sqlrp.store import Registry  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from conftest import wide_frame  # noqa: E402
+
 FULL = {
     "mnist": dict(n=200_000, d=784, k=200),
     "cifar": dict(n=50_000, d=3072, k=200),
     "text": dict(n=50_000, d=100_000, k=200, nnz=100),
     "postgres": dict(n=50_000, d=784, k=200),
     "scaling": dict(ns=[10_000, 30_000, 100_000, 300_000, 1_000_000], d=784, k=200),
-    "kernel": dict(n=50_000, d=784, k=200, t=5),
+    "kernel": dict(n=50_000, side=28, k=160),
+    "small": dict(n=189, side=23, k=160),  # d = 529
 }
 SMOKE = {
     "mnist": dict(n=2_000, d=64, k=16),
@@ -57,7 +65,8 @@ SMOKE = {
     "text": dict(n=2_000, d=5_000, k=16, nnz=10),
     "postgres": dict(n=1_000, d=64, k=16),
     "scaling": dict(ns=[1_000, 3_000, 10_000], d=64, k=16),
-    "kernel": dict(n=1_000, d=64, k=16, t=2),
+    "kernel": dict(n=1_000, side=8, k=16),
+    "small": dict(n=50, side=8, k=16),
 }
 
 
@@ -341,33 +350,130 @@ def scaling_case(cfg: dict) -> dict:
     }
 
 
+def photo_patches(n: int, side: int) -> np.ndarray:
+    """``n`` standardised ``side x side`` grey patches of scikit-learn's two bundled photographs:
+    real image data of MNIST's width (side 28: d = 784) that needs no download."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from kernel_frontier import image_patches, standardise
+
+    return standardise(image_patches(side, n))
+
+
+def distortions(X: np.ndarray, outputs: dict[str, np.ndarray], degree: int, sample: int = 400) -> dict[str, float]:
+    """Mean pairwise distortion in the kernel's feature space (000 Eq. 22-23) of each contender's
+    output, on the same ``sample`` rows."""
+    from sqlrp.kernels import kernel_distortion
+
+    rows = np.random.default_rng(5).choice(len(X), size=min(sample, len(X)), replace=False)
+    return {name: kernel_distortion(X[rows], Y[rows], degree=degree) for name, Y in outputs.items()}
+
+
 def kernel_case(cfg: dict, degree: int) -> dict:
-    """PK-RP of ``degree`` (t products per output, s = sqrt(d)) materialised in DuckDB, against the
-    NumPy reference on the same matrix and scikit-learn's kernel approximations at the same k."""
+    """PK-RP of ``degree`` with sqlrp's defaults (degree 2: s = sqrt(d), t = 10, p = g*t*k) into a
+    DuckDB table, against the author's algorithm in its default configuration (003 Pseudocode 1:
+    Gaussian, p = 3000, t = 10; ``bench/kernel_peers.py``, numba), sqlrp's NumPy reference on the same
+    matrix, and scikit-learn's ``PolynomialCountSketch`` and ``Nystroem`` at the same k, each with
+    its mean distortion on the same 400 rows of standardised photo patches."""
+    import kernel_peers
     from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch
 
-    n, d, k, t = cfg["n"], cfg["d"], cfg["k"], cfg["t"]
+    n, side, k = cfg["n"], cfg["side"], cfg["k"]
+    X = photo_patches(n, side)
+    d = X.shape[1]
     db = sqlrp.connect(threads=2)
-    make_dense(db, n, d)
-    proj = make_projection("pk-rp", d, k, seed=0, degree=degree, t=t, s="auto")
-    X = fetch_dense(db, d)
-    sec: dict[str, float] = {}
-    sec["numpy_reference"] = timed(lambda: sqlrp.transform(proj, X))
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(db, "kernel", "pk-rp", d=d, k=k, seed=0, degree=degree)
+    author = kernel_peers.author_config(d, k, degree=degree)
+    kernel_peers.warm_up()
     sketch = PolynomialCountSketch(degree=degree, n_components=k, random_state=0)
-    sec["sklearn_poly_count_sketch"] = timed(lambda: sketch.fit(X[:2]).transform(X))
     nys = Nystroem(kernel="poly", degree=degree, coef0=0, gamma=1.0, n_components=k, random_state=0)
-    sec["sklearn_nystroem"] = timed(lambda: nys.fit(X).transform(X))
-    X = None
+    sec: dict[str, float] = {}
+    out: dict[str, np.ndarray] = {}
+    sec["author_pk_rp"] = timed(lambda: out.__setitem__("author_pk_rp", kernel_peers.author_pk_rp(X, author)))
+    sec["numpy_reference"] = timed(lambda: out.__setitem__("numpy_reference", sqlrp.transform(proj, X)))
+    sec["sklearn_poly_count_sketch"] = timed(
+        lambda: out.__setitem__("sklearn_poly_count_sketch", sketch.fit(X[:2]).transform(X))
+    )
+    sec["sklearn_nystroem"] = timed(lambda: out.__setitem__("sklearn_nystroem", nys.fit(X).transform(X)))
     sec["sqlrp_duckdb"] = project_into(db, proj, "auto")
+    res = db.con.execute('SELECT * FROM "o" ORDER BY "id"').fetchnumpy()
+    out["sqlrp_duckdb"] = np.column_stack([res[f"p{j}"] for j in range(k)])
+    error = float(np.abs(out["sqlrp_duckdb"] - out["numpy_reference"]).max() / np.abs(out["numpy_reference"]).max())
+    assert error < 1e-9, f"sqlrp's SQL output differs from its NumPy reference: {error:.1e}"
     db.close()
+    dist = distortions(X, out, degree)
     return {
         "name": f"pk_rp_deg{degree}",
-        "size": {**cfg, "degree": degree, "p": proj.linear.p, "nnz": proj.linear.nnz},
+        "size": {**cfg, "d": d, "degree": degree, "p": proj.linear.p, "s": round(proj.params["s"], 2),
+                 "nnz": proj.linear.nnz, "sql_vs_reference_rel_err": error},  # fmt: skip
         "seconds": sec,
+        "distortion": dist,
         "ratios": {
-            "duckdb/numpy_reference": sec["sqlrp_duckdb"] / sec["numpy_reference"],
+            "duckdb/author_pk_rp": sec["sqlrp_duckdb"] / sec["author_pk_rp"],
             "duckdb/poly_count_sketch": sec["sqlrp_duckdb"] / sec["sklearn_poly_count_sketch"],
             "duckdb/nystroem": sec["sqlrp_duckdb"] / sec["sklearn_nystroem"],
+            "duckdb/numpy_reference": sec["sqlrp_duckdb"] / sec["numpy_reference"],
+            "distortion duckdb/author": dist["sqlrp_duckdb"] / dist["author_pk_rp"],
+            "distortion poly_count_sketch/author": dist["sklearn_poly_count_sketch"] / dist["author_pk_rp"],
+        },
+    }
+
+
+def p_rp_case(cfg: dict) -> dict:
+    """P-RP m = 10 (s = 3, the default) into a DuckDB table against the same matrix in memory
+    (000 Eq. 13; ``bench/kernel_peers.py``: dense BLAS and scipy.sparse, the faster is the peer)."""
+    import kernel_peers
+
+    n, side, k = cfg["n"], cfg["side"], cfg["k"]
+    X = photo_patches(n, side)
+    d = X.shape[1]
+    db = sqlrp.connect(threads=2)
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(db, "prp", "p-rp", d=d, k=k, seed=0, m=10)
+    sec: dict[str, float] = {}
+    sec["in_memory_dense"] = timed(lambda: kernel_peers.in_memory_p_rp(X, proj, dense=True))
+    sec["in_memory_sparse"] = timed(lambda: kernel_peers.in_memory_p_rp(X, proj, dense=False))
+    sec["sqlrp_duckdb"] = project_into(db, proj, "auto")
+    res = db.con.execute('SELECT * FROM "o" ORDER BY "id"').fetchnumpy()
+    Y = np.column_stack([res[f"p{j}"] for j in range(k)])
+    expected = kernel_peers.in_memory_p_rp(X, proj)
+    error = float(np.abs(Y - expected).max() / np.abs(expected).max())
+    assert error < 1e-9, f"sqlrp's SQL output differs from the in-memory P-RP: {error:.1e}"
+    db.close()
+    peer = min(sec["in_memory_dense"], sec["in_memory_sparse"])
+    return {
+        "name": "p_rp_m10",
+        "size": {**cfg, "d": d, "m": 10, "nnz": proj.linear.nnz, "sql_vs_in_memory_rel_err": error},
+        "seconds": sec,
+        "ratios": {"duckdb/in_memory_p_rp": sec["sqlrp_duckdb"] / peer},
+    }
+
+
+def small_table_case(cfg: dict) -> dict:
+    """The CLI end to end on a small table in a DuckDB file (``sqlrp project --into``, a new process
+    per run): linear (k, s = sqrt(d)) against PK-RP degree 2 and P-RP m = 10 with their defaults."""
+    import subprocess
+    import tempfile
+
+    n, side, k = cfg["n"], cfg["side"], cfg["k"]
+    X = photo_patches(n, side)
+    path = Path(tempfile.mkdtemp()) / "small.duckdb"
+    db = sqlrp.connect(str(path))
+    db.write_dataframe("t", wide_frame(X))
+    db.close()
+    sec: dict[str, float] = {}
+    methods = (("linear", []), ("pk_rp", ["--method", "pk-rp"]), ("p_rp_m10", ["--method", "p-rp", "--m", "10"]))
+    for label, extra in methods:
+        command = [sys.executable, "-m", "sqlrp", "project", "--db", str(path), "--table", "t", "--id-column", "id",
+                   "--k", str(k), "--into", "o", "--replace", "--no-progress", *extra]  # fmt: skip
+        sec[f"cli_{label}"] = timed(lambda c=command: subprocess.run(c, check=True, capture_output=True), budget=30)
+    return {
+        "name": "small_table",
+        "size": {**cfg, "d": X.shape[1]},
+        "seconds": sec,
+        "ratios": {
+            "pk_rp/linear": sec["cli_pk_rp"] / sec["cli_linear"],
+            "p_rp/linear": sec["cli_p_rp_m10"] / sec["cli_linear"],
         },
     }
 
@@ -383,6 +489,8 @@ def cases(mode: dict) -> dict[str, Callable[[], dict]]:
         "scaling": lambda: scaling_case(mode["scaling"]),
         "pk_rp_deg2": lambda: kernel_case(mode["kernel"], 2),
         "pk_rp_deg3": lambda: kernel_case(mode["kernel"], 3),
+        "p_rp_m10": lambda: p_rp_case(mode["kernel"]),
+        "small_table": lambda: small_table_case(mode["small"]),
     }
 
 
@@ -396,14 +504,20 @@ TARGETS = [
     ("text_long", "join/lookup", ">=", 5.0),
     ("postgres", "pg/duckdb wide s=sqrt(d)", "<=", 3.0),
     ("postgres", "pg/duckdb array s=sqrt(d)", "<=", 3.0),
-    ("pk_rp_deg2", "duckdb/numpy_reference", "<=", 2.0),
+    ("pk_rp_deg2", "duckdb/author_pk_rp", "<=", 1.0),
+    ("pk_rp_deg2", "duckdb/poly_count_sketch", "<=", 2.0),
+    ("pk_rp_deg2", "distortion duckdb/author", "<=", 1.05),
+    ("p_rp_m10", "duckdb/in_memory_p_rp", "<=", 1.0),
+    ("small_table", "pk_rp/linear", "<=", 3.0),
+    ("small_table", "p_rp/linear", "<=", 3.0),
 ]
 
 
 def report(result: dict) -> None:
     print(f"\n== {result['name']}  {json.dumps(result['size'])}", flush=True)
     for key, value in result["seconds"].items():
-        print(f"   {key:32s} {value:9.3f} s")
+        beside = f"   distortion {result['distortion'][key]:.4f}" if key in result.get("distortion", {}) else ""
+        print(f"   {key:32s} {value:9.3f} s{beside}")
     for key, value in result["ratios"].items():
         shown = f"{value:9.3f}" if isinstance(value, float) else f"{value!s:>9}"
         print(f"   ratio {key:26s} {shown}")
