@@ -18,6 +18,7 @@
     PYTHONPATH=. python bench/probes.py orientation  # pairs planned on the matrix vs on its transpose, in DuckDB
     PYTHONPATH=. python bench/probes.py worth        # pairs planning time vs its gain; DuckDB's cost per term
     PYTHONPATH=. python bench/probes.py small        # small wide tables: inline vs unnested lookup; the CLI
+    PYTHONPATH=. python bench/probes.py highd        # every method on 64 x 6,830 through the CLI: time, peak RSS
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -634,6 +635,57 @@ def small(d: int = 500, k: int = 160) -> None:
         print(f"  {label:10s} {spent:5.2f} s  {spent / base:4.1f}x linear")
 
 
+def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
+    """Every method with its defaults through the CLI on a ``rows`` x ``d`` table of a DuckDB file
+    (issue 12: d = 6,830 like the gene-expression table, peak RSS under 2 GB): standardised 83 x 83
+    grey patches of the bundled photographs cut to d columns.  Wall seconds and peak RSS of each
+    ``sqlrp project --into`` process (``/usr/bin/time``), and the output checked against NumPy."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from kernel_frontier import image_patches, standardise
+
+    X = standardise(image_patches(83, rows))[:, :d]
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(d)])
+    frame.insert(0, "id", np.arange(rows))
+    path = Path(tempfile.mkdtemp()) / "highd.duckdb"
+    db = sqlrp.connect(str(path))
+    db.write_dataframe("t", frame)
+    db.close()
+    print(f"CLI, {rows} x {d} -> k into a DuckDB file: wall seconds, peak RSS, max relative error against NumPy")
+    cases = [
+        ("achlioptas", []),
+        ("p-rp", []),
+        ("p-rp", ["--m", "10"]),
+        ("p-rp", ["--m", "10", "--k", "40"]),
+        ("pk-rp", []),
+        ("pk-rp", ["--degree", "3"]),
+        ("cbp", []),
+        ("maclaurin", []),
+        ("craftmap", []),
+        ("gaussian", []),
+    ]
+    for method, extra in cases:
+        name = f"{method}{''.join(extra)}".replace("-", "_")
+        command = ["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "sqlrp", "project", "--db", str(path),
+                   "--table", "t", "--id-column", "id", "--method", method, "--projection", name,
+                   *([] if "--k" in extra else ["--k", str(k)]), *extra, "--into", "o", "--replace", "--no-progress"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"  {method:10s} {' '.join(extra):18s} FAILED: {done.stderr.strip().splitlines()[-2:]}")
+            continue
+        wall, rss = done.stderr.strip().splitlines()[-1].split()
+        db = sqlrp.connect(str(path))
+        proj = sqlrp.load_projection(db, name)
+        res = db.con.execute('SELECT * FROM "o" ORDER BY "id"').fetchnumpy()
+        db.close()
+        Y = np.column_stack([res[c] for c in res if c != "id"])
+        R = sqlrp.transform(proj, X)
+        error = np.abs(Y - R).max() / max(np.abs(R).max(), 1e-300)
+        print(f"  {method:10s} {' '.join(extra):18s} {float(wall):6.2f} s  {int(rss) / 1024:7.0f} MB  {error:.1e}")
+
+
 def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """DuckDB, n x d -> k for s = 3 and s = 1: the pairs query from Paar's greedy on the matrix and
     from the greedy on its transpose (the plan ``auto`` keeps when it is cheaper), run in turn three
@@ -755,6 +807,7 @@ PROBES = {
     "orientation": orientation,
     "worth": worth,
     "small": small,
+    "highd": highd,
 }
 
 if __name__ == "__main__":
