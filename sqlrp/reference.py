@@ -67,12 +67,14 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
     n = K.shape[0]
     order = np.argsort(combiner.factor_term, kind="stable")
     ft, fv = combiner.factor_term[order], combiner.factor_vector[order]
-    prods = np.ones((n, combiner.n_terms))
+    prods = np.ones((n, combiner.n_terms))  # a term without factors is the constant 1
     if len(ft):
-        starts = np.searchsorted(ft, np.arange(combiner.n_terms))
+        # one segment per term that has factors: strictly increasing starts, each running to the next
+        # (a start for every term, clipped at the end, cut the last such term's segment short when
+        # terms without factors followed it: Maclaurin's N = 0 draws)
         has = np.bincount(ft, minlength=combiner.n_terms) > 0
-        reduced = np.multiply.reduceat(K[:, fv], np.minimum(starts, len(ft) - 1), axis=1)
-        prods[:, has] = reduced[:, has]
+        starts = np.searchsorted(ft, np.flatnonzero(has))
+        prods[:, has] = np.multiply.reduceat(K[:, fv], starts, axis=1)
     return sparse_product(prods, np.arange(combiner.n_terms), combiner.term_component, combiner.term_weight, combiner.k)
 
 

@@ -342,3 +342,35 @@ def test_default_pk_rp_keeps_the_accuracy_bar():
     assert default.params["s"] == pytest.approx(np.sqrt(d)) and default.linear.p == 2 * 10 * 160
     assert mean_distortion() < 1.05 * author
     assert mean_distortion(s=float(d)) > 1.05 * author  # the check can fail
+
+
+def test_reference_products_when_factorless_terms_follow():
+    """The reference's combiner (the oracle) when the last terms with factors are followed by terms
+    without any (Maclaurin's N = 0 draws): each product has all its factors.  It used to drop the
+    last factor of the last such term, and the SQL, which was right, disagreed with it (d = 2,000)."""
+    from sqlrp.ir import Combiner
+
+    K = np.random.default_rng(3).normal(size=(6, 5))
+    comb = Combiner(
+        k=3,
+        term_component=np.array([0, 1, 1, 2, 2]),
+        term_weight=np.array([1.0, 2.0, -1.0, 0.5, 3.0]),
+        factor_term=np.array([0, 0, 2, 2, 2]),  # terms 1, 3 and 4 have no factors (constants)
+        factor_vector=np.array([0, 1, 2, 3, 4]),
+    )
+    expected = np.stack(
+        [K[:, 0] * K[:, 1], 2.0 - K[:, 2] * K[:, 3] * K[:, 4], np.full(6, 3.5)], axis=1
+    )
+    np.testing.assert_allclose(reference.combine(comb, K), expected, rtol=1e-12)
+
+
+def test_maclaurin_wide_d_matches_its_reference_in_sql(duck):
+    """The case the d = 6,830 probe found: Maclaurin (s = 1) over 2,000 features, through the
+    unnested lookup (the inline sums would exceed DuckDB's expression depth)."""
+    X = np.random.default_rng(0).normal(size=(30, 2000))
+    duck.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(duck, "mc", "maclaurin", d=2000, k=160, seed=0)
+    out = sqlrp.project(duck, "t", "id", "mc")
+    expected = sqlrp.transform(proj, X)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9 * scale)
