@@ -19,6 +19,7 @@
     PYTHONPATH=. python bench/probes.py worth        # pairs planning time vs its gain; DuckDB's cost per term
     PYTHONPATH=. python bench/probes.py small        # small wide tables: inline vs unnested lookup; the CLI
     PYTHONPATH=. python bench/probes.py highd        # every method on 64 x 6,830 through the CLI: time, peak RSS
+    PYTHONPATH=. python bench/probes.py reference    # the NumPy reference's parts on PK-RP: BLAS vs scipy.sparse
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -686,6 +687,29 @@ def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
         print(f"  {method:10s} {' '.join(extra):18s} {float(wall):6.2f} s  {int(rss) / 1024:7.0f} MB  {error:.1e}")
 
 
+def reference_speed(n: int = 20_000, d: int = 784, k: int = 160) -> None:
+    """The NumPy reference (the oracle, and the transformer's in-memory path) on PK-RP degree 2 with
+    its defaults, n x d: the linear stage by dense BLAS against scipy.sparse, then the combiner;
+    best of 3 each."""
+    import scipy.sparse as sp
+
+    from sqlrp import reference
+
+    X = np.random.default_rng(0).normal(size=(n, d))
+    proj = make_projection("pk-rp", d, k, seed=0)
+    lin = proj.linear
+    W = np.zeros((d, lin.p))
+    W[lin.feature, lin.vector] = lin.weight
+    S = sp.csc_matrix((lin.weight, (lin.feature, lin.vector)), shape=(d, lin.p))
+    K = X @ W
+    print(f"NumPy reference, PK-RP degree 2, {n} x {d} -> {k} ({lin.p} vectors, {lin.nnz:,} non-zeros), best of 3")
+    print(f"  linear stage, dense BLAS    {best(lambda: X @ W):6.2f} s")
+    print(f"  linear stage, scipy.sparse  {best(lambda: np.asarray(X @ S)):6.2f} s")
+    print(f"  linear stage, as used       {best(lambda: reference.linear_outputs(lin, X)):6.2f} s")
+    print(f"  combiner                    {best(lambda: reference.combine(proj.combiner, K)):6.2f} s")
+    print(f"  transform, in all           {best(lambda: reference.transform(proj, X)):6.2f} s")
+
+
 def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """DuckDB, n x d -> k for s = 3 and s = 1: the pairs query from Paar's greedy on the matrix and
     from the greedy on its transpose (the plan ``auto`` keeps when it is cheaper), run in turn three
@@ -808,6 +832,7 @@ PROBES = {
     "worth": worth,
     "small": small,
     "highd": highd,
+    "reference": reference_speed,
 }
 
 if __name__ == "__main__":
