@@ -26,9 +26,14 @@ Long layout (``row_id, feature, value``):
   vectors and sums into two arrays; output ``j`` is ``sums[array_position(vectors, j)]`` (0 when
   absent).  Measured 8x faster than ``join`` for text-like data in DuckDB.
 
+``join`` and ``lookup`` also take a wide (or array) table, unnested in SQL (``compiler._unnested``):
+the SQL then grows with d instead of with the matrix.
+
 ``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
 this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
-``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; for dense layouts on engines where nested selects
+``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; ``lookup`` on a small wide table of a stored
+projection where the join is estimated cheaper than binding the inline query (:func:`prefers_long`,
+DuckDB); for dense layouts on engines where nested selects
 were measured cheap (DuckDB, PostgreSQL; not Spark, ``../shared/DESIGN.md`` 4b) ``pairs`` when its
 estimated cost (:func:`pairs_cost`) is at most 0.8 of ``inline``'s, else ``inline``.  ``mailman``
 is never chosen by ``auto`` any more (``pairs`` was faster for ``s = 1`` and ``s = 3``; at
