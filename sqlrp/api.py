@@ -153,6 +153,7 @@ def plan(
     group_column: str | None = None,
     output: str = "wide",
     prefix: str = "p",
+    dtype: str = "float64",
     d: int | None = None,
     save_as: str | None = None,
     standardize: bool = False,
@@ -244,7 +245,7 @@ def plan(
     if standardize:
         means, stds = feature_stats(db, proj, source)
         source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
-    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix))
+    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
 
 
 def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:

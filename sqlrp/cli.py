@@ -78,6 +78,12 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
     p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
     p.add_argument(
+        "--dtype",
+        choices=["float64", "float32"],
+        default="float64",
+        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL)",
+    )
+    p.add_argument(
         "--strategy",
         choices=list(STRATEGIES),
         default="auto",
@@ -136,6 +142,7 @@ def _plan_options(args: argparse.Namespace) -> dict:
         nulls=args.nulls,
         output=args.output,
         prefix=args.prefix,
+        dtype=args.dtype,
         d=args.d,
         group_column=args.group_column,
         standardize=args.standardize,
@@ -222,7 +229,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             args.group_column,
             catalog=args.catalog,
         )
-        output = Output(args.output, args.prefix, args.prefix)
+        output = Output(args.output, args.prefix, args.prefix, args.dtype)
         sql = compile_sql(
             projection,
             source,

@@ -152,3 +152,50 @@ def test_postgres_projection_through_binary_copy_matches_numpy(pg):
     assert list(got["id"]) == list(range(400))
     want = sqlrp.transform(sqlrp.load_projection(pg, "rp"), X)
     np.testing.assert_allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["wide", "array"])
+def test_float32_outputs(db, form):
+    """``dtype="float32"``: the outputs are stored as 4-byte floats (DuckDB FLOAT, PostgreSQL REAL),
+    each the float64 projection rounded once: equal to the NumPy reference in float32."""
+    X = np.random.default_rng(21).normal(size=(40, 30))
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(db, "f32", "pk-rp", d=30, k=6, seed=1)
+    expected = sqlrp.transform(proj, X).astype(np.float32)
+    sqlrp.project(db, "t", "id", "f32", into="o32", dtype="float32", output=form)
+    types = db.fetchall(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'o32' AND column_name <> 'id'"
+    )
+    want = {"duckdb": {"FLOAT", "FLOAT[]"}, "postgres": {"real", "ARRAY"}}[db.dialect]
+    assert {t[0] for t in types} <= want and types
+    rows = db.fetchall('SELECT * FROM "o32" ORDER BY "id"')
+    got = np.array([r[1] for r in rows], dtype=np.float64) if form == "array" else np.array([r[1:] for r in rows])
+    np.testing.assert_allclose(got, expected, rtol=1e-6)  # float32's half ulp, if the double straddled a tie
+    assert np.mean(got.astype(np.float32) == expected) > 0.99
+    frame = sqlrp.project(db, "t", "id", "f32", dtype="float32")
+    assert all(frame[f"p{j}"].dtype == np.float32 for j in range(6))
+
+
+def test_float32_is_refused_where_floats_have_8_bytes():
+    proj = sqlrp.make_projection("achlioptas", 4, 2, seed=0)
+    source = sqlrp.compiler.Source("t", "id", "wide", ("a", "b", "c", "d"))
+    output = sqlrp.compiler.Output(dtype="float32")
+    for dialect in ("sqlite", "snowflake"):
+        with pytest.raises(sqlrp.errors.EngineLimit, match=f"{dialect}.*float32"):
+            sqlrp.compiler.compile_sql(proj, source, dialect, output)
+    assert "AS REAL)" in sqlrp.compiler.compile_sql(proj, source, "duckdb", output)  # DuckDB: REAL is FLOAT4
+    with pytest.raises(sqlrp.errors.InvalidParameter, match="dtype"):
+        sqlrp.compiler.Output(dtype="float16")
+
+
+def test_cli_dtype_float32(tmp_path):
+    from sqlrp.cli import main
+
+    path = tmp_path / "w.duckdb"
+    db = sqlrp.connect(str(path))
+    db.write_dataframe("t", wide_frame(np.random.default_rng(2).normal(size=(10, 8))))
+    db.close()
+    assert main(["project", "--db", str(path), "--table", "t", "--id-column", "id", "--k", "3",
+                 "--dtype", "float32", "--into", "o", "--no-progress"]) == 0  # fmt: skip
+    db = sqlrp.connect(str(path))
+    assert {r[1] for r in db.fetchall("DESCRIBE o") if r[0] != "id"} == {"FLOAT"}

@@ -527,6 +527,12 @@ def compile_select(
         outputs = [exp.Sum(this=e) for e in outputs]
         base = base.group_by(col("_g"), copy=False)
     final = [exp.Mul(this=e, expression=scale.copy()) for e in outputs]
+    if output.dtype == "float32":
+        if not dialect.float32:
+            raise dialect.refuse(
+                "float32 outputs need a 4-byte float type, which this engine does not have; use float64"
+            )
+        final = [exp.cast(e, exp.DataType.build("FLOAT")) for e in final]
     # rename the key back to the user's column name
     key_expr = base.expressions[0]
     base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True, copy=False)])

@@ -68,6 +68,9 @@ class SqlrpDialect:
     # two UNNESTs of equal length in one select list run in lockstep: a wide table can be read as a long
     # one (the join / lookup strategies on wide tables, compiler._unnested)
     select_unnest = False
+    # a 4-byte float type that CAST(x AS FLOAT) rounds to (float32 outputs): DuckDB FLOAT, PostgreSQL REAL,
+    # Spark FLOAT, ClickHouse Float32 -- each tested; elsewhere refused (SQLite and Snowflake store 8 bytes)
+    float32 = False
     wide_as_long = False  # ``auto`` unnests small wide tables (strategies.prefers_long; measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets

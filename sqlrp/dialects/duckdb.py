@@ -20,6 +20,7 @@ class DuckDBDialect(SqlrpDialect):
     # "multiple unnests of lists of the same length are unnested side by side"
     # (https://duckdb.org/docs/stable/sql/query_syntax/unnest)
     select_unnest = True
+    float32 = True  # FLOAT is FLOAT4 (https://duckdb.org/docs/stable/sql/data_types/numeric)
     # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench/probes.py small)
     wide_as_long = True
     # quoted names match ignoring ASCII case ("Out" is "out"; "É" is not "é"), measured on DuckDB 2.0;

@@ -63,6 +63,7 @@ class PostgresDialect(SqlrpDialect):
     # set-returning functions in one select list run in lockstep since PostgreSQL 10 ("9.25. Set
     # Returning Functions"; release notes of 10): the wide table unnested, when forced
     select_unnest = True
+    float32 = True  # FLOAT renders as REAL, 4 bytes ("8.1.4. Floating-Point Types")
     executes = True
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
