@@ -564,7 +564,7 @@ def worth(rows: int = 189) -> None:
     from sqlrp import api
     from sqlrp.compiler.strategies import best_pairs, inline_cost, pairs_cost
 
-    print("pairs planner: p * density^2, planning seconds, plan cost / inline cost (both orientations)")
+    print("pairs planner: max(p, d) * density^2, planning seconds, plan cost / inline cost (both orientations)")
     for method, d, k, params in (
         ("pk-rp", 784, 160, dict(s="auto")),
         ("pk-rp", 500, 160, dict(s="auto")),
@@ -572,9 +572,12 @@ def worth(rows: int = 189) -> None:
         ("pk-rp", 250, 160, dict(s="auto")),
         ("pk-rp", 784, 60, dict(s=9.0)),
         ("achlioptas", 784, 200, dict(s=3)),
+        ("achlioptas", 200, 60, dict(s=3)),
+        ("achlioptas", 500, 40, dict(s=3)),
+        ("achlioptas", 784, 200, dict(s="auto")),
     ):
         lin = make_projection(method, d, k, seed=0, **params).linear
-        expected = lin.p * (lin.nnz / (lin.d * lin.p)) ** 2
+        expected = max(lin.p, lin.d) * (lin.nnz / (lin.d * lin.p)) ** 2
         start = time.perf_counter()
         plan = best_pairs(lin)
         spent = time.perf_counter() - start

@@ -58,6 +58,7 @@ FULL = {
     "scaling": dict(ns=[10_000, 30_000, 100_000, 300_000, 1_000_000], d=784, k=200),
     "kernel": dict(n=50_000, side=28, k=160),
     "small": dict(n=189, side=23, k=160),  # d = 529
+    "file": dict(n=400_000, d=784, k=200),
 }
 SMOKE = {
     "mnist": dict(n=2_000, d=64, k=16),
@@ -67,6 +68,7 @@ SMOKE = {
     "scaling": dict(ns=[1_000, 3_000, 10_000], d=64, k=16),
     "kernel": dict(n=1_000, side=8, k=16),
     "small": dict(n=50, side=8, k=16),
+    "file": dict(n=2_000, d=64, k=16),
 }
 
 
@@ -350,6 +352,52 @@ def scaling_case(cfg: dict) -> dict:
     }
 
 
+def file_db_case(cfg: dict) -> dict:
+    """Linear s = sqrt(d) into a table of a DuckDB *file* (issue 12: a new user's first run): sqlrp
+    with float64 and float32 outputs, with DuckDB's ``preserve_insertion_order`` off, the same
+    statement into an in-memory database, copying the finished table (what writing the output alone
+    costs), and the round trip (fetch, scikit-learn's transform, write back into the same file)."""
+    import tempfile
+
+    n, d, k = cfg["n"], cfg["d"], cfg["k"]
+    path = Path(tempfile.mkdtemp()) / "file.duckdb"
+    db = sqlrp.connect(str(path), threads=2)
+    make_dense(db, n, d)
+    db.execute("CHECKPOINT")
+    proj = sqlrp.create_projection(db, "lin", "achlioptas", d=d, k=k, seed=0, s="auto")
+    srp = sklearn_sparse(k, math.sqrt(d), d)
+    sec: dict[str, float] = {}
+    sec["sqlrp_float64"] = project_into(db, proj, "auto", budget=30.0, max_repeat=2)
+    sec["copy_output_table"] = timed(lambda: db.execute('CREATE OR REPLACE TABLE "o_copy" AS SELECT * FROM "o"'))
+    sec["sqlrp_float32"] = project_into(db, proj, "auto", budget=30.0, max_repeat=2, dtype="float32")
+    db.execute("SET preserve_insertion_order = false")
+    sec["sqlrp_float64_unordered"] = project_into(db, proj, "auto", budget=30.0, max_repeat=2)
+    db.execute("RESET preserve_insertion_order")
+
+    def round_trip() -> None:
+        frame = db.con.execute('SELECT * FROM "t"').df()
+        write_back(db, frame["id"].to_numpy(), srp.transform(frame.drop(columns="id").to_numpy()))
+
+    sec["roundtrip"] = timed(round_trip, budget=30.0, max_repeat=2)
+    db.close()
+    memory = sqlrp.connect(threads=2)
+    make_dense(memory, n, d)
+    stored = sqlrp.create_projection(memory, "lin", "achlioptas", d=d, k=k, seed=0, s="auto")
+    sec["sqlrp_float64_in_memory_db"] = project_into(memory, stored, "auto", budget=30.0, max_repeat=2)
+    memory.close()
+    return {
+        "name": "file_db",
+        "size": dict(cfg, s=math.sqrt(d)),
+        "seconds": sec,
+        "ratios": {
+            "float32/float64": sec["sqlrp_float32"] / sec["sqlrp_float64"],
+            "unordered/float64": sec["sqlrp_float64_unordered"] / sec["sqlrp_float64"],
+            "file/in_memory_db": sec["sqlrp_float64"] / sec["sqlrp_float64_in_memory_db"],
+            "roundtrip/sqlrp_float32": sec["roundtrip"] / sec["sqlrp_float32"],
+        },
+    }
+
+
 def photo_patches(n: int, side: int) -> np.ndarray:
     """``n`` standardised ``side x side`` grey patches of scikit-learn's two bundled photographs:
     real image data of MNIST's width (side 28: d = 784) that needs no download."""
@@ -491,6 +539,7 @@ def cases(mode: dict) -> dict[str, Callable[[], dict]]:
         "pk_rp_deg3": lambda: kernel_case(mode["kernel"], 3),
         "p_rp_m10": lambda: p_rp_case(mode["kernel"]),
         "small_table": lambda: small_table_case(mode["small"]),
+        "file_db": lambda: file_db_case(mode["file"]),
     }
 
 

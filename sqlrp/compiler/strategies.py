@@ -67,17 +67,19 @@ PAIRS_GAIN = 0.8
 PARTIAL_WRITE_COST = 0.5
 #: block sizes tried by the mailman planner
 BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
-#: pairs is planned only if a given pair of features is expected in at least this many outputs
-#: (``p * density^2``): below it the greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost,
-#: so its planning time was spent for nothing -- PK-RP degree 2, k = 160, s = sqrt(d): 4.1 (d = 784)
-#: 0.876 after 8.5 s of planning, 6.4 (d = 500) 0.844 after 5.4 s, 8.0 (d = 400) 0.824; 12.7
-#: (d = 250) 0.786; d = 784, k = 60, s = 9: 14.7, 0.745; Achlioptas s = 3, k = 200: 22.3, 0.609 after
-#: 4.2 s (``PYTHONPATH=. python bench/probes.py worth``)
+#: pairs is planned only if a given pair of columns is expected in at least this many rows of the
+#: matrix or of its transpose (``max(p, d) * density^2``, :func:`pairs_worth_planning`): below it the
+#: greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost, so its planning time was spent
+#: for nothing.  ``PYTHONPATH=. python bench/probes.py worth`` (planning seconds of two runs): PK-RP
+#: degree 2, k = 160, s = sqrt(d): 4.1 (d = 784) 0.876 after 6.5-8.5 s, 6.4 (d = 500) 0.844 after
+#: 4.2-5.4 s, 8.0 (d = 400) 0.824, 12.7 (d = 250) 0.786; d = 784, k = 60, s = 9: 14.7, 0.745;
+#: Achlioptas s = 3: 87.5 (d = 784, k = 200) 0.609, 22.8 (d = 200, k = 60) 0.733, 55.3 (d = 500,
+#: k = 40) 0.667; s = sqrt(d), d = 784, k = 200: 1.1, 1.004
 PAIRS_WORTH = 10.0
 #: the inline query's cost per output term, for the planner's time budget: DuckDB parses, binds and
 #: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query,
-#: d = 500, k = 160: 44.7-55.3 us per term from 3,647 to 266,425 terms, ``PYTHONPATH=. python
-#: bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/run.py``:
+#: d = 500, k = 160: 35.8-55.3 us per term from 3,647 to 266,425 terms over two runs of ``PYTHONPATH=.
+#: python bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/run.py``:
 #: 200,000 x 784 -> 200, s = sqrt(d), 2.36 s for 5,600 terms)
 TERM_BIND_SECONDS = 50e-6
 TERM_ROW_SECONDS = 2e-9
@@ -262,14 +264,16 @@ def pairs_cost(plan: PairsPlan) -> float:
 
 
 def pairs_worth_planning(linear: LinearStage) -> bool:
-    """Pairs repeat only when a random pair of features shares several outputs: ``p * density^2``
-    is the expected number of outputs holding a given pair.  Below :data:`PAIRS_WORTH` the plan is
-    not worth its planning time: the cheaper plan of ``s = sqrt(d)`` (d = 784, k = 200: 0.26) comes
-    out at 1.00 of inline's estimated cost and PK-RP degree 2 (k = 160, s = sqrt(d): 4.1) at 0.88,
-    ``s = 3`` (22) at 0.61 (``bench/probes.py pairs`` prints the ratios for the Achlioptas cases;
-    ``test_auto_choice`` pins the choices)."""
+    """Pairs repeat only when a random pair of columns shares several rows of the matrix: on the
+    matrix, ``p * density^2`` outputs hold a given pair of features; on its transpose (the plan
+    :func:`~.pairs.plan_pairs_transposed` finds), ``d * density^2`` features a given pair of
+    outputs.  Below :data:`PAIRS_WORTH` for both, the plan is not worth its planning time: PK-RP
+    degree 2 (k = 160, s = sqrt(d): 4.1 at d = 784) comes out at 0.88 of inline's estimated cost,
+    Achlioptas ``s = sqrt(d)`` (d = 784, k = 200: 1.1) at 1.00, ``s = 3`` with k = 40 to 200 (22.8-87.5,
+    from the transpose) at 0.61-0.73 (``bench/probes.py worth``; ``test_auto_choice`` and
+    ``test_auto_per_engine`` pin the choices)."""
     density = linear.nnz / max(linear.d * linear.p, 1)
-    return mailman_applicable(linear) and linear.p * density**2 >= PAIRS_WORTH
+    return mailman_applicable(linear) and max(linear.p, linear.d) * density**2 >= PAIRS_WORTH
 
 
 def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
