@@ -526,3 +526,18 @@ def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9)
     out = api.project(db, "tl", "id", ghost, layout="long", check=False)
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_small_standardised_table_is_unnested_and_exact(db):
+    """``standardize=True`` on a small table of a stored projection: the standardised relation is
+    unnested (the rows estimate reaches the rule through the standardising wrapper) and matches NumPy."""
+    X = np.random.default_rng(12).normal(size=(40, 100)) * 3 + 1
+    db.write_dataframe("t", wide_frame(X))
+    if db.dialect == "postgres":
+        db.execute('ANALYZE "t"')
+    proj = sqlrp.create_projection(db, "pk", "pk-rp", d=100, k=160, seed=0, s=10.0)
+    sql = api.compile_projection(db, api.plan(db, "t", "id", "pk", standardize=True))
+    assert ("UNNEST" in sql.upper()) == (db.dialect == "duckdb")  # auto unnests on DuckDB only
+    out = api.project(db, "t", "id", "pk", standardize=True).drop(columns="id").to_numpy()
+    expected = reference.transform(proj, (X - X.mean(axis=0)) / X.std(axis=0))
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())

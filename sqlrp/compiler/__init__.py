@@ -295,7 +295,10 @@ def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> 
     UNNEST([_x0, .., _x{d-1}]) AS _v`` over :func:`dense_source` -- two unnests of equal length in one
     select list run in lockstep (``dialect.select_unnest``).  Its SQL grows with d, not with the
     matrix: the ``join`` / ``lookup`` strategies for small wide tables, where binding a sum term per
-    non-zero costs more than joining every row with the matrix (``strategies.prefers_long``)."""
+    non-zero costs more than joining every row with the matrix (``strategies.prefers_long``).
+    As in the long layout, ``SUM`` skips a NULL feature: ``check=True`` (the default) refuses NULLs
+    before anything runs, and ``nulls="zero"`` reads them as 0 on every path; only with the check
+    off would a NULL be 0 here where the inline sums give NULL."""
     d = projection.d
     wide = dense_source(projection, source, dialect)
     keys = [col("_id")] + ([col("_g")] if source.group_column else [])

@@ -93,5 +93,6 @@ def compile_standardized(
     if len(means) != projection.d or len(stds) != projection.d:
         raise InvalidParameter(f"standardize needs d = {projection.d} means and standard deviations")
     relation, wide = standardized_relation(projection, source, dialect, means, stds)
+    wide = dataclasses.replace(wide, rows=source.rows)  # the same rows: the strategy rules see them
     select = compile_select(projection, wide, dialect, output, matrix, strategy, block)
     return replace_table(select, _PLACEHOLDER, relation, "_std")
