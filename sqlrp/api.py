@@ -163,6 +163,7 @@ def plan(
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
 
+    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere).
     ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
     deviations computed over the table now, then inlined in the SQL); recommended for the
     polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
