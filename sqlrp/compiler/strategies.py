@@ -79,7 +79,7 @@ PAIRS_WORTH = 10.0
 #: the inline query's cost per output term, for the planner's time budget: DuckDB parses, binds and
 #: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query,
 #: d = 500, k = 160: 35.8-55.3 us per term from 3,647 to 266,425 terms over two runs of ``PYTHONPATH=.
-#: python bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/run.py``:
+#: python bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/engines.py``, DuckDB:
 #: 200,000 x 784 -> 200, s = sqrt(d), 2.36 s for 5,600 terms)
 TERM_BIND_SECONDS = 50e-6
 TERM_ROW_SECONDS = 2e-9
