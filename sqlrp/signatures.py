@@ -1,0 +1,93 @@
+"""Sign signatures of a projection: the first stage of similarity search in SQL (issue 15).
+
+A row's projection ``y`` (k outputs) keeps only its signs -- random projection onto the hypercube
+(``../shared/seeds/004_501365892903997c.txt`` Section 5.2; Charikar's SimHash for angular
+distance) -- packed into ``k / 64`` BIGINT words:
+
+    word_w = sum_{b < 64} [y_{64 w + b} > 0] * 2^b      (2^63 taken as -2^63: the two's-complement sign bit)
+
+so the Hamming distance of two signatures is ``sum_w bit_count(a_w XOR b_w)``.  The SQL is the
+projection's own (any linear or kernel method, any strategy) with one ``CASE`` per bit on top; the
+words are summed as a balanced tree of BIGINTs, whose partial sums never overflow (a range of bits
+without bit 63 is below 2^63; with it, it is negative).  :func:`signatures` is the NumPy reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from .compiler import Output, Source, col, compile_select
+from .dialects import get_dialect
+from .errors import InvalidParameter
+from .ir import Composed, Projection
+from .reference import transform
+
+WORD_BITS = 64
+BIGINT = exp.DataType.build("BIGINT")
+
+
+def check_bits(k: int) -> int:
+    """The number of words for ``k`` bits; ``k`` must be a positive multiple of 64."""
+    if isinstance(k, bool) or int(k) != k or k <= 0 or k % WORD_BITS:
+        raise InvalidParameter(f"signatures need a multiple of {WORD_BITS} bits (k = 64, 128, ...), got k = {k!r}")
+    return int(k) // WORD_BITS
+
+
+def _bit(b: int) -> exp.Expression:
+    """``2^b`` as a BIGINT; ``b = 63`` is the sign bit, ``-9223372036854775807 - 1``."""
+    if b < WORD_BITS - 1:
+        return exp.cast(exp.Literal.number(1 << b), BIGINT)
+    return exp.cast(exp.Sub(this=exp.Literal.number(-(2**63 - 1)), expression=exp.Literal.number(1)), BIGINT)
+
+
+def _balanced_sum(terms: list[exp.Expression]) -> exp.Expression:
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return exp.paren(exp.Add(this=_balanced_sum(terms[:half]), expression=_balanced_sum(terms[half:])))
+
+
+def signature_select(
+    projection: Projection | Composed, source: Source, dialect: str = "duckdb", prefix: str = "w", **compile_opts
+) -> exp.Select:
+    """``SELECT id, w0 .. w{k/64 - 1}``: the signs of ``projection``'s outputs on ``source``, packed
+    as above.  ``compile_opts`` go to :func:`~sqlrp.compiler.compile_select` (``matrix``, ``strategy``)."""
+    words = check_bits(projection.k)
+    if source.group_column:
+        raise InvalidParameter("signatures are per row: pooling (a group column) does not apply")
+    engine = get_dialect(dialect)
+    base = compile_select(projection, source, engine, Output(prefix="_y"), **compile_opts)
+    zero = exp.cast(exp.Literal.number(0), BIGINT)
+    columns: list[exp.Expression] = [col(source.id_column)]
+    for w in range(words):
+        positive = [col(f"_y{w * WORD_BITS + b}") > exp.Literal.number(0) for b in range(WORD_BITS)]
+        bits = [exp.Case(ifs=[exp.If(this=p, true=_bit(b))], default=zero) for b, p in enumerate(positive)]
+        columns.append(exp.alias_(_balanced_sum(bits), f"{prefix}{w}", quoted=True, copy=False))
+    return exp.select(*columns).from_(base.subquery("_sig", copy=False))
+
+
+def signature_sql(
+    projection: Projection | Composed, source: Source, dialect: str = "duckdb", prefix: str = "w", **compile_opts
+) -> str:
+    """:func:`signature_select` as SQL text for ``dialect`` (its own generator renders the sums)."""
+    return get_dialect(dialect).render(signature_select(projection, source, dialect, prefix, **compile_opts))
+
+
+def signatures(projection: Projection | Composed, X: np.ndarray) -> np.ndarray:
+    """NumPy reference: the ``n x k/64`` int64 words of the rows of ``X``."""
+    words = check_bits(projection.k)
+    positive = transform(projection, X) > 0
+    packed = np.zeros((positive.shape[0], words), dtype=np.uint64)
+    for b in range(WORD_BITS):
+        packed |= positive[:, b::WORD_BITS].astype(np.uint64) << np.uint64(b)
+    return packed.view(np.int64)
+
+
+def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances between signature rows ``a`` (n x w) and ``b`` (w,) or (n x w)."""
+    x = np.bitwise_xor(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)).view(np.uint64)
+    return np.unpackbits(x.view(np.uint8), axis=-1).reshape(*x.shape[:-1], -1).sum(axis=-1)
+
+
+__all__ = ["WORD_BITS", "check_bits", "hamming", "signature_select", "signature_sql", "signatures"]
