@@ -74,6 +74,17 @@ def signature_sql(
     return get_dialect(dialect).render(signature_select(projection, source, dialect, prefix, **compile_opts))
 
 
+def hamming_expression(
+    words: int, left: str, right: str, dialect: str = "duckdb", prefix: str = "w"
+) -> exp.Expression:
+    """``sum_w popcount(left.w XOR right.w)``: the Hamming distance between the signatures of two
+    relations aliased ``left`` and ``right``, in the engine's own spelling (``hamming_word``:
+    DuckDB ``bit_count(xor(a, b))``, PostgreSQL ``bit_count((a # b)::bit(64))``)."""
+    engine = get_dialect(dialect)
+    counts = [engine.hamming_word(col(f"{prefix}{w}", left), col(f"{prefix}{w}", right)) for w in range(words)]
+    return _balanced_sum(counts)
+
+
 def signatures(projection: Projection | Composed, X: np.ndarray) -> np.ndarray:
     """NumPy reference: the ``n x k/64`` int64 words of the rows of ``X``."""
     words = check_bits(projection.k)
@@ -90,4 +101,12 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.unpackbits(x.view(np.uint8), axis=-1).reshape(*x.shape[:-1], -1).sum(axis=-1)
 
 
-__all__ = ["WORD_BITS", "check_bits", "hamming", "signature_select", "signature_sql", "signatures"]
+__all__ = [
+    "WORD_BITS",
+    "check_bits",
+    "hamming",
+    "hamming_expression",
+    "signature_select",
+    "signature_sql",
+    "signatures",
+]

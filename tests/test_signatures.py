@@ -45,6 +45,33 @@ def test_bits_must_be_a_multiple_of_64_and_rows_are_not_pooled():
     for k in (0, 63, 100, 65):
         with pytest.raises(InvalidParameter, match="multiple of 64"):
             check_bits(k)
+    from sqlrp.errors import EngineLimit
+    from sqlrp.signatures import hamming_expression
+
+    with pytest.raises(EngineLimit, match="sqlite.*bit count"):
+        hamming_expression(1, "a", "b", "sqlite")
     proj = make_projection("achlioptas", 4, 64, seed=0)
     with pytest.raises(InvalidParameter, match="pooling"):
         signature_select(proj, Source("t", "id", "wide", ("a", "b", "c", "d"), group_column="g"))
+
+
+def test_hamming_distances_in_sql_match_numpy(db):
+    """Every pair's Hamming distance from the engine's bit count (DuckDB xor/bit_count, PostgreSQL
+    #/bit_count over bit(64)) equals NumPy's, words with the sign bit set included."""
+    from sqlrp.dialects import get_dialect
+    from sqlrp.signatures import hamming_expression
+
+    X = np.random.default_rng(32).integers(-4, 5, size=(25, 12)).astype(np.float64)
+    db.write_dataframe("t", wide_frame(X))
+    proj = make_projection("achlioptas", 12, 192, seed=5, s=1)
+    source = Source("t", "id", "wide", tuple(f"f{i}" for i in range(12)))
+    db.execute(f'CREATE TABLE "sig" AS {signature_sql(proj, source, db.dialect)}')
+    distance = get_dialect(db.dialect).render(hamming_expression(3, "a", "b", db.dialect))
+    rows = db.fetchall(
+        f'SELECT a."id", b."id", {distance} FROM "sig" AS a, "sig" AS b ORDER BY a."id", b."id"'
+    )
+    got = np.array([r[2] for r in rows]).reshape(25, 25)
+    sig = signatures(proj, X)
+    assert (sig < 0).any()
+    np.testing.assert_array_equal(got, hamming(sig[:, None, :], sig[None, :, :]))
+    assert got.max() > 64  # more than one word differs somewhere

@@ -93,6 +93,11 @@ class SqlrpDialect:
         ``dialects/postgres.py``).  A fence must not change the rows, nor forbid a parallel plan."""
         return select
 
+    def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
+        """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.signatures`), as an
+        INTEGER.  Each engine spells it its own way; one without a known spelling refuses."""
+        raise self.refuse("sqlrp knows no bit count of a BIGINT XOR for this engine (Hamming distances)")
+
     def local_settings(self, source: Source) -> list[str]:
         """Statements that tune the planner for one projection of ``source``, run inside the
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""

@@ -6,6 +6,7 @@ largest plan measured, d = 784, k = 200, s = 1 inline, is 1.6 MB and 156,800 add
 
 from __future__ import annotations
 
+from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 
 from .base import SqlrpDialect, extend
@@ -27,3 +28,9 @@ class DuckDBDialect(SqlrpDialect):
     # https://duckdb.org/docs/stable/sql/dialect/keywords_and_identifiers: resolution is case-insensitive
     quoted_case_fold = "ascii"
     executes = True
+
+    def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
+        # xor() and bit_count() on BIGINT (https://duckdb.org/docs/stable/sql/functions/bitstring,
+        # numeric functions); bit_count returns TINYINT, cast so that sums over words cannot overflow
+        count = exp.Anonymous(this="BIT_COUNT", expressions=[exp.BitwiseXor(this=a, expression=b)])
+        return exp.cast(count, exp.DataType.build("INT"))

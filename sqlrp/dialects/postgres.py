@@ -66,6 +66,12 @@ class PostgresDialect(SqlrpDialect):
     float32 = True  # FLOAT renders as REAL, 4 bytes ("8.1.4. Floating-Point Types")
     executes = True
 
+    def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
+        # bigint # bigint is XOR; bit_count() takes bit strings (PostgreSQL 14+, "9.6. Bit String
+        # Functions and Operators"), so the word is cast to bit(64) first (two's complement, all 64 bits)
+        bits = exp.cast(exp.BitwiseXor(this=a, expression=b), exp.DataType.build("BIT(64)", dialect="postgres"))
+        return exp.cast(exp.Anonymous(this="BIT_COUNT", expressions=[bits]), exp.DataType.build("INT"))
+
     def array_source(self, column: exp.Expression) -> exp.Expression:
         empty = exp.cast(exp.Array(expressions=[]), exp.DataType.build("DOUBLE[]", dialect="postgres"))
         return exp.Anonymous(this="array_cat", expressions=[column, empty])
