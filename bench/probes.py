@@ -59,10 +59,9 @@ def best(fn, runs: int = 3) -> float:
 
 
 def wide(n: int, d: int, seed: int = 0) -> pd.DataFrame:
-    X = np.random.default_rng(seed).standard_normal((n, d))
-    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(d)])
-    frame.insert(0, "id", np.arange(n))
-    return frame
+    from conftest import wide_frame
+
+    return wide_frame(np.random.default_rng(seed).standard_normal((n, d)))
 
 
 def planning() -> None:
@@ -649,11 +648,11 @@ def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
     import tempfile
 
     sys.path.insert(0, str(ROOT / "examples"))
+    from conftest import wide_frame
     from kernel_frontier import image_patches, standardise
 
     X = standardise(image_patches(83, rows))[:, :d]
-    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(d)])
-    frame.insert(0, "id", np.arange(rows))
+    frame = wide_frame(X)
     path = Path(tempfile.mkdtemp()) / "highd.duckdb"
     db = sqlrp.connect(str(path))
     db.write_dataframe("t", frame)
@@ -737,7 +736,9 @@ def kernel_floor(n: int = 50_000, side: int = 28, k: int = 160) -> None:
     X = photo_patches(n, side)
     d = X.shape[1]
     db = sqlrp.connect(threads=2)
-    db.write_dataframe("t", _frame(X))
+    from conftest import wide_frame
+
+    db.write_dataframe("t", wide_frame(X))
     proj = make_projection("pk-rp", d, k, seed=0)
     source = Source("t", "id", "wide", tuple(f"f{i}" for i in range(d)))
     folded = dataclasses.replace(proj, linear=dataclasses.replace(proj.linear, feature=proj.linear.feature % 32))
@@ -775,12 +776,6 @@ def kernel_floor(n: int = 50_000, side: int = 28, k: int = 160) -> None:
     print(f"  DuckDB EXPLAIN of the inline query           {prp_bind:6.2f} s")
     ratio = prp_bind / in_memory
     print(f"  the same matrix in memory (BLAS)             {in_memory:6.2f} s   EXPLAIN / it {ratio:5.2f}x")
-
-
-def _frame(X: np.ndarray) -> pd.DataFrame:
-    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    frame.insert(0, "id", np.arange(len(X)))
-    return frame
 
 
 def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:

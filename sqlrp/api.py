@@ -490,8 +490,10 @@ def _matrix(db: Backend, p: Plan, matrix: str) -> str:
     if matrix != "auto":
         return matrix
     proj = p.projection
-    if not (isinstance(proj, Projection) and proj.name):
-        return "values" if not getattr(proj, "name", None) else "registry"
+    if not getattr(proj, "name", None):
+        return "values"
+    if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
+        return "registry"
     _registry(db)  # its tables exist from here on
     held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
     return "registry" if held and held[0][0] == proj.linear.nnz else "values"

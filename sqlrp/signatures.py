@@ -8,8 +8,9 @@ distance) -- packed into ``k / 64`` BIGINT words:
 
 so the Hamming distance of two signatures is ``sum_w bit_count(a_w XOR b_w)``.  The SQL is the
 projection's own (any linear or kernel method, any strategy) with one ``CASE`` per bit on top; the
-words are summed as a balanced tree of BIGINTs, whose partial sums never overflow (a range of bits
-without bit 63 is below 2^63; with it, it is negative).  :func:`signatures` is the NumPy reference.
+words are summed as a balanced tree of BIGINTs (:func:`~sqlrp.compiler.nodes.balanced`), whose
+partial sums never overflow: each joins a run of consecutive bits, below 2^63 without bit 63 and
+negative with it.  :func:`signatures` is the NumPy reference.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from sqlglot import exp
 
 from .compiler import Output, Source, col, compile_select
+from .compiler.nodes import balanced
 from .dialects import get_dialect
 from .errors import InvalidParameter
 from .ir import Composed, Projection
@@ -41,13 +43,6 @@ def _bit(b: int) -> exp.Expression:
     return exp.cast(exp.Sub(this=exp.Literal.number(-(2**63 - 1)), expression=exp.Literal.number(1)), BIGINT)
 
 
-def _balanced_sum(terms: list[exp.Expression]) -> exp.Expression:
-    if len(terms) == 1:
-        return terms[0]
-    half = len(terms) // 2
-    return exp.paren(exp.Add(this=_balanced_sum(terms[:half]), expression=_balanced_sum(terms[half:])))
-
-
 def signature_select(
     projection: Projection | Composed, source: Source, dialect: str = "duckdb", prefix: str = "w", **compile_opts
 ) -> exp.Select:
@@ -63,7 +58,7 @@ def signature_select(
     for w in range(words):
         positive = [col(f"_y{w * WORD_BITS + b}") > exp.Literal.number(0) for b in range(WORD_BITS)]
         bits = [exp.Case(ifs=[exp.If(this=p, true=_bit(b))], default=zero) for b, p in enumerate(positive)]
-        columns.append(exp.alias_(_balanced_sum(bits), f"{prefix}{w}", quoted=True, copy=False))
+        columns.append(exp.alias_(balanced(bits, exp.Add), f"{prefix}{w}", quoted=True, copy=False))
     return exp.select(*columns).from_(base.subquery("_sig", copy=False))
 
 
@@ -82,7 +77,7 @@ def hamming_expression(
     DuckDB ``bit_count(xor(a, b))``, PostgreSQL ``bit_count((a # b)::bit(64))``)."""
     engine = get_dialect(dialect)
     counts = [engine.hamming_word(col(f"{prefix}{w}", left), col(f"{prefix}{w}", right)) for w in range(words)]
-    return _balanced_sum(counts)
+    return balanced(counts, exp.Add)
 
 
 def signatures(projection: Projection | Composed, X: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from .backends import Backend, ColumnInfo
 from .compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from .compiler.nodes import Inputs, SignedSum, gc_paused
+from .compiler.nodes import Inputs, SignedSum, balanced, gc_paused
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter
 from .ir import Projection
@@ -226,15 +226,9 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
 
 
 def any_of(conditions: list[exp.Expression]) -> exp.Expression:
-    """``c1 OR c2 OR ...`` as a balanced tree: a chain of 2,352 ORs (784 features) is deeper than
-    SQLite's 1,000 levels; balanced it is 12 deep."""
-    while len(conditions) > 1:
-        # parenthesised: sqlglot prints nested ORs flat, and the engine would parse them left-deep again
-        pairs = [
-            exp.paren(exp.Or(this=a, expression=b)) for a, b in zip(conditions[::2], conditions[1::2], strict=False)
-        ]
-        conditions = pairs + ([conditions[-1]] if len(conditions) % 2 else [])
-    return conditions[0]
+    """``c1 OR c2 OR ...`` as a balanced tree (:func:`~sqlrp.compiler.nodes.balanced`): a chain of
+    2,352 ORs (784 features) is deeper than SQLite's 1,000 levels; balanced it is 12 deep."""
+    return balanced(conditions, exp.Or)
 
 
 def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, condition: exp.Expression) -> list:

@@ -541,3 +541,17 @@ def test_small_standardised_table_is_unnested_and_exact(db):
     out = api.project(db, "t", "id", "pk", standardize=True).drop(columns="id").to_numpy()
     expected = reference.transform(proj, (X - X.mean(axis=0)) / X.std(axis=0))
     np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+
+
+def test_a_plan_cut_short_is_used_but_not_stored(duck):
+    """A pairs plan the planner's time cut short computes the matrix exactly but is not written to
+    the registry, so a later run with more time plans it in full."""
+    X = np.random.default_rng(13).normal(size=(20, 60))
+    duck.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(duck, "cut", "achlioptas", d=60, k=40, seed=2, s=1)
+    plan = api._registry(duck).pairs_plan(proj, "duckdb", seconds=0.0)
+    assert plan is not None and not plan.complete and plan.computes(proj.linear)
+    assert duck.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'cut'")[0][0] == 0
+    full = api._registry(duck).pairs_plan(proj, "duckdb", seconds=60.0)
+    assert full.complete
+    assert duck.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'cut'")[0][0] > 0

@@ -254,8 +254,8 @@ def _lookup_pivot(
     with a non-zero has a sum for every id, in vector order: vector ``j`` is ``_ss[rank of j among
     those vectors]``, read directly; a vector without non-zeros is 0 (and its bias)."""
     lin = projection.linear
-    rank = np.cumsum(np.bincount(lin.vector, minlength=lin.p) > 0)  # 1-based position of a vector with support
-    held = np.bincount(lin.vector, minlength=lin.p) > 0
+    held = np.bincount(lin.vector, minlength=lin.p) > 0  # vectors with a non-zero
+    rank = np.cumsum(held)  # 1-based position of such a vector in _ss
     keys = [col("_id")] + ([col("_g")] if pooled else [])
     order = exp.Order(expressions=[exp.Ordered(this=col("_vec"))])
 

@@ -123,3 +123,15 @@ def _shallow(parts: list[str], depth: int) -> str:
     if len(groups) > depth:
         return _shallow(groups, depth)
     return "(" + "".join(groups) + ")"
+
+
+def balanced(items: list[exp.Expression], node: type[exp.Binary]) -> exp.Expression:
+    """``items`` joined by ``node`` (``exp.Or``, ``exp.Add``) as a balanced tree, each level
+    parenthesised (sqlglot prints nested ORs and sums flat, and the engine would parse them
+    left-deep again): 12 levels for 2,352 ORs, where a chain is deeper than SQLite's 1,000.  Each
+    node joins two runs of consecutive items."""
+    while len(items) > 1:
+        pairs = [exp.paren(node(this=a, expression=b)) for a, b in zip(items[::2], items[1::2], strict=False)]
+        items = pairs + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
+

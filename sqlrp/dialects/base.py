@@ -68,8 +68,8 @@ class SqlrpDialect:
     # two UNNESTs of equal length in one select list run in lockstep: a wide table can be read as a long
     # one (the join / lookup strategies on wide tables, compiler._unnested)
     select_unnest = False
-    # a 4-byte float type that CAST(x AS FLOAT) rounds to (float32 outputs): DuckDB FLOAT, PostgreSQL REAL,
-    # Spark FLOAT, ClickHouse Float32 -- each tested; elsewhere refused (SQLite and Snowflake store 8 bytes)
+    # a 4-byte float type that CAST(x AS FLOAT) rounds to (float32 outputs): set, and tested, for DuckDB and
+    # PostgreSQL; refused elsewhere (SQLite and Snowflake store 8 bytes; Spark and ClickHouse untested)
     float32 = False
     wide_as_long = False  # ``auto`` unnests small wide tables (strategies.prefers_long; measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
