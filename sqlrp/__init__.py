@@ -22,6 +22,7 @@ from .api import (
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
 from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
+from .index import build_index, drop_index, list_indexes, load_index, search
 from .ir import Combiner, LinearStage, Projection
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .reference import transform
@@ -40,21 +41,26 @@ __all__ = [
     "SQLRandomProjection",
     "Source",
     "SqlrpError",
+    "build_index",
     "compile_projection",
     "compile_select",
     "compile_sql",
     "connect",
     "copy_projection",
     "create_projection",
+    "drop_index",
     "drop_projection",
     "evaluate",
     "expected_distortion",
     "johnson_lindenstrauss_min_dim",
+    "list_indexes",
     "list_projections",
+    "load_index",
     "load_projection",
     "make_projection",
     "plan",
     "project",
+    "search",
     "transform",
     "transform_frame",
     "tune",

@@ -15,10 +15,12 @@ negative with it.  :func:`signatures` is the NumPy reference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from sqlglot import exp
 
-from .compiler import Output, Source, col, compile_select
+from .compiler import Output, Source, col, compile_select, number
 from .compiler.nodes import balanced
 from .dialects import get_dialect
 from .errors import InvalidParameter
@@ -26,6 +28,8 @@ from .ir import Composed, Projection
 from .reference import transform
 
 WORD_BITS = 64
+#: band widths (bits joined on equality per band, LSH's ``r``) that tile a 64-bit word
+BAND_BITS = (4, 8, 16, 32)
 BIGINT = exp.DataType.build("BIGINT")
 
 
@@ -44,29 +48,84 @@ def _bit(b: int) -> exp.Expression:
 
 
 def signature_select(
-    projection: Projection | Composed, source: Source, dialect: str = "duckdb", prefix: str = "w", **compile_opts
+    projection: Projection | Composed,
+    source: Source,
+    dialect: str = "duckdb",
+    prefix: str = "w",
+    thresholds: Sequence[float] | None = None,
+    keep: str | None = None,
+    **compile_opts,
 ) -> exp.Select:
     """``SELECT id, w0 .. w{k/64 - 1}``: the signs of ``projection``'s outputs on ``source``, packed
-    as above.  ``compile_opts`` go to :func:`~sqlrp.compiler.compile_select` (``matrix``, ``strategy``)."""
+    as above; bit ``j`` is ``y_j > thresholds[j]`` (default 0; :func:`centre_thresholds` centres the
+    data).  ``keep`` also returns the outputs themselves as ``{keep}0 ..`` (re-ranking on projected
+    vectors).  ``compile_opts`` go to :func:`~sqlrp.compiler.compile_select` (``matrix``, ``strategy``)."""
     words = check_bits(projection.k)
     if source.group_column:
         raise InvalidParameter("signatures are per row: pooling (a group column) does not apply")
+    cuts = [0.0] * projection.k if thresholds is None else [float(t) for t in thresholds]
+    if len(cuts) != projection.k:
+        raise InvalidParameter(f"{len(cuts)} thresholds for k = {projection.k} bits")
     engine = get_dialect(dialect)
     base = compile_select(projection, source, engine, Output(prefix="_y"), **compile_opts)
     zero = exp.cast(exp.Literal.number(0), BIGINT)
     columns: list[exp.Expression] = [col(source.id_column)]
     for w in range(words):
-        positive = [col(f"_y{w * WORD_BITS + b}") > exp.Literal.number(0) for b in range(WORD_BITS)]
+        positive = [
+            col(f"_y{j}") > (exp.Literal.number(0) if cuts[j] == 0 else number(cuts[j]))
+            for j in range(w * WORD_BITS, (w + 1) * WORD_BITS)
+        ]
         bits = [exp.Case(ifs=[exp.If(this=p, true=_bit(b))], default=zero) for b, p in enumerate(positive)]
         columns.append(exp.alias_(balanced(bits, exp.Add), f"{prefix}{w}", quoted=True, copy=False))
+    if keep:
+        columns += [exp.alias_(col(f"_y{j}"), f"{keep}{j}", quoted=True, copy=False) for j in range(projection.k)]
     return exp.select(*columns).from_(base.subquery("_sig", copy=False))
 
 
 def signature_sql(
-    projection: Projection | Composed, source: Source, dialect: str = "duckdb", prefix: str = "w", **compile_opts
+    projection: Projection | Composed,
+    source: Source,
+    dialect: str = "duckdb",
+    prefix: str = "w",
+    thresholds: Sequence[float] | None = None,
+    **compile_opts,
 ) -> str:
     """:func:`signature_select` as SQL text for ``dialect`` (its own generator renders the sums)."""
-    return get_dialect(dialect).render(signature_select(projection, source, dialect, prefix, **compile_opts))
+    select = signature_select(projection, source, dialect, prefix, thresholds, **compile_opts)
+    return get_dialect(dialect).render(select)
+
+
+def centre_thresholds(projection: Projection | Composed, means: Sequence[float]) -> np.ndarray:
+    """``y(mean)``: the outputs of the feature means.  For a linear projection ``y(x) > y(mean)``
+    iff ``y(x - mean) > 0``, so these thresholds give the signatures of the centred data (hyperplanes
+    through the data's centre rather than the origin) without touching the features."""
+    return transform(projection, np.asarray(means, dtype=float)[None, :])[0]
+
+
+def check_band_bits(r: int, k: int) -> int:
+    """Bands of ``r`` bits must tile each word (``r`` divides 64) and the ``k`` bits; returns the band count."""
+    if isinstance(r, bool) or int(r) != r or r not in BAND_BITS:
+        raise InvalidParameter(f"band bits must be one of {', '.join(map(str, BAND_BITS))} (dividing 64), got {r!r}")
+    return k // int(r)
+
+
+def band_key(words: Sequence[exp.Expression], band: int, r: int) -> exp.Expression:
+    """Band ``band``'s key: bits ``band * r .. band * r + r - 1`` of the signature as a BIGINT in
+    ``[0, 2^r)``: ``(w >> shift) & (2^r - 1)`` (an arithmetic shift is fine: the mask drops the sign)."""
+    w, shift = divmod(band * r, WORD_BITS)
+    shifted = words[w].copy()
+    if shift:
+        shifted = exp.paren(exp.BitwiseRightShift(this=shifted, expression=exp.Literal.number(shift)))
+    return exp.BitwiseAnd(this=shifted, expression=exp.cast(exp.Literal.number((1 << r) - 1), BIGINT))
+
+
+def band_keys(signature_words: np.ndarray, r: int) -> np.ndarray:
+    """NumPy reference of :func:`band_key`: the ``n x (64 w / r)`` keys of ``n x w`` int64 words."""
+    u = np.asarray(signature_words, dtype=np.int64).view(np.uint64)
+    per_word = WORD_BITS // r
+    mask = np.uint64((1 << r) - 1)
+    keys = [(u[:, w] >> np.uint64(i * r)) & mask for w in range(u.shape[1]) for i in range(per_word)]
+    return np.stack(keys, axis=1).astype(np.int64)
 
 
 def hamming_expression(
@@ -80,10 +139,12 @@ def hamming_expression(
     return balanced(counts, exp.Add)
 
 
-def signatures(projection: Projection | Composed, X: np.ndarray) -> np.ndarray:
+def signatures(
+    projection: Projection | Composed, X: np.ndarray, thresholds: Sequence[float] | None = None
+) -> np.ndarray:
     """NumPy reference: the ``n x k/64`` int64 words of the rows of ``X``."""
     words = check_bits(projection.k)
-    positive = transform(projection, X) > 0
+    positive = transform(projection, X) > (0.0 if thresholds is None else np.asarray(thresholds, dtype=float))
     packed = np.zeros((positive.shape[0], words), dtype=np.uint64)
     for b in range(WORD_BITS):
         packed |= positive[:, b::WORD_BITS].astype(np.uint64) << np.uint64(b)
@@ -97,7 +158,12 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
+    "BAND_BITS",
     "WORD_BITS",
+    "band_key",
+    "band_keys",
+    "centre_thresholds",
+    "check_band_bits",
     "check_bits",
     "hamming",
     "hamming_expression",

@@ -98,6 +98,13 @@ class SqlrpDialect:
         INTEGER.  Each engine spells it its own way; one without a known spelling refuses."""
         raise self.refuse("sqlrp knows no bit count of a BIGINT XOR for this engine (Hamming distances)")
 
+    def lookup_indexes(
+        self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
+    ) -> list[str]:
+        """Statements that let a search look rows up rather than scan them (:mod:`sqlrp.index`): none
+        where hash joins over a columnar scan are the plan anyway (DuckDB)."""
+        return []
+
     def local_settings(self, source: Source) -> list[str]:
         """Statements that tune the planner for one projection of ``source``, run inside the
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""

@@ -72,6 +72,22 @@ class PostgresDialect(SqlrpDialect):
         bits = exp.cast(exp.BitwiseXor(this=a, expression=b), exp.DataType.build("BIT(64)", dialect="postgres"))
         return exp.cast(exp.Anonymous(this="BIT_COUNT", expressions=[bits]), exp.DataType.build("INT"))
 
+    def lookup_indexes(
+        self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
+    ) -> list[str]:
+        # a query's few (band, key) pairs are index probes, and its candidates' signatures are fetched
+        # by id, instead of hashing whole tables; ANALYZE so that the planner knows their sizes
+        def index(table: exp.Table, columns: list[str]) -> str:
+            names = ", ".join(self.render(exp.to_identifier(c, quoted=True)) for c in columns)
+            return f"CREATE INDEX ON {self.render(table)} ({names})"
+
+        return [
+            index(signatures, id_columns),
+            index(bands, band_columns),
+            f"ANALYZE {self.render(signatures)}",
+            f"ANALYZE {self.render(bands)}",
+        ]
+
     def array_source(self, column: exp.Expression) -> exp.Expression:
         empty = exp.cast(exp.Array(expressions=[]), exp.DataType.build("DOUBLE[]", dialect="postgres"))
         return exp.Anonymous(this="array_cat", expressions=[column, empty])
