@@ -1,7 +1,8 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
 ``create_projection``, ``projections list|show|copy|export|import|drop``, ``migrate``, ``demo``,
-``tune``, ``evaluate``).  ``--db`` defaults to ``$SQLRP_DB``."""
+``tune``, ``evaluate``; ``index`` -> ``build_index``, ``search``, ``indexes list|drop`` ->
+``list_indexes`` / ``drop_index``, from :mod:`sqlrp.index`).  ``--db`` defaults to ``$SQLRP_DB``."""
 
 from __future__ import annotations
 
@@ -97,6 +98,10 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
         "SQL), or the name of a table holding (vector, feature, weight), e.g. one loaded from "
         "'sqlrp projections export' (default: registry on the same database, else values)",
     )
+    _add_profile(p)
+
+
+def _add_profile(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
     p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
@@ -390,6 +395,81 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from .index import build_index
+
+    with _connect(args) as db:
+        index = build_index(
+            db,
+            args.table,
+            args.id_column,
+            args.name,
+            bits=args.bits,
+            projection=args.projection,
+            method=args.method,
+            seed=args.seed,
+            band_bits=args.band_bits,
+            center=not args.no_center,
+            vectors=args.vectors,
+            incremental=args.incremental,
+            replace=args.replace,
+            check=not args.no_check,
+            layout=args.layout,
+            columns=_columns(args),
+            array_column=args.array_column,
+            schema=args.schema,
+            catalog=args.catalog,
+            nulls=args.nulls,
+            **_method_params(args),
+        )
+        print(
+            f"index {index.name!r}: {index.bits} bits in bands of {index.band_bits}, projection "
+            f"{index.projection.name!r}{', centred' if index.means else ''}{', with vectors' if index.vectors else ''}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .index import search
+
+    with _connect(args) as db:
+        result = search(
+            db,
+            args.index,
+            args.query_table,
+            args.query_id_column,
+            top=args.top,
+            candidates=args.candidates,
+            metric=args.metric,
+            rerank=args.rerank,
+            into=args.into,
+            replace=args.replace,
+            schema=args.schema,
+            catalog=args.catalog,
+            check=not args.no_check,
+            exact=args.exact,
+        )
+        if args.into:
+            print(f"wrote table {args.into!r}", file=sys.stderr)
+        else:
+            result.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def cmd_indexes(args: argparse.Namespace) -> int:
+    from .index import drop_index, list_indexes
+
+    with connect(_need_db(args)) as db:
+        if args.action == "list":
+            frame = list_indexes(db)
+            print(frame.to_string(index=False) if len(frame) else "(no indexes)")
+        else:
+            drop_index(db, args.name)
+            print(f"dropped index {args.name!r}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlrp", description="Random projections compiled to SQL.")
     parser.add_argument("--version", action="version", version=f"sqlrp {__version__}")
@@ -474,6 +554,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")
     p.set_defaults(func=cmd_evaluate)
 
+    p = sub.add_parser("index", help="index a table for similarity search: sign signatures in bands (build_index)")
+    _add_table(p)
+    p.add_argument("--name", required=True, help="the index: tables <name> and <name>__bands")
+    p.add_argument("--bits", type=int, help="signature bits, a multiple of 64 (default 256)")
+    p.add_argument("--band-bits", type=int, choices=[4, 8, 16, 32], help="LSH band width (default: from the rows)")
+    p.add_argument("--projection", help="a stored linear projection with --bits outputs (default: a new one)")
+    p.add_argument("--method", choices=["achlioptas", "gaussian"], default="achlioptas", help="a new projection")
+    p.add_argument("--s", type=_s, help="sparsity s >= 1 of a new Achlioptas projection (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of a new projection")
+    p.add_argument("--no-center", action="store_true", help="signs about the origin, not the table's mean")
+    p.add_argument("--vectors", action="store_true", help="also store the projected vectors (--rerank vectors)")
+    p.add_argument("--incremental", action="store_true", help="add only the ids not indexed yet")
+    p.add_argument("--replace", action="store_true", help="rebuild an existing index")
+    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
+    _add_profile(p)
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="nearest indexed rows of every query row: (query_id, id, rank, distance)")
+    _add_db(p)
+    p.add_argument("--index", required=True, help="an index built by `sqlrp index`")
+    p.add_argument("--query-table", required=True, help="queries: the index's feature columns and an id")
+    p.add_argument("--query-id-column", required=True)
+    p.add_argument("--schema", help="schema of the query (and output) tables")
+    p.add_argument("--catalog", help="catalog holding --schema")
+    p.add_argument("--top", type=int, default=10, help="neighbours per query (K)")
+    p.add_argument("--candidates", type=int, default=1000, help="rows re-ranked exactly per query (C)")
+    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean")
+    p.add_argument("--rerank", choices=["original", "vectors"], default="original", help="re-rank on these")
+    p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")
+    p.add_argument("--replace", action="store_true", help="replace an existing --into table")
+    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the queries")
+    p.add_argument("--exact", action="store_true", help="brute force: every query against every row (the baseline)")
+    _add_profile(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("indexes", help="list or drop similarity-search indexes")
+    p.add_argument("action", choices=["list", "drop"])
+    p.add_argument("name", nargs="?")
+    _add_db(p)
+    p.set_defaults(func=cmd_indexes)
+
     p = sub.add_parser("migrate", help="create or upgrade the registry tables")
     _add_db(p)
     p.set_defaults(func=cmd_migrate)
@@ -491,6 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "projections" and args.action in ("show", "copy", "export", "drop") and not args.name:
         parser.error(f"projections {args.action} needs a NAME")
+    if args.command == "indexes" and args.action == "drop" and not args.name:
+        parser.error("indexes drop needs a NAME")
     try:
         return args.func(args)
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`

@@ -31,12 +31,27 @@ from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNo
 from .ir import Projection
 from .lazy import pd
 from .materialise import output_table
-from .search import BAND, ID, KEY, VECTOR, WORD, IndexLayout, band_rows, check_search, search_select
+from .search import (
+    BAND,
+    CAND_CTE,
+    ID,
+    KEY,
+    Q_CTE,
+    QB_CTE,
+    VECTOR,
+    WORD,
+    IndexLayout,
+    band_rows,
+    check_search,
+    exact_select,
+    search_select,
+)
 from .signatures import WORD_BITS, centre_thresholds, check_band_bits, check_bits, signature_select
 from .sources import check_source, describe, infer_d, resolve_source
 from .store import REGISTRY_TABLES, Registry
 
 INDEX_TABLE = "sqlrp_index"
+DEFAULT_BITS = 256
 BANDS_SUFFIX = "__bands"
 
 
@@ -181,7 +196,7 @@ def build_index(
     id_column: str,
     name: str,
     *,
-    bits: int = 256,
+    bits: int | None = None,
     projection: str | None = None,
     method: str = "achlioptas",
     seed: int = 0,
@@ -196,12 +211,13 @@ def build_index(
     array_column: str | None = None,
     schema: str | None = None,
     catalog: str | None = None,
+    nulls: str = "error",
     **params: Any,
 ) -> Index:
     """Index ``table`` for similarity search: project it with a stored linear projection of ``bits``
     outputs (``projection``: a stored name; else ``method`` -- Achlioptas by default -- with ``seed``
     and ``params``, stored as ``{name}_projection``), keep the signs (centred on the table's means
-    unless ``center=False``), pack them into ``bits / 64`` BIGINT words and cut them into bands of
+    unless ``center=False``), pack them into ``bits / 64`` BIGINT words (default 256 bits) and cut them into bands of
     ``band_bits`` bits (default :func:`default_band_bits`).  ``vectors=True`` also stores the
     projected vectors, for ``search(..., rerank="vectors")``.
 
@@ -209,11 +225,12 @@ def build_index(
     yet (same projection, centre and bands); ``replace=True`` rebuilds an existing index."""
     from .api import _matrix, plan  # the projecting stage of the API
 
-    check_bits(bits)
+    if bits is not None:
+        check_bits(bits)
     if incremental and replace:
         raise InvalidParameter("incremental adds to an index and replace rebuilds it: choose one")
     dialect = _check_engine(db)
-    _ensure_registry(db)
+    registry = _ensure_registry(db)
     existing = _row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
         raise ProjectionExists(
@@ -221,8 +238,9 @@ def build_index(
         )
     if incremental and existing is not None:
         index = load_index(db, name)
-        if bits != index.bits and bits != 256:
-            raise InvalidParameter(f"index {name!r} has {index.bits} bits, not {bits}")
+        if bits is not None and bits != index.bits:
+            raise InvalidParameter(f"index {name!r} has {index.bits} bits, not {bits}; drop --bits to add to it")
+        bits = index.bits
         proj: Projection = index.projection
         source = resolve_source(
             db,
@@ -232,25 +250,28 @@ def build_index(
             index.source.columns,
             index.source.array_column,
             schema=index.source.schema,
+            nulls=index.source.nulls,
             catalog=index.source.catalog,
         )
     else:
-        p = plan(
+        p = plan(  # a stored projection by name (with k = bits, when given), else a new one stored
             db,
             table,
             id_column,
             projection if projection is not None else f"{name}_projection",
             method=None if projection is not None else method,
-            k=bits,
+            k=bits if bits is not None or (projection and registry.exists(projection)) else DEFAULT_BITS,
             seed=None if projection is not None else seed,
             layout=layout,
             columns=columns,
             array_column=array_column,
             schema=schema,
             catalog=catalog,
+            nulls=nulls,
             **params,
         )
         proj, source = p.projection, dataclasses.replace(p.source, rows=None)
+        bits = proj.k
         if not isinstance(proj, Projection) or not proj.is_linear:
             raise InvalidParameter(
                 f"projection {proj.name!r} is not linear: an index keeps the signs of a linear projection "
@@ -357,6 +378,7 @@ def search(
     schema: str | None = None,
     catalog: str | None = None,
     check: bool = True,
+    exact: bool = False,
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
@@ -366,11 +388,18 @@ def search(
     (``euclidean`` or ``angular``, i.e. cosine distance) on the original features
     (``rerank="original"``) or on the stored projected vectors (``"vectors"``).  The query table
     holds the index's feature columns (or array column) and its own id column.  A query with fewer
-    than ``top`` candidates gets fewer rows, and a warning says how many queries did."""
+    than ``top`` candidates gets fewer rows, and a warning says how many queries did.
+
+    ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.exact_select`: every query
+    against every row, in SQL): the ground truth a search's recall is measured against, and the
+    baseline of its speed."""
     check_search(top, candidates, metric, rerank)
     dialect = _check_engine(db)
     idx = load_index(db, index)
     src = idx.source
+    for table in (query_table, src.table):
+        if dialect.fold(table).casefold() in {c.casefold() for c in (Q_CTE, QB_CTE, CAND_CTE)}:
+            raise InvalidParameter(f"{table!r} is a name the search gives its own sub-queries; rename the table")
     queries = _query_source(db, idx, query_table, query_id_column, schema, catalog)
     _unique_ids(db, queries, "query table")
     if check:
@@ -379,7 +408,10 @@ def search(
     from .compiler import Output
 
     matrix = _matrix(db, Plan(idx.projection, src, Output()), "auto")
-    select = search_select(idx.layout, queries, dialect, top, candidates, metric, rerank, matrix)
+    if exact:
+        select = exact_select(idx.layout, queries, dialect, top, metric)
+    else:
+        select = search_select(idx.layout, queries, dialect, top, candidates, metric, rerank, matrix)
     sql = dialect.render(select)
     if into is None:
         with db.transaction():

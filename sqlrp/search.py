@@ -202,16 +202,60 @@ def search_select(
         .join(query_side, on=query_on)
         .join(other, on=other_on)
     )
-    final = _ranked(rr, "_qid", top, "_rank", ["_d", "_id"])
+    out = _result(_ranked(rr, "_qid", top, "_rank", ["_d", "_id"]))
+    out = out.with_(Q_CTE, as_=q, copy=False).with_(QB_CTE, as_=qb, copy=False)
+    return out.with_(CAND_CTE, as_=cand, copy=False)
+
+
+def exact_select(
+    index: IndexLayout, queries: Source, dialect: str, top: int = 10, metric: str = "euclidean"
+) -> exp.Select:
+    """Exact k-NN by brute force, the baseline a search is measured against: every query against
+    every indexed row (a cross join), the same distance and the same ``(distance, id)`` ranking,
+    ``(query_id, id, rank, distance)``.  No signature is read: it is right by construction, and
+    ``rows x queries`` times as costly as it sounds."""
+    check_search(top, top, metric, "original")
+    engine = get_dialect(dialect)
+    proj = index.projection
+    left = [col(f"_x{i}", "qd") for i in range(proj.d)]
+    right = [col(f"_x{i}", "x") for i in range(proj.d)]
+    pairs = exp.select(
+        exp.alias_(col("_id", "qd"), "_qid", quoted=True),
+        exp.alias_(col("_id", "x"), "_id", quoted=True),
+        exp.alias_(_distance(metric, left, right), "_d", quoted=True),
+    ).from_(dense_source(proj, queries, engine).subquery("qd", copy=False))
+    pairs = pairs.join(dense_source(proj, index.source, engine).subquery("x", copy=False), join_type="CROSS")
+    if engine.min_by_n:  # the K smallest (distance, id) per query in one aggregate, then unnested in lockstep
+        order = exp.Tuple(expressions=[col("_d"), col("_id")])
+        best = (
+            exp.select(
+                col("_qid"),
+                *[
+                    exp.alias_(
+                        exp.Anonymous(this="min_by", expressions=[col(c), order.copy(), exp.Literal.number(top)]),
+                        f"{c}s",
+                        quoted=True,
+                    )
+                    for c in ("_id", "_d")
+                ],
+            )
+            .from_(pairs.subquery("_pairs", copy=False))
+            .group_by(col("_qid"))
+        )
+        pairs = exp.select(
+            col("_qid"), *[exp.alias_(exp.Unnest(expressions=[col(f"{c}s")]), c, quoted=True) for c in ("_id", "_d")]
+        ).from_(best.subquery("_best", copy=False))
+    return _result(_ranked(pairs, "_qid", top, "_rank", ["_d", "_id"]))
+
+
+def _result(final: exp.Select) -> exp.Select:
     out = exp.select(
         exp.alias_(col("_qid"), "query_id", quoted=True),
         exp.alias_(col("_id"), "id", quoted=True),
         exp.alias_(col("_rank"), "rank", quoted=True),
         exp.alias_(col("_d"), "distance", quoted=True),
     ).from_(final.subquery("_f", copy=False))
-    out = out.order_by(col("query_id"), col("rank"), copy=False)
-    out = out.with_(Q_CTE, as_=q, copy=False).with_(QB_CTE, as_=qb, copy=False)
-    return out.with_(CAND_CTE, as_=cand, copy=False)
+    return out.order_by(col("query_id"), col("rank"), copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -274,4 +318,13 @@ def recall_at_k(found: pd.DataFrame, truth: pd.DataFrame) -> float:
     return float(np.mean(scores)) if scores else float("nan")
 
 
-__all__ = ["METRICS", "RESULT_COLUMNS", "IndexLayout", "band_rows", "recall_at_k", "reference_search", "search_select"]
+__all__ = [
+    "METRICS",
+    "RESULT_COLUMNS",
+    "IndexLayout",
+    "band_rows",
+    "exact_select",
+    "recall_at_k",
+    "reference_search",
+    "search_select",
+]

@@ -71,6 +71,9 @@ class SqlrpDialect:
     # a 4-byte float type that CAST(x AS FLOAT) rounds to (float32 outputs): set, and tested, for DuckDB and
     # PostgreSQL; refused elsewhere (SQLite and Snowflake store 8 bytes; Spark and ClickHouse untested)
     float32 = False
+    # ``min_by(arg, val, n)``: the ``n`` args of smallest val, one aggregate (exact k-NN by brute force
+    # keeps K rows per query instead of ranking every pair with a window)
+    min_by_n = False
     wide_as_long = False  # ``auto`` unnests small wide tables (strategies.prefers_long; measured per engine)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
