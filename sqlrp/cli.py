@@ -33,13 +33,15 @@ def _s(value: str) -> float | str:
         return value
 
 
-def _add_table(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+def _add_table(p: argparse.ArgumentParser, db_required: bool = True, table_required: bool = True) -> None:
     """The options that name an input table and its layout (every command that reads one)."""
     _add_db(p)
-    p.add_argument("--table", required=True, help="input table, exactly (a dot is part of the name; it is quoted)")
+    p.add_argument(
+        "--table", required=table_required, help="input table, exactly (a dot is part of the name; it is quoted)"
+    )
     p.add_argument("--schema", help="schema of the input (and output) tables")
     p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
-    p.add_argument("--id-column", required=True, help="row id column, copied to the output")
+    p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
     p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
     p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
     p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
@@ -368,6 +370,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation.metrics import Kernel
 
+    if args.index:
+        from .evaluation.search import evaluate_search
+
+        with connect(_need_db(args)) as db:
+            report = evaluate_search(
+                db,
+                args.index,
+                queries=args.queries,
+                top=args.top,
+                candidates=[int(c) for c in args.candidates.split(",")] if args.candidates else None,
+                metric=args.metric,
+                seed=args.seed,
+                out=args.out,
+            )
+            print(report)
+            for f in report.files:
+                print(f"wrote {f}", file=sys.stderr)
+        return 0
+    if not (args.table and args.id_column and args.projection):
+        raise InvalidParameter("evaluate needs --table, --id-column and --projection (or --index NAME for a search)")
+
     kernel = None
     if args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
@@ -538,9 +561,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--draws", type=int, default=20, help="best-of-n: how many random matrices")
     p.set_defaults(func=cmd_tune)
 
-    p = sub.add_parser("evaluate", help="metrics and plots of a stored projection on a table")
-    _add_table(p)
-    p.add_argument("--projection", required=True, help="stored projection name")
+    p = sub.add_parser(
+        "evaluate", help="metrics and plots of a stored projection on a table, or of a search index (--index)"
+    )
+    _add_table(p, table_required=False)
+    p.add_argument("--projection", help="stored projection name (with --table and --id-column)")
+    p.add_argument(
+        "--index", help="instead: Recall@K of this search index against exact k-NN, per number of candidates"
+    )
+    p.add_argument("--top", type=int, default=10, help="--index: K of Recall@K")
+    p.add_argument("--candidates", help="--index: comma-separated candidate counts (default K, 2K, 5K, 10K, ...)")
+    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="--index: distance")
     p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots")
     p.add_argument("--sample", type=int, default=300, help="rows in the seeded evaluation sample")
     p.add_argument("--queries", type=int, default=100, help="Recall@K queries (the rest is the database)")

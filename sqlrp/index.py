@@ -240,7 +240,9 @@ def build_index(
         index = load_index(db, name)
         if bits is not None and bits != index.bits:
             raise InvalidParameter(f"index {name!r} has {index.bits} bits, not {bits}; drop --bits to add to it")
-        bits = index.bits
+        if band_bits is not None and band_bits != index.band_bits:
+            raise InvalidParameter(f"index {name!r} has bands of {index.band_bits} bits, not {band_bits}")
+        bits, vectors = index.bits, index.vectors
         proj: Projection = index.projection
         source = resolve_source(
             db,
@@ -280,6 +282,10 @@ def build_index(
         if source.layout == "long":
             raise InvalidParameter("indexes read the wide or array layout (the re-ranking needs every feature)")
     _check_name(dialect, name, source)
+    if existing is None:
+        for table_ in (name, name + BANDS_SUFFIX):
+            if db.table_exists(table_, source.schema):
+                raise ProjectionExists(f"a table {table_!r} exists and is not an index; choose another index name")
     rows = _unique_ids(db, source, "table")
     if check:
         check_source(db, proj, source)
@@ -313,7 +319,6 @@ def build_index(
         for statement in dialect.local_settings(source):
             db.execute(statement)
         if incremental and existing is not None:
-            vectors = index.vectors
             done = exp.select(exp.Literal.number(1)).from_(sig_table.copy().as_("_done"))
             done = done.where(col(ID, "_done").eq(col(source.id_column, source.table)))
             missing = dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))

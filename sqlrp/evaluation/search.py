@@ -1,0 +1,172 @@
+"""``evaluate --index``: Recall@K of a similarity-search index against exact k-NN, and how it grows
+with the number of candidates re-ranked.
+
+A seeded sample of the indexed rows is the query set.  Both the search (:func:`sqlrp.index.search`)
+and the exact brute force (``search(..., exact=True)``, the same distance in SQL) ask for ``K + 1``
+neighbours; each query's own row is dropped from both and the first ``K`` kept, so that a row
+finding itself is not counted.  Recall@K is ``|found & exact| / K`` averaged over the queries
+(``../shared/seeds/002`` Eq. 12, with the exact neighbours in the original space as the truth).
+
+Files written to ``out``: ``search_metrics.csv``, ``search_metrics.json``, ``recall_vs_candidates.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sqlglot import exp
+
+from ..backends import Backend
+from ..compiler import col
+from ..dialects import get_dialect
+from ..errors import InvalidParameter, need
+from ..lazy import pd
+from ..materialise import output_table
+from ..search import METRICS, recall_at_k
+
+
+@dataclass
+class SearchReport:
+    """Recall@K and seconds per number of candidates, for one index and one query sample."""
+
+    index: str
+    top: int
+    queries: int
+    metric: str
+    table: pd.DataFrame  #: candidates, recall_at_k, seconds (and the exact brute force's seconds)
+    exact_seconds: float
+    files: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"index {self.index!r}: Recall@{self.top} over {self.queries} sampled queries ({self.metric})"
+        return f"{head}\n{self.table.to_string(index=False)}\nexact brute force in SQL: {self.exact_seconds:.2f} s"
+
+
+def default_candidates(top: int, rows: int) -> list[int]:
+    """``K, 2K, 5K, 10K, ...`` up to the table's size (each at most ``rows``)."""
+    out, scale = [], 1
+    while True:
+        for m in (1, 2, 5):
+            c = top * m * scale
+            if c >= rows:
+                return sorted(set(out + [max(rows, top)]))
+            out.append(c)
+        scale *= 10
+
+
+def _without_self(result: pd.DataFrame, top: int) -> pd.DataFrame:
+    kept = result[result["query_id"] != result["id"]]
+    return kept.groupby("query_id", sort=False).head(top)
+
+
+def evaluate_search(
+    db: Backend,
+    index: str,
+    queries: int = 100,
+    top: int = 10,
+    candidates: list[int] | None = None,
+    metric: str = "euclidean",
+    seed: int = 0,
+    out: str | Path | None = None,
+) -> SearchReport:
+    """Recall@``top`` of ``search`` on ``index`` for each number of ``candidates`` (default
+    :func:`default_candidates`), on ``queries`` rows sampled (seeded) from the indexed table."""
+    from ..index import load_index, search
+
+    if isinstance(queries, bool) or int(queries) != queries or queries <= 0:
+        raise InvalidParameter(f"queries must be a positive integer, got {queries!r}")
+    if metric not in METRICS:
+        raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if out is not None:
+        from ..report import writable_folder
+
+        need("matplotlib", "eval", "evaluate's plots (--out)")
+        writable_folder(out)
+    idx = load_index(db, index)
+    src = idx.source
+    dialect = get_dialect(db.dialect)
+    ids = [
+        r[0] for r in db.fetchall(dialect.render(exp.select(col(src.id_column)).from_(output_table(src, src.table))))
+    ]
+    if len(ids) < 2:
+        raise InvalidParameter(f"the indexed table {src.table!r} has {len(ids)} rows: too few to evaluate a search")
+    top = min(top, len(ids) - 1)
+    rng = np.random.default_rng(seed)
+    picked = [ids[i] for i in sorted(rng.choice(len(ids), size=min(queries, len(ids)), replace=False))]
+    sample = f"_sqlrp_eval_{uuid.uuid4().hex[:12]}"
+    target = output_table(src, sample)
+    rows = exp.select(exp.Star()).from_(output_table(src, src.table))
+    rows = rows.where(exp.In(this=col(src.id_column), expressions=[exp.convert(v) for v in picked]))
+    sweep = candidates or default_candidates(top + 1, len(ids))
+    try:
+        db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=rows)))
+        start = time.perf_counter()
+        exact = search(db, index, sample, src.id_column, top=top + 1, metric=metric, schema=src.schema, exact=True)
+        exact_seconds = time.perf_counter() - start
+        truth = _without_self(exact, top)
+        records = []
+        for c in sweep:
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # fewer than K found: it shows in the recall
+                found = search(
+                    db,
+                    index,
+                    sample,
+                    src.id_column,
+                    top=top + 1,
+                    candidates=max(int(c), top + 1),
+                    metric=metric,
+                    schema=src.schema,
+                )
+            seconds = time.perf_counter() - start
+            records.append((int(c), recall_at_k(_without_self(found, top), truth), seconds))
+    finally:
+        db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
+    table = pd.DataFrame(records, columns=["candidates", f"recall_at_{top}", "seconds"])
+    report = SearchReport(index, top, len(picked), metric, table, exact_seconds)
+    if out is not None:
+        report.files = write_search_report(report, out)
+    return report
+
+
+def write_search_report(report: SearchReport, out: str | Path) -> list[str]:
+    """``search_metrics.csv`` / ``.json`` and ``recall_vs_candidates.png`` in the folder ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(out)
+    report.table.to_csv(folder / "search_metrics.csv", index=False)
+    meta = {
+        "index": report.index,
+        "top": report.top,
+        "queries": report.queries,
+        "metric": report.metric,
+        "exact_seconds": report.exact_seconds,
+        "sweep": report.table.to_dict(orient="records"),
+    }
+    (folder / "search_metrics.json").write_text(json.dumps(meta, indent=2))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(report.table["candidates"], report.table[f"recall_at_{report.top}"], "o-", label=report.index)
+    ax.axhline(0.9, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("candidates re-ranked per query (C)")
+    ax.set_ylabel(f"Recall@{report.top} against exact k-NN")
+    ax.set_title(f"{report.queries} sampled queries, {report.metric}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "recall_vs_candidates.png", dpi=110)
+    plt.close(fig)
+    return [str(folder / n) for n in ("search_metrics.csv", "search_metrics.json", "recall_vs_candidates.png")]
+
+
+__all__ = ["SearchReport", "default_candidates", "evaluate_search", "write_search_report"]
