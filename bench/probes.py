@@ -21,6 +21,7 @@
     PYTHONPATH=. python bench/probes.py highd        # every method on 64 x 6,830 through the CLI: time, peak RSS
     PYTHONPATH=. python bench/probes.py reference    # the NumPy reference's parts on PK-RP: BLAS vs scipy.sparse
     PYTHONPATH=. python bench/probes.py kernel-floor # PK-RP: DuckDB's floor against the author's algorithm
+    PYTHONPATH=. python bench/probes.py search-exact # exact k-NN brute force in DuckDB: sqlrp's SQL vs hand-written
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -880,7 +881,44 @@ def pg_read(n: int = 50_000, k: int = 200) -> None:
         server.stop()
 
 
+def search_exact(n: int = 1_000_000, queries: int = 40) -> None:
+    """Exact k-NN by brute force in DuckDB, the baseline of bench/search.py: sqlrp's own SQL
+    (``search(..., exact=True)``: two ``min_by(x, (distance, id), K)`` with ties by id) against
+    hand-written forms on the same tables -- one ``min_by`` of a struct, and ``min_by(id, distance,
+    K)`` with no tie rule (the fastest, not exact on ties).  Seconds per query."""
+    from search_peers import gaussian_mixture
+
+    X, Q = gaussian_mixture(n, queries=queries)
+    d = X.shape[1]
+    db = sqlrp.connect(threads=2)
+    cols = [f"x{i}" for i in range(d)]
+    pts = pd.DataFrame(X, columns=cols)
+    pts.insert(0, "id", np.arange(n))
+    qs = pd.DataFrame(Q, columns=cols)
+    qs.insert(0, "qid", np.arange(queries))
+    db.write_dataframe("points", pts)
+    db.write_dataframe("queries", qs)
+    del pts, X
+    sqlrp.build_index(db, "points", "id", "idx", bits=64, band_bits=16, center=False)
+    dist = "sqrt(" + " + ".join(f"(q.x{i} - p.x{i}) * (q.x{i} - p.x{i})" for i in range(d)) + ")"
+    pairs = f"SELECT q.qid, p.id, {dist} AS dist FROM queries q CROSS JOIN points p"
+    forms = {
+        "sqlrp search(exact=True)": lambda: sqlrp.search(db, "idx", "queries", "qid", top=10, exact=True),
+        "one min_by of a struct, ties by id": lambda: db.fetchall(
+            f"SELECT qid, min_by({{'id': id, 'd': dist}}, (dist, id), 10) FROM ({pairs}) GROUP BY qid"
+        ),
+        "min_by(id, dist, 10), no tie rule": lambda: db.fetchall(
+            f"SELECT qid, min_by(id, dist, 10) FROM ({pairs}) GROUP BY qid"
+        ),
+    }
+    print(f"exact 10-NN by brute force in DuckDB, {queries} queries x {n:,} rows x {d}")
+    for label, fn in forms.items():
+        t = seconds(fn)
+        print(f"  {label:<38} {t:8.2f} s  {t / queries:.3f} s per query")
+
+
 PROBES = {
+    "search-exact": search_exact,
     "pg-copy": pg_copy,
     "pg-read": pg_read,
     "planning": planning,
