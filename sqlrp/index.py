@@ -109,7 +109,7 @@ def _check_name(dialect: SqlrpDialect, name: str, source: Source) -> None:
     for table in (name, name + BANDS_SUFFIX):
         dialect.check_table_name(table)
         dialect.check_identifier(table, "index table name")
-        if dialect.fold(table).casefold() in REGISTRY_TABLES | {INDEX_TABLE}:
+        if dialect.fold(table).casefold() in REGISTRY_TABLES:
             raise InvalidParameter(f"{table!r} is one of sqlrp's registry tables; choose another index name")
         if dialect.same_identifier(table, source.table):
             raise InvalidParameter(f"the index would overwrite its source table {source.table!r}; choose another name")

@@ -37,7 +37,8 @@ _TABLES = (
     "sqlrp_pairs_entry",
 )
 # every table the registry owns: never an output (``project --into``) on any engine
-REGISTRY_TABLES = frozenset({VERSION_TABLE, "sqlrp_projection", *_TABLES})
+# (``sqlrp_index``: the similarity-search indexes, sqlrp/index.py; DuckDB and PostgreSQL)
+REGISTRY_TABLES = frozenset({VERSION_TABLE, "sqlrp_projection", "sqlrp_index", *_TABLES})
 # A composed projection (sqlrp.ir.Composed) is stored as its two stages under derived names plus one
 # sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
 STAGES_KEY = "_stages"

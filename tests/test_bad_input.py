@@ -12,6 +12,7 @@ from conftest import array_frame, wide_frame
 import sqlrp
 from sqlrp import api
 from sqlrp.methods import make_projection
+from sqlrp.store import REGISTRY_TABLES
 
 DB_ERRORS = (duckdb.Error, psycopg.Error)
 HOSTILE = ['we"ird', "semi;colon", "has space", "ünïcødé_表", "select", "Robert'); DROP TABLE t;--", "a`b"]
@@ -59,15 +60,7 @@ def test_null_or_nan_features_error_by_default(db, bad):
     before = tables(db)
     with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*--nulls zero"):
         sqlrp.project(db, "t", "id", k=2, s=1, into="out")
-    assert "out" not in tables(db) and tables(db) - before <= {
-        "sqlrp_projection",
-        "sqlrp_linear_entry",
-        "sqlrp_linear_vector",
-        "sqlrp_combiner_term",
-        "sqlrp_combiner_factor",
-        "sqlrp_pairs_entry",
-        "sqlrp_schema_version",
-    }
+    assert "out" not in tables(db) and tables(db) - before <= REGISTRY_TABLES
 
 
 def test_nulls_as_zero_option(db):
