@@ -22,6 +22,7 @@
     PYTHONPATH=. python bench/probes.py reference    # the NumPy reference's parts on PK-RP: BLAS vs scipy.sparse
     PYTHONPATH=. python bench/probes.py kernel-floor # PK-RP: DuckDB's floor against the author's algorithm
     PYTHONPATH=. python bench/probes.py search-exact # exact k-NN brute force in DuckDB: sqlrp's SQL vs hand-written
+    PYTHONPATH=. python bench/probes.py pg-bands     # PostgreSQL: an index's band rows, UNION ALL vs UNNEST
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -581,8 +582,10 @@ def worth(rows: int = 189) -> None:
         start = time.perf_counter()
         plan = best_pairs(lin)
         spent = time.perf_counter() - start
-        print(f"  {method:10s} d={d:4d} k={k:3d} {params}  {expected:5.1f}  {spent:6.2f} s  "
-              f"{pairs_cost(plan) / inline_cost(lin):.3f}")
+        print(
+            f"  {method:10s} d={d:4d} k={k:3d} {params}  {expected:5.1f}  {spent:6.2f} s  "
+            f"{pairs_cost(plan) / inline_cost(lin):.3f}"
+        )
     db = sqlrp.connect(threads=2)
     features = ", ".join(f"random() AS f{i}" for i in range(500))
     db.execute(f"CREATE TABLE t AS SELECT range AS id, {features} FROM range({rows})")
@@ -594,8 +597,10 @@ def worth(rows: int = 189) -> None:
         terms = proj.linear.nnz
         explain = best(lambda q=sql: db.fetchall("EXPLAIN " + q), runs=2)
         run = best(lambda q=sql: db.fetchall(q), runs=2)
-        print(f"  {method:10s} {params}  {terms:7,d} terms  EXPLAIN {explain:5.2f} s ({explain / terms * 1e6:4.1f} us)"
-              f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)")
+        print(
+            f"  {method:10s} {params}  {terms:7,d} terms  EXPLAIN {explain:5.2f} s ({explain / terms * 1e6:4.1f} us)"
+            f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)"
+        )
 
 
 def small(d: int = 500, k: int = 160) -> None:
@@ -621,8 +626,10 @@ def small(d: int = 500, k: int = 160) -> None:
                 spent[strategy] = best(
                     lambda st=strategy, p=proj, b=db: api.project(b, "t", "id", p, strategy=st), runs=2
                 )
-            print(f"  rows {rows:5d} {method:10s} {proj.linear.nnz:7,d} terms  inline {spent['inline']:6.2f}"
-                  f"  lookup {spent['lookup']:6.2f}")
+            print(
+                f"  rows {rows:5d} {method:10s} {proj.linear.nnz:7,d} terms  inline {spent['inline']:6.2f}"
+                f"  lookup {spent['lookup']:6.2f}"
+            )
         db.close()
     folder = Path(tempfile.mkdtemp())
     path = folder / "small.duckdb"
@@ -633,8 +640,25 @@ def small(d: int = 500, k: int = 160) -> None:
     base = None
     methods = (("linear", []), ("pk-rp", ["--method", "pk-rp"]), ("p-rp m=10", ["--method", "p-rp", "--m", "10"]))
     for label, extra in methods:
-        command = [sys.executable, "-m", "sqlrp", "project", "--db", str(path), "--table", "t", "--id-column", "id",
-                   "--k", str(k), "--into", "o", "--replace", "--no-progress", *extra]
+        command = [
+            sys.executable,
+            "-m",
+            "sqlrp",
+            "project",
+            "--db",
+            str(path),
+            "--table",
+            "t",
+            "--id-column",
+            "id",
+            "--k",
+            str(k),
+            "--into",
+            "o",
+            "--replace",
+            "--no-progress",
+            *extra,
+        ]
         spent = best(lambda c=command: subprocess.run(c, check=True, capture_output=True), runs=2)
         base = base or spent
         print(f"  {label:10s} {spent:5.2f} s  {spent / base:4.1f}x linear")
@@ -673,9 +697,31 @@ def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
     ]
     for method, extra in cases:
         name = f"{method}{''.join(extra)}".replace("-", "_")
-        command = ["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "sqlrp", "project", "--db", str(path),
-                   "--table", "t", "--id-column", "id", "--method", method, "--projection", name,
-                   *([] if "--k" in extra else ["--k", str(k)]), *extra, "--into", "o", "--replace", "--no-progress"]
+        command = [
+            "/usr/bin/time",
+            "-f",
+            "%e %M",
+            sys.executable,
+            "-m",
+            "sqlrp",
+            "project",
+            "--db",
+            str(path),
+            "--table",
+            "t",
+            "--id-column",
+            "id",
+            "--method",
+            method,
+            "--projection",
+            name,
+            *([] if "--k" in extra else ["--k", str(k)]),
+            *extra,
+            "--into",
+            "o",
+            "--replace",
+            "--no-progress",
+        ]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"  {method:10s} {' '.join(extra):18s} FAILED: {done.stderr.strip().splitlines()[-2:]}")
@@ -917,7 +963,43 @@ def search_exact(n: int = 1_000_000, queries: int = 40) -> None:
         print(f"  {label:<38} {t:8.2f} s  {t / queries:.3f} s per query")
 
 
+def pg_bands(n: int = 1_000_000) -> None:
+    """PostgreSQL: an index's band rows (16 bands of 16 bits over 4 signature words) from ``n`` random
+    signatures, as 16 ``UNION ALL`` selects against one select of two ``UNNEST`` in lockstep (what
+    ``sqlrp.search.band_rows`` writes where ``select_unnest``), then the B-tree on ``(band, key)``."""
+    from pgserver import TempPostgres
+    from sqlglot import exp
+
+    from sqlrp.dialects import get_dialect
+    from sqlrp.search import band_rows
+
+    server = TempPostgres()
+    db = sqlrp.connect(server.start())
+    try:
+        word = "(random() * 9e18 - 4.5e18)::bigint"
+        db.execute(
+            f"CREATE TABLE sig AS SELECT g AS id, {word} AS w0, {word} AS w1, {word} AS w2, {word} AS w3 "
+            f"FROM generate_series(1, {n}) AS g"
+        )
+        db.execute("ANALYZE sig")
+        stored = exp.select(exp.Star()).from_("sig")
+        for label, dialect in (("16 x UNION ALL", None), ("two UNNEST in lockstep", "postgres")):
+            sql = get_dialect("postgres").render(band_rows(stored, "id", 4, 16, dialect=dialect))
+            t = seconds(lambda sql=sql, label=label: db.execute(f'CREATE TABLE "{label}" AS {sql}'))
+            print(f"  {label:<24} {t:7.2f} s for {16 * n:,} band rows")
+        same = db.fetchall(
+            'SELECT count(*) FROM (SELECT * FROM "16 x UNION ALL" EXCEPT SELECT * FROM "two UNNEST in lockstep") x'
+        )
+        print(f"  rows in one and not the other: {same[0][0]}")
+        t = seconds(lambda: db.execute('CREATE INDEX ON "two UNNEST in lockstep" (band, key)'))
+        print(f"  B-tree on (band, key)    {t:7.2f} s")
+    finally:
+        db.close()
+        server.stop()
+
+
 PROBES = {
+    "pg-bands": pg_bands,
     "search-exact": search_exact,
     "pg-copy": pg_copy,
     "pg-read": pg_read,

@@ -336,7 +336,7 @@ def build_index(
             )
             new = exp.select(exp.Star()).from_(staging.copy())
             db.execute(dialect.render(exp.insert(new, sig_table.copy())))
-            db.execute(dialect.render(exp.insert(band_rows(new, ID, words, r), band_table.copy())))
+            db.execute(dialect.render(exp.insert(band_rows(new, ID, words, r, dialect=dialect), band_table.copy())))
             db.execute(dialect.render(exp.Drop(tables=[staging], kind="TABLE")))
             return load_index(db, name)
         if existing is not None or replace:
@@ -346,7 +346,11 @@ def build_index(
         db.execute(dialect.render(exp.Create(this=sig_table.copy(), kind="TABLE", expression=signature_rows(source))))
         stored = exp.select(exp.Star()).from_(sig_table.copy())
         db.execute(
-            dialect.render(exp.Create(this=band_table.copy(), kind="TABLE", expression=band_rows(stored, ID, words, r)))
+            dialect.render(
+                exp.Create(
+                    this=band_table.copy(), kind="TABLE", expression=band_rows(stored, ID, words, r, dialect=dialect)
+                )
+            )
         )
         for statement in dialect.lookup_indexes(sig_table, [ID], band_table, [BAND, KEY]):
             db.execute(statement)

@@ -89,19 +89,34 @@ def check_search(top: int, candidates: int, metric: str, rerank: str) -> None:
         raise InvalidParameter(f"rerank must be 'original' or 'vectors', got {rerank!r}")
 
 
-def band_rows(select: exp.Select, id_name: str, words: int, r: int, id_alias: str = ID) -> exp.Expression:
-    """``(band, key, id)`` rows of the signatures ``select`` (columns ``id_name, w0 ..``): one
-    ``SELECT`` per band, joined by ``UNION ALL``."""
+def band_rows(
+    select: exp.Select, id_name: str, words: int, r: int, id_alias: str = ID, dialect: str | None = None
+) -> exp.Expression:
+    """``(band, key, id)`` rows of the signatures ``select`` (columns ``id_name, w0 ..``).  Where two
+    ``UNNEST`` in one select list run in lockstep (``dialect.select_unnest``: DuckDB, PostgreSQL) one
+    scan unnests the array of band numbers beside the array of keys; elsewhere one ``SELECT`` per
+    band, joined by ``UNION ALL``.  PostgreSQL, 1,000,000 signatures -> 16,000,000 rows: 11.5 s
+    unnested, 40.2 s as 16 unions (``PYTHONPATH=.:tests python bench/probes.py pg-bands``)."""
     count = words * WORD_BITS // r
+    smallint = exp.DataType.build("SMALLINT")
+    source = select.copy().subquery("_s", copy=False)
+    if dialect is not None and get_dialect(dialect).select_unnest:
+        bands = exp.Array(expressions=[exp.cast(exp.Literal.number(b), smallint) for b in range(count)])
+        keys = exp.Array(expressions=[band_key([col(f"{WORD}{w}") for w in range(words)], b, r) for b in range(count)])
+        return exp.select(
+            exp.alias_(exp.Unnest(expressions=[bands]), BAND, quoted=True),
+            exp.alias_(exp.Unnest(expressions=[keys]), KEY, quoted=True),
+            exp.alias_(col(id_name), id_alias, quoted=True),
+        ).from_(source)
     parts = []
     for band in range(count):
         key = band_key([col(f"{WORD}{w}") for w in range(words)], band, r)
         parts.append(
             exp.select(
-                exp.alias_(exp.cast(exp.Literal.number(band), exp.DataType.build("SMALLINT")), BAND, quoted=True),
+                exp.alias_(exp.cast(exp.Literal.number(band), smallint), BAND, quoted=True),
                 exp.alias_(key, KEY, quoted=True),
                 exp.alias_(col(id_name), id_alias, quoted=True),
-            ).from_(select.copy().subquery("_s", copy=False))
+            ).from_(source.copy())
         )
     return balanced(parts, exp.Union) if len(parts) > 1 else parts[0]
 
