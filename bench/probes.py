@@ -582,10 +582,8 @@ def worth(rows: int = 189) -> None:
         start = time.perf_counter()
         plan = best_pairs(lin)
         spent = time.perf_counter() - start
-        print(
-            f"  {method:10s} d={d:4d} k={k:3d} {params}  {expected:5.1f}  {spent:6.2f} s  "
-            f"{pairs_cost(plan) / inline_cost(lin):.3f}"
-        )
+        print(f"  {method:10s} d={d:4d} k={k:3d} {params}  {expected:5.1f}  {spent:6.2f} s  "
+              f"{pairs_cost(plan) / inline_cost(lin):.3f}")
     db = sqlrp.connect(threads=2)
     features = ", ".join(f"random() AS f{i}" for i in range(500))
     db.execute(f"CREATE TABLE t AS SELECT range AS id, {features} FROM range({rows})")
@@ -597,10 +595,8 @@ def worth(rows: int = 189) -> None:
         terms = proj.linear.nnz
         explain = best(lambda q=sql: db.fetchall("EXPLAIN " + q), runs=2)
         run = best(lambda q=sql: db.fetchall(q), runs=2)
-        print(
-            f"  {method:10s} {params}  {terms:7,d} terms  EXPLAIN {explain:5.2f} s ({explain / terms * 1e6:4.1f} us)"
-            f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)"
-        )
+        print(f"  {method:10s} {params}  {terms:7,d} terms  EXPLAIN {explain:5.2f} s ({explain / terms * 1e6:4.1f} us)"
+              f"  run {run:5.2f} s ({run / terms * 1e6:4.1f} us)")
 
 
 def small(d: int = 500, k: int = 160) -> None:
@@ -626,10 +622,8 @@ def small(d: int = 500, k: int = 160) -> None:
                 spent[strategy] = best(
                     lambda st=strategy, p=proj, b=db: api.project(b, "t", "id", p, strategy=st), runs=2
                 )
-            print(
-                f"  rows {rows:5d} {method:10s} {proj.linear.nnz:7,d} terms  inline {spent['inline']:6.2f}"
-                f"  lookup {spent['lookup']:6.2f}"
-            )
+            print(f"  rows {rows:5d} {method:10s} {proj.linear.nnz:7,d} terms  inline {spent['inline']:6.2f}"
+                  f"  lookup {spent['lookup']:6.2f}")
         db.close()
     folder = Path(tempfile.mkdtemp())
     path = folder / "small.duckdb"
@@ -640,25 +634,8 @@ def small(d: int = 500, k: int = 160) -> None:
     base = None
     methods = (("linear", []), ("pk-rp", ["--method", "pk-rp"]), ("p-rp m=10", ["--method", "p-rp", "--m", "10"]))
     for label, extra in methods:
-        command = [
-            sys.executable,
-            "-m",
-            "sqlrp",
-            "project",
-            "--db",
-            str(path),
-            "--table",
-            "t",
-            "--id-column",
-            "id",
-            "--k",
-            str(k),
-            "--into",
-            "o",
-            "--replace",
-            "--no-progress",
-            *extra,
-        ]
+        command = [sys.executable, "-m", "sqlrp", "project", "--db", str(path), "--table", "t", "--id-column", "id",
+                   "--k", str(k), "--into", "o", "--replace", "--no-progress", *extra]
         spent = best(lambda c=command: subprocess.run(c, check=True, capture_output=True), runs=2)
         base = base or spent
         print(f"  {label:10s} {spent:5.2f} s  {spent / base:4.1f}x linear")
@@ -697,31 +674,9 @@ def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
     ]
     for method, extra in cases:
         name = f"{method}{''.join(extra)}".replace("-", "_")
-        command = [
-            "/usr/bin/time",
-            "-f",
-            "%e %M",
-            sys.executable,
-            "-m",
-            "sqlrp",
-            "project",
-            "--db",
-            str(path),
-            "--table",
-            "t",
-            "--id-column",
-            "id",
-            "--method",
-            method,
-            "--projection",
-            name,
-            *([] if "--k" in extra else ["--k", str(k)]),
-            *extra,
-            "--into",
-            "o",
-            "--replace",
-            "--no-progress",
-        ]
+        command = ["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "sqlrp", "project", "--db", str(path),
+                   "--table", "t", "--id-column", "id", "--method", method, "--projection", name,
+                   *([] if "--k" in extra else ["--k", str(k)]), *extra, "--into", "o", "--replace", "--no-progress"]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"  {method:10s} {' '.join(extra):18s} FAILED: {done.stderr.strip().splitlines()[-2:]}")

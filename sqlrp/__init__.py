@@ -22,6 +22,7 @@ from .api import (
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
 from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
+from .evaluation.search import evaluate_search
 from .index import build_index, drop_index, list_indexes, load_index, search
 from .ir import Combiner, LinearStage, Projection
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
@@ -51,6 +52,7 @@ __all__ = [
     "drop_index",
     "drop_projection",
     "evaluate",
+    "evaluate_search",
     "expected_distortion",
     "johnson_lindenstrauss_min_dim",
     "list_indexes",

@@ -278,49 +278,10 @@ def test_cli_index_search_evaluate_and_drop(tmp_path, capsys):
     db.write_dataframe("qs", frame(clustered(8, 19), "qid"))
     db.close()
     assert main(["index", "--db", url, "--table", "pts", "--id-column", "id", "--name", "idx", "--bits", "128"]) == 0
-    assert (
-        main(
-            [
-                "search",
-                "--db",
-                url,
-                "--index",
-                "idx",
-                "--query-table",
-                "qs",
-                "--query-id-column",
-                "qid",
-                "--top",
-                "3",
-                "--candidates",
-                "50",
-                "--into",
-                "hits",
-            ]
-        )
-        == 0
-    )
+    search = ["search", "--db", url, "--index", "idx", "--query-table", "qs", "--query-id-column", "qid"]
+    assert main([*search, "--top", "3", "--candidates", "50", "--into", "hits"]) == 0
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "search",
-                "--db",
-                url,
-                "--index",
-                "idx",
-                "--query-table",
-                "qs",
-                "--query-id-column",
-                "qid",
-                "--top",
-                "3",
-                "--candidates",
-                "50",
-            ]
-        )
-        == 0
-    )
+    assert main([*search, "--top", "3", "--candidates", "50"]) == 0
     printed = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     db = sqlrp.connect(url)
     stored = db.query_df('SELECT * FROM "hits" ORDER BY "query_id", "rank"')
@@ -334,12 +295,9 @@ def test_cli_index_search_evaluate_and_drop(tmp_path, capsys):
     assert "Recall@5" in text and (out / "recall_vs_candidates.png").stat().st_size > 1000
     sweep = pd.read_csv(out / "search_metrics.csv")
     assert sweep["candidates"].is_monotonic_increasing and sweep["recall_at_5"].iloc[-1] == 1.0
-    assert main(["search", "--db", url, "--index", "nope", "--query-table", "qs", "--query-id-column", "qid"]) != 0
+    assert main([*search[:4], "nope", *search[5:]]) != 0
     assert "no index named 'nope'" in capsys.readouterr().err
-    assert (
-        main(["search", "--db", url, "--index", "idx", "--query-table", "qs", "--query-id-column", "qid", "--top", "0"])
-        == 2
-    )
+    assert main([*search, "--top", "0"]) == 2
     assert main(["indexes", "list", "--db", url]) == 0 and "idx" in capsys.readouterr().out
     assert main(["indexes", "drop", "idx", "--db", url]) == 0
     db = sqlrp.connect(url)
