@@ -95,8 +95,8 @@ def band_rows(
     """``(band, key, id)`` rows of the signatures ``select`` (columns ``id_name, w0 ..``).  Where two
     ``UNNEST`` in one select list run in lockstep (``dialect.select_unnest``: DuckDB, PostgreSQL) one
     scan unnests the array of band numbers beside the array of keys; elsewhere one ``SELECT`` per
-    band, joined by ``UNION ALL``.  PostgreSQL, 1,000,000 signatures -> 16,000,000 rows: 11.5 s
-    unnested, 40.2 s as 16 unions (``PYTHONPATH=.:tests python bench/probes.py pg-bands``)."""
+    band, joined by ``UNION ALL``.  PostgreSQL, 1,000,000 signatures -> 16,000,000 rows: 16.1 s
+    unnested, 41.8 s as 16 unions (``PYTHONPATH=.:tests python bench/probes.py pg-bands``)."""
     count = words * WORD_BITS // r
     smallint = exp.DataType.build("SMALLINT")
     source = select.copy().subquery("_s", copy=False)
