@@ -8,8 +8,8 @@ are kept: ``<name>`` holds ``(id, w0 .. [, v0 ..])`` -- the signature words of e
 ``vectors=True``, the projected vectors -- and ``<name>__bands`` the ``(band, key, id)`` rows that
 the search joins on (:mod:`sqlrp.search`).  ``sqlrp_index`` records how they were made.  By default
 the bits are centred: bit ``j`` is ``y_j(x) > y_j(mean)``, i.e. the sign of the projection of
-``x - mean`` (random hyperplanes through the data's centre: on non-negative data, pixels or counts,
-hyperplanes through the origin leave most bits equal for every row).
+``x - mean`` (random hyperplanes through the data's centre rather than the origin; ``center=False``
+keeps SimHash's hyperplanes through the origin, the angular setting).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from sqlglot import exp
 
 from .backends import Backend
-from .compiler import Source, col, ident
+from .compiler import Source, col, ident, table_ref
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from .ir import Projection
@@ -120,7 +120,7 @@ def _unique_ids(db: Backend, source: Source, what: str) -> int:
     dialect = get_dialect(db.dialect)
     key = col(source.id_column)
     query = exp.select(exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[key]))).from_(
-        output_table(source, source.table)
+        table_ref(source)
     )
     rows, distinct = db.fetchall(dialect.render(query))[0]
     if rows == 0:
@@ -133,10 +133,6 @@ def _unique_ids(db: Backend, source: Source, what: str) -> int:
     return int(rows)
 
 
-def _ensure_registry(db: Backend) -> Registry:
-    return Registry(db)
-
-
 def _row(db: Backend, name: str) -> tuple | None:
     rows = db.fetchall(
         f"SELECT projection, source, bits, band_bits, means, vectors FROM {INDEX_TABLE} WHERE name = ?", [name]
@@ -146,7 +142,7 @@ def _row(db: Backend, name: str) -> tuple | None:
 
 def load_index(db: Backend, name: str) -> Index:
     """The stored index ``name`` (:class:`IndexNotFound` if there is none)."""
-    registry = _ensure_registry(db)
+    registry = Registry(db)
     refuse_nul(name, "index name")
     row = _row(db, name)
     if row is None:
@@ -172,7 +168,7 @@ def load_index(db: Backend, name: str) -> Index:
 
 def list_indexes(db: Backend) -> pd.DataFrame:
     """One row per stored index: name, projection, table, bits, band bits, centred, vectors."""
-    _ensure_registry(db)
+    Registry(db)  # its tables, sqlrp_index included, exist from here on
     rows = db.fetchall(
         f"SELECT name, projection, source, bits, band_bits, means, vectors FROM {INDEX_TABLE} ORDER BY name"
     )
@@ -230,7 +226,7 @@ def build_index(
     if incremental and replace:
         raise InvalidParameter("incremental adds to an index and replace rebuilds it: choose one")
     dialect = _check_engine(db)
-    registry = _ensure_registry(db)
+    registry = Registry(db)
     existing = _row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
         raise ProjectionExists(
@@ -429,7 +425,12 @@ def search(
             frame = db.query_df(sql)
         _warn_short(frame, top, db, queries)
         return frame
-    _check_name(dialect, into, queries)
+    if not into:
+        raise InvalidParameter("into must name a table (an empty name writes nothing)")
+    dialect.check_table_name(into)
+    dialect.check_identifier(into, "output table name")
+    if dialect.fold(into).casefold() in REGISTRY_TABLES or dialect.same_identifier(into, queries.table):
+        raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
     target = output_table(queries, into)
     with db.transaction():
         exists = db.table_exists(into, queries.schema)
@@ -476,9 +477,7 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     with contextlib.suppress(Exception):
         total = int(
             db.fetchall(
-                get_dialect(db.dialect).render(
-                    exp.select(exp.Count(this=exp.Star())).from_(output_table(queries, queries.table))
-                )
+                get_dialect(db.dialect).render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries)))
             )[0][0]
         )
         short += total - len(counts)

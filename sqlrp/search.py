@@ -42,6 +42,7 @@ from .signatures import (
     check_band_bits,
     check_bits,
     hamming,
+    hamming_expression,
     signature_select,
     signatures,
 )
@@ -182,9 +183,7 @@ def search_select(
             on=exp.and_(col(BAND, "b").eq(col(BAND, "qb")), col(KEY, "b").eq(col(KEY, "qb"))),
         )
     )
-    hamming_d = balanced(
-        [engine.hamming_word(col(f"{WORD}{w}", "q"), col(f"{WORD}{w}", "s")) for w in range(words)], exp.Add
-    )
+    hamming_d = hamming_expression(words, "q", "s", engine, WORD)
     ham = (
         exp.select(col("_qid", "c"), col("_id", "c"), exp.alias_(hamming_d, "_h", quoted=True))
         .from_(exp.Table(this=exp.to_identifier(CAND_CTE), alias=exp.TableAlias(this=exp.to_identifier("c"))))

@@ -23,8 +23,9 @@ class DuckDBDialect(SqlrpDialect):
     select_unnest = True
     float32 = True  # FLOAT is FLOAT4 (https://duckdb.org/docs/stable/sql/data_types/numeric)
     # min_by(arg, val, n) returns the n args of smallest val as a list, in order
-    # (https://duckdb.org/docs/stable/sql/functions/aggregates); 1,000 x 1M pairs: about 5x faster
-    # than row_number() over every pair (bench/search.py runs the brute force)
+    # (https://duckdb.org/docs/stable/sql/functions/aggregates): exact k-NN keeps K rows per query
+    # rather than numbering every pair; 40 queries x 1M rows: 0.523 s per query, within 1.2x of the
+    # fastest hand-written form (PYTHONPATH=. python bench/probes.py search-exact)
     min_by_n = True
     # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench/probes.py small)
     wide_as_long = True

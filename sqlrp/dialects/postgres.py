@@ -75,8 +75,8 @@ class PostgresDialect(SqlrpDialect):
     def lookup_indexes(
         self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
     ) -> list[str]:
-        # a query's few (band, key) pairs are index probes, and its candidates' signatures are fetched
-        # by id, instead of hashing whole tables; ANALYZE so that the planner knows their sizes
+        # B-trees for a query's few (band, key) probes and its candidates' signatures by id; ANALYZE
+        # so that the planner knows the new tables' sizes
         def index(table: exp.Table, columns: list[str]) -> str:
             names = ", ".join(self.render(exp.to_identifier(c, quoted=True)) for c in columns)
             return f"CREATE INDEX ON {self.render(table)} ({names})"

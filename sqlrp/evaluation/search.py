@@ -23,7 +23,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend
-from ..compiler import col
+from ..compiler import col, table_ref
 from ..dialects import get_dialect
 from ..errors import InvalidParameter, need
 from ..lazy import pd
@@ -91,9 +91,7 @@ def evaluate_search(
     idx = load_index(db, index)
     src = idx.source
     dialect = get_dialect(db.dialect)
-    ids = [
-        r[0] for r in db.fetchall(dialect.render(exp.select(col(src.id_column)).from_(output_table(src, src.table))))
-    ]
+    ids = [r[0] for r in db.fetchall(dialect.render(exp.select(col(src.id_column)).from_(table_ref(src))))]
     if len(ids) < 2:
         raise InvalidParameter(f"the indexed table {src.table!r} has {len(ids)} rows: too few to evaluate a search")
     top = min(top, len(ids) - 1)
@@ -101,7 +99,7 @@ def evaluate_search(
     picked = [ids[i] for i in sorted(rng.choice(len(ids), size=min(queries, len(ids)), replace=False))]
     sample = f"_sqlrp_eval_{uuid.uuid4().hex[:12]}"
     target = output_table(src, sample)
-    rows = exp.select(exp.Star()).from_(output_table(src, src.table))
+    rows = exp.select(exp.Star()).from_(table_ref(src))
     rows = rows.where(exp.In(this=col(src.id_column), expressions=[exp.convert(v) for v in picked]))
     sweep = candidates or default_candidates(top + 1, len(ids))
     try:
