@@ -1,23 +1,22 @@
-"""Similarity search as SQL: LSH bands, Hamming candidates, exact re-ranking (issue 15).
+"""Similarity search as SQL: inverted lists, RaBitQ code estimates, an exact re-rank (issue 23).
 
-A stored index (:mod:`sqlrp.index`) holds, for every row of a table, its sign signature (``bits``
-bits in BIGINT words, :mod:`sqlrp.signatures`) and the signature cut into ``bits / r`` bands of ``r``
-bits, one ``(band, key, id)`` row each.  A batch of queries is answered in one statement:
+An index (:mod:`sqlrp.index`) is three tables: ``<name>__tops`` and ``<name>__lists`` (the two-level
+centroids, and each list's rotated centroid) and ``<name>`` (every row's list, code words and the
+estimator's constants; :mod:`sqlrp.ivf` has the mathematics).  A batch of queries is one ``SELECT``:
 
-1. ``q``: the queries' signatures, through the same projection and thresholds as the index;
-2. ``cand``: every indexed row that shares at least one band with a query, an equality join on
-   ``(band, key)`` -- classic banded LSH (``../shared/seeds/004_501365892903997c.txt`` Section 5.2;
-   Charikar's SimHash): a row at angle ``theta`` from the query agrees on a bit with probability
-   ``1 - theta / pi`` and becomes a candidate with probability ``1 - (1 - (1 - theta/pi)^r)^(bits/r)``;
-   the table is never scanned row by row against each query;
-3. ``top``: the ``candidates`` best of those by Hamming distance ``sum_w popcount(q_w XOR s_w)``
-   (ties by id);
-4. re-ranked exactly: Euclidean ``sqrt(sum_i (q_i - x_i)^2)`` or angular (cosine distance)
-   ``1 - q.x / (|q| |x|)`` on the original features, or on the stored projected vectors; the ``top``
-   nearest by ``(distance, id)`` are returned as ``(query_id, id, rank, distance)``.
+1. ``probe``: each query's ``probes`` nearest lists (distances to every list's centroid);
+2. ``planes``: the query's rotated residual from each probed list, quantised to 4 bit planes;
+3. ``estimate``: every row of the probed lists, its estimated squared distance from popcounts of its
+   code AND the planes (:func:`sqlrp.ivf.estimates`);
+4. ``top``: the ``candidates`` best estimates per query (ties by id);
+5. re-ranked exactly on the table's own rows *as they are now* (a row deleted since the build is
+   never returned): Euclidean ``sqrt(sum_i (q_i - x_i)^2)``, or for ``angular`` indexes
+   ``|q/|q| - x/|x||^2 / 2 = 1 - cos(q, x)``; the ``top`` nearest by ``(distance, id)`` come back as
+   ``(query_id, id, rank, distance)``.
 
-:func:`reference_search` is the NumPy oracle of every step; the tests require the same candidates
-and the same ranks.
+Recall rises with ``candidates`` (the re-ranked share of the probed rows) up to the probed lists'
+ceiling, and with ``probes``.  :func:`reference_search` is the NumPy oracle of every step: integer
+data gives the same lists, codes, candidates and ranks, bit for bit.
 """
 
 from __future__ import annotations
@@ -28,238 +27,153 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
-from .compiler import Source, col, dense_source
+from .compiler import Source, col, dense_source, number
 from .compiler.nodes import balanced
-from .dialects import get_dialect
+from .dialects import SqlrpDialect
 from .errors import InvalidParameter
-from .ir import Projection
+from .ivf import QUERY_BITS, WORD_BITS, Lists, assign, estimates, query_planes, reference_codes
 from .lazy import pd
-from .reference import transform
-from .signatures import (
-    WORD_BITS,
-    band_key,
-    band_keys,
-    check_band_bits,
-    check_bits,
-    hamming,
-    hamming_expression,
-    signature_select,
-    signatures,
-)
+from .rotation import rotate, rotate_select
 
 METRICS = ("euclidean", "angular")
 #: output columns of a search, in order
 RESULT_COLUMNS = ("query_id", "id", "rank", "distance")
 #: the index tables' own column names (sqlrp's tables: fixed names, never the user's)
-ID, BAND, KEY, WORD, VECTOR = "id", "band", "key", "w", "v"
-#: the search's common table expressions: names no user table is likely to have (a CTE hides a table)
-Q_CTE, QB_CTE, CAND_CTE = "_sqlrp_queries", "_sqlrp_query_bands", "_sqlrp_candidates"
+ID, LIST, PARENT, TOP, WORD, CENTRE, ROTATED = "id", "list", "parent", "top", "w", "c", "t"
+G, ONES, NX, HASH = "g", "ones", "nx", "h"
+INT = exp.DataType.build("INT")
+BIGINT = exp.DataType.build("BIGINT")
+DOUBLE = exp.DataType.build("DOUBLE")
 
 
 @dataclass(frozen=True)
 class IndexLayout:
     """What a search needs to know of a stored index (:class:`sqlrp.index.Index` holds one)."""
 
-    projection: Projection
-    source: Source  #: the indexed table, for re-ranking on its original features
-    signatures: exp.Table  #: ``(id, w0 .. w{bits/64 - 1} [, v0 .. v{bits - 1}])``
-    bands: exp.Table  #: ``(band, key, id)``
-    band_bits: int
-    thresholds: tuple[float, ...] | None = None
-    vectors: bool = False  #: the signatures table also holds the projected vectors ``v0 ..``
+    d: int
+    source: Source  #: the indexed table, re-ranked on its own rows
+    rows: exp.Table  #: ``(id, list, w0 .., g, ones, nx, h)``
+    lists: exp.Table  #: ``(list, parent, c0 .. c{d-1}, t0 .. t{D-1})``
+    tops: exp.Table  #: ``(top, c0 .. c{d-1})``
+    signs: np.ndarray  #: the rotation's signs (rounds x D)
+    metric: str = "euclidean"
+
+    @property
+    def size(self) -> int:
+        return int(self.signs.shape[1])
 
     @property
     def words(self) -> int:
-        return check_bits(self.projection.k)
-
-    @property
-    def band_count(self) -> int:
-        return check_band_bits(self.band_bits, self.projection.k)
+        return self.size // WORD_BITS
 
 
-def check_search(top: int, candidates: int, metric: str, rerank: str) -> None:
+def check_search(top: int, candidates: int, probes: int | None, metric: str) -> None:
     """Refuse nonsense parameters before any SQL is written."""
-    for name, value in (("top", top), ("candidates", candidates)):
+    for name, value in (("top", top), ("candidates", candidates), ("probes", probes)):
+        if name == "probes" and value is None:
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise InvalidParameter(f"{name} must be a positive integer, got {value!r}")
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
         raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if rerank not in ("original", "vectors"):
-        raise InvalidParameter(f"rerank must be 'original' or 'vectors', got {rerank!r}")
 
 
-def band_rows(
-    select: exp.Select, id_name: str, words: int, r: int, id_alias: str = ID, dialect: str | None = None
-) -> exp.Expression:
-    """``(band, key, id)`` rows of the signatures ``select`` (columns ``id_name, w0 ..``).  Where two
-    ``UNNEST`` in one select list run in lockstep (``dialect.select_unnest``: DuckDB, PostgreSQL) one
-    scan unnests the array of band numbers beside the array of keys; elsewhere one ``SELECT`` per
-    band, joined by ``UNION ALL``.  PostgreSQL, 1,000,000 signatures -> 16,000,000 rows: 16.1 s
-    unnested, 41.8 s as 16 unions (``PYTHONPATH=.:tests python bench/probes.py pg-bands``)."""
-    count = words * WORD_BITS // r
-    smallint = exp.DataType.build("SMALLINT")
-    source = select.copy().subquery("_s", copy=False)
-    if dialect is not None and get_dialect(dialect).select_unnest:
-        bands = exp.Array(expressions=[exp.cast(exp.Literal.number(b), smallint) for b in range(count)])
-        keys = exp.Array(expressions=[band_key([col(f"{WORD}{w}") for w in range(words)], b, r) for b in range(count)])
-        return exp.select(
-            exp.alias_(exp.Unnest(expressions=[bands]), BAND, quoted=True),
-            exp.alias_(exp.Unnest(expressions=[keys]), KEY, quoted=True),
-            exp.alias_(col(id_name), id_alias, quoted=True),
-        ).from_(source)
-    parts = []
-    for band in range(count):
-        key = band_key([col(f"{WORD}{w}") for w in range(words)], band, r)
-        parts.append(
-            exp.select(
-                exp.alias_(exp.cast(exp.Literal.number(band), smallint), BAND, quoted=True),
-                exp.alias_(key, KEY, quoted=True),
-                exp.alias_(col(id_name), id_alias, quoted=True),
-            ).from_(source.copy())
-        )
-    return balanced(parts, exp.Union) if len(parts) > 1 else parts[0]
+# ----------------------------------------------------------------------------------------------
+# building blocks
 
 
-def _distance(metric: str, left: list[exp.Expression], right: list[exp.Expression]) -> exp.Expression:
-    pairs = list(zip(left, right, strict=True))
-    if metric == "euclidean":
-        squares = [exp.Mul(this=exp.paren(a - b), expression=exp.paren(a.copy() - b.copy())) for a, b in pairs]
-        return exp.Sqrt(this=balanced(squares, exp.Add))
-    dots = balanced([exp.Mul(this=a.copy(), expression=b.copy()) for a, b in pairs], exp.Add)
-    qq = balanced([exp.Mul(this=a.copy(), expression=a.copy()) for a in left], exp.Add)
-    xx = balanced([exp.Mul(this=b.copy(), expression=b.copy()) for b in right], exp.Add)
-    product = exp.Mul(this=exp.paren(qq), expression=exp.paren(xx))
-    norms = exp.Nullif(this=exp.Sqrt(this=product), expression=exp.Literal.number(0))
-    return exp.Literal.number(1) - exp.Div(this=dots, expression=norms)
+def _from(select: exp.Select | exp.Table, alias: str) -> exp.Expression:
+    if isinstance(select, exp.Table):
+        return select.copy().as_(alias)
+    return select.subquery(alias, copy=False)
 
 
-def _ranked(select: exp.Select, by: str, limit: int, alias: str, order: Sequence[str]) -> exp.Select:
-    """The rows of ``select`` numbered by ``row_number() OVER (PARTITION BY by ORDER BY order...)`` as
-    ``alias``, kept where that is at most ``limit`` (sub-queries: not every engine has ``QUALIFY``)."""
+def _cte(name: str, alias: str | None = None) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True), alias=exp.TableAlias(this=exp.to_identifier(alias)) if alias else None)
+
+
+def _xs(d: int, table: str | None = None, prefix: str = "_x") -> list[exp.Expression]:
+    return [col(f"{prefix}{i}", table) for i in range(d)]
+
+
+def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Expression]) -> exp.Expression:
+    """``sum_i (a_i - b_i) * (a_i - b_i)`` as a balanced sum (the NumPy reference sums the same squares)."""
+    squares = [
+        exp.Mul(this=exp.paren(exp.Sub(this=a, expression=b)), expression=exp.paren(exp.Sub(this=a.copy(), expression=b.copy())))
+        for a, b in zip(left, right, strict=True)
+    ]
+    return balanced(squares, exp.Add)
+
+
+def feature_rows(source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean") -> exp.Select:
+    """``SELECT _id, _x0 .. _x{d-1}``: the source's rows as the index sees them (the only place a
+    user's column names are read: everything above refers to these aliases, which a user's column
+    cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero)."""
+    rows = dense_source(d, source, dialect)
+    if metric != "angular":
+        return rows
+    norm = exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in _xs(d)], exp.Add))
+    safe = exp.Case(ifs=[exp.If(this=exp.paren(norm).eq(0), true=number(1.0))], default=norm.copy())
+    inner = exp.select(col("_id"), *_xs(d), exp.alias_(safe, "_n", quoted=True)).from_(rows.subquery("_raw", copy=False))
+    return exp.select(
+        col("_id"), *[exp.alias_(exp.Div(this=x, expression=col("_n")), f"_x{i}", quoted=True) for i, x in enumerate(_xs(d))]
+    ).from_(inner.subquery("_norm", copy=False))
+
+
+def _with_vector(select: exp.Select, d: int, dialect: SqlrpDialect, prefix: str = "_x") -> exp.Select:
+    """``select`` with ``_vec``, its features as the engine's native vector, where it has one."""
+    vector = dialect.vector(_xs(d, prefix=prefix))
+    if vector is None:
+        return select
+    return exp.select(exp.Star(), exp.alias_(vector, "_vec", quoted=True)).from_(select.subquery("_v", copy=False))
+
+
+def _distance_key(d: int, dialect: SqlrpDialect, left: str, right: str, right_prefix: str) -> exp.Expression:
+    """A value that orders pairs by Euclidean distance: the native vector distance where the engine
+    has one (both sides carry ``_vec``), else the squared distance over the columns."""
+    if dialect.vector(_xs(1)) is not None:
+        return dialect.vector_distance(col("_vec", left), col("_vec", right))
+    return squared_distance(_xs(d, left), _xs(d, right, right_prefix))
+
+
+def _centroids(table: exp.Table, key: str, d: int, dialect: SqlrpDialect, extra: Sequence[str] = ()) -> exp.Select:
+    select = exp.select(col(key), *[col(c) for c in extra], *_xs(d, prefix=CENTRE)).from_(table.copy())
+    return _with_vector(select, d, dialect, CENTRE)
+
+
+def _best(
+    pairs: exp.Select, by: str, key: str, order: str, count: int, dialect: SqlrpDialect, alias: str
+) -> exp.Select:
+    """``(by, alias)``: for each ``by``, the ``count`` rows of ``pairs`` with the smallest ``(order,
+    key)`` -- DuckDB's ``min_by(key, (order, key), count)`` unnested, elsewhere ``row_number()``."""
+    if dialect.min_by_n:
+        tie = exp.Tuple(expressions=[col(order), col(key)])
+        if count == 1:
+            best = exp.Anonymous(this="min_by", expressions=[col(key), tie])
+        else:
+            best = exp.Unnest(expressions=[exp.Anonymous(this="min_by", expressions=[col(key), tie, exp.Literal.number(count)])])
+        return exp.select(col(by), exp.alias_(best, alias, quoted=True)).from_(pairs.subquery("_pairs", copy=False)).group_by(col(by))
     window = exp.Window(
         this=exp.RowNumber(),
         partition_by=[col(by)],
-        order=exp.Order(expressions=[exp.Ordered(this=col(c), nulls_first=False) for c in order]),
+        order=exp.Order(expressions=[exp.Ordered(this=col(order), nulls_first=False), exp.Ordered(this=col(key))]),
     )
-    ranked = exp.select(exp.Star(), exp.alias_(window, alias, quoted=True)).from_(select.subquery("_in", copy=False))
-    return exp.select(exp.Star()).from_(ranked.subquery("_ranked", copy=False)).where(col(alias) <= limit)
+    ranked = exp.select(col(by), exp.alias_(col(key), alias, quoted=True), exp.alias_(window, "_rk", quoted=True))
+    ranked = ranked.from_(pairs.subquery("_pairs", copy=False))
+    return exp.select(col(by), col(alias)).from_(ranked.subquery("_ranked", copy=False)).where(col("_rk") <= count)
 
 
-def search_select(
-    index: IndexLayout,
-    queries: Source,
-    dialect: str,
-    top: int = 10,
-    candidates: int = 1000,
-    metric: str = "euclidean",
-    rerank: str = "original",
-    matrix: str = "values",
-) -> exp.Select:
-    """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and rank.
-    ``queries`` must hold the same features as the index's table (its own id column)."""
-    check_search(top, candidates, metric, rerank)
-    engine = get_dialect(dialect)
-    proj, words = index.projection, index.words
-    keep = "_v" if rerank == "vectors" else None
-    if rerank == "vectors" and not index.vectors:
-        raise InvalidParameter("this index holds no projected vectors: build it with vectors=True (--vectors)")
-    sig = signature_select(proj, queries, engine, WORD, index.thresholds, keep=keep, matrix=matrix)
-    q = exp.select(
-        exp.alias_(col(queries.id_column), "_qid", quoted=True),
-        *[col(f"{WORD}{w}") for w in range(words)],
-        *([col(f"_v{j}") for j in range(proj.k)] if keep else []),
-    ).from_(sig.subquery("_q", copy=False))
-    qb = band_rows(
-        exp.select(exp.Star()).from_(exp.Table(this=exp.to_identifier(Q_CTE))), "_qid", words, index.band_bits, "_qid"
+def _ranked(pairs: exp.Select, count: int) -> exp.Select:
+    """``(_qid, _id, _d, _rank)``: the ``count`` smallest ``(_d, _id)`` per ``_qid``, numbered."""
+    window = exp.Window(
+        this=exp.RowNumber(),
+        partition_by=[col("_qid")],
+        order=exp.Order(expressions=[exp.Ordered(this=col("_d"), nulls_first=False), exp.Ordered(this=col("_id"))]),
     )
-    cand = (
-        exp.select(col("_qid", "qb"), exp.alias_(col(ID, "b"), "_id", quoted=True))
-        .distinct()
-        .from_(exp.Table(this=exp.to_identifier(QB_CTE), alias=exp.TableAlias(this=exp.to_identifier("qb"))))
-        .join(
-            index.bands.copy().as_("b"),
-            on=exp.and_(col(BAND, "b").eq(col(BAND, "qb")), col(KEY, "b").eq(col(KEY, "qb"))),
-        )
-    )
-    hamming_d = hamming_expression(words, "q", "s", engine, WORD)
-    ham = (
-        exp.select(col("_qid", "c"), col("_id", "c"), exp.alias_(hamming_d, "_h", quoted=True))
-        .from_(exp.Table(this=exp.to_identifier(CAND_CTE), alias=exp.TableAlias(this=exp.to_identifier("c"))))
-        .join(
-            exp.Table(this=exp.to_identifier(Q_CTE), alias=exp.TableAlias(this=exp.to_identifier("q"))),
-            on=col("_qid", "q").eq(col("_qid", "c")),
-        )
-        .join(index.signatures.copy().as_("s"), on=col(ID, "s").eq(col("_id", "c")))
-    )
-    best = _ranked(ham, "_qid", candidates, "_hr", ["_h", "_id"])
-    if rerank == "vectors":
-        left = [col(f"_v{j}", "q") for j in range(proj.k)]
-        right = [col(f"{VECTOR}{j}", "x") for j in range(proj.k)]
-        other = index.signatures.copy().as_("x")
-        query_side = exp.Table(this=exp.to_identifier(Q_CTE), alias=exp.TableAlias(this=exp.to_identifier("q")))
-        query_on = col("_qid", "q").eq(col("_qid", "t"))
-        left_alias = "q"
-        other_on = col(ID, "x").eq(col("_id", "t"))
-    else:
-        left = [col(f"_x{i}", "qd") for i in range(proj.d)]
-        right = [col(f"_x{i}", "x") for i in range(proj.d)]
-        other = dense_source(proj, index.source, engine).subquery("x", copy=False)
-        query_side = dense_source(proj, queries, engine).subquery("qd", copy=False)
-        left_alias = "qd"
-        query_on = col("_id", left_alias).eq(col("_qid", "t"))
-        other_on = col("_id", "x").eq(col("_id", "t"))
-    rr = (
-        exp.select(col("_qid", "t"), col("_id", "t"), exp.alias_(_distance(metric, left, right), "_d", quoted=True))
-        .from_(best.subquery("t", copy=False))
-        .join(query_side, on=query_on)
-        .join(other, on=other_on)
-    )
-    out = _result(_ranked(rr, "_qid", top, "_rank", ["_d", "_id"]))
-    out = out.with_(Q_CTE, as_=q, copy=False).with_(QB_CTE, as_=qb, copy=False)
-    return out.with_(CAND_CTE, as_=cand, copy=False)
-
-
-def exact_select(
-    index: IndexLayout, queries: Source, dialect: str, top: int = 10, metric: str = "euclidean"
-) -> exp.Select:
-    """Exact k-NN by brute force, the baseline a search is measured against: every query against
-    every indexed row (a cross join), the same distance and the same ``(distance, id)`` ranking,
-    ``(query_id, id, rank, distance)``.  No signature is read: it is right by construction, and
-    ``rows x queries`` times as costly as it sounds."""
-    check_search(top, top, metric, "original")
-    engine = get_dialect(dialect)
-    proj = index.projection
-    left = [col(f"_x{i}", "qd") for i in range(proj.d)]
-    right = [col(f"_x{i}", "x") for i in range(proj.d)]
-    pairs = exp.select(
-        exp.alias_(col("_id", "qd"), "_qid", quoted=True),
-        exp.alias_(col("_id", "x"), "_id", quoted=True),
-        exp.alias_(_distance(metric, left, right), "_d", quoted=True),
-    ).from_(dense_source(proj, queries, engine).subquery("qd", copy=False))
-    pairs = pairs.join(dense_source(proj, index.source, engine).subquery("x", copy=False), join_type="CROSS")
-    if engine.min_by_n:  # the K smallest (distance, id) per query in one aggregate, then unnested in lockstep
-        order = exp.Tuple(expressions=[col("_d"), col("_id")])
-        best = (
-            exp.select(
-                col("_qid"),
-                *[
-                    exp.alias_(
-                        exp.Anonymous(this="min_by", expressions=[col(c), order.copy(), exp.Literal.number(top)]),
-                        f"{c}s",
-                        quoted=True,
-                    )
-                    for c in ("_id", "_d")
-                ],
-            )
-            .from_(pairs.subquery("_pairs", copy=False))
-            .group_by(col("_qid"))
-        )
-        pairs = exp.select(
-            col("_qid"), *[exp.alias_(exp.Unnest(expressions=[col(f"{c}s")]), c, quoted=True) for c in ("_id", "_d")]
-        ).from_(best.subquery("_best", copy=False))
-    return _result(_ranked(pairs, "_qid", top, "_rank", ["_d", "_id"]))
+    ranked = exp.select(exp.Star(), exp.alias_(window, "_rank", quoted=True)).from_(pairs.subquery("_in", copy=False))
+    return exp.select(exp.Star()).from_(ranked.subquery("_ranked", copy=False)).where(col("_rank") <= count)
 
 
 def _result(final: exp.Select) -> exp.Select:
@@ -272,56 +186,334 @@ def _result(final: exp.Select) -> exp.Select:
     return out.order_by(col("query_id"), col("rank"), copy=False)
 
 
+def _bit(b: int) -> exp.Expression:
+    """``2^b`` as a BIGINT; ``b = 63`` is the sign bit, ``-9223372036854775807 - 1``."""
+    if b < WORD_BITS - 1:
+        return exp.cast(exp.Literal.number(1 << b), BIGINT)
+    return exp.cast(exp.Sub(this=exp.Literal.number(-(2**63 - 1)), expression=exp.Literal.number(1)), BIGINT)
+
+
+def _word(conditions: Sequence[exp.Expression]) -> exp.Expression:
+    """64 conditions packed as a BIGINT, bit ``b`` set where condition ``b`` holds (a balanced sum of
+    ``CASE``: each partial sum joins consecutive bits, so none overflows)."""
+    zero = exp.cast(exp.Literal.number(0), BIGINT)
+    bits = [exp.Case(ifs=[exp.If(this=c, true=_bit(b))], default=zero.copy()) for b, c in enumerate(conditions)]
+    return balanced(bits, exp.Add)
+
+
+def _pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str) -> exp.Expression:
+    """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``)."""
+    if metric == "angular":  # 1 - cos: half the squared distance of the normalised rows
+        return exp.Div(this=exp.paren(squared_distance(_xs(d, left), _xs(d, right))), expression=number(2.0))
+    if dialect.vector(_xs(1)) is not None:
+        return dialect.vector_distance(col("_vec", left), col("_vec", right))
+    return exp.Sqrt(this=squared_distance(_xs(d, left), _xs(d, right)))
+
+
+# ----------------------------------------------------------------------------------------------
+# the index's rows
+
+
+def assignment_select(layout: IndexLayout, rows: exp.Select, dialect: SqlrpDialect) -> exp.Select:
+    """``(_id, _list)``: each row of ``rows`` (``_id, _x..``) in the nearest list among the children
+    of its nearest top centroid."""
+    d = layout.d
+    xv = _with_vector(rows, d, dialect)
+    tops = _centroids(layout.tops, TOP, d, dialect)
+    pairs = exp.select(
+        col("_id", "r"), exp.alias_(col(TOP, "c"), "_top", quoted=True), exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True)
+    ).from_(xv.subquery("r", copy=False)).join(tops.subquery("c", copy=False), join_type="CROSS")
+    nearest_top = _best(pairs, "_id", "_top", "_dist", 1, dialect, "_top")
+    leaves = _centroids(layout.lists, LIST, d, dialect, extra=[PARENT])
+    pairs = (
+        exp.select(col("_id", "r"), exp.alias_(col(LIST, "c"), "_list", quoted=True), exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True))
+        .from_(xv.copy().subquery("r", copy=False))
+        .join(nearest_top.subquery("a", copy=False), on=col("_id", "a").eq(col("_id", "r")))
+        .join(leaves.subquery("c", copy=False), on=col(PARENT, "c").eq(col("_top", "a")))
+    )
+    return _best(pairs, "_id", "_list", "_dist", 1, dialect, "_list")
+
+
+def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``SELECT id, list, w0 .., g, ones, nx, h``: the index rows of ``source`` (module docstring of
+    :mod:`sqlrp.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
+    d, size = layout.d, layout.size
+    x = feature_rows(source, d, dialect, layout.metric)
+    placed = (
+        exp.select(
+            col("_id", "x"),
+            col("_list", "a"),
+            *_xs(d, "x"),
+            exp.alias_(squared_distance(_xs(d, "x"), _xs(d, "l", CENTRE)), "_nx", quoted=True),
+            exp.alias_(dialect.row_hash([col("_id", "x"), *_xs(d, "x")]), "_h", quoted=True),
+        )
+        .from_(x.subquery("x", copy=False))
+        .join(assignment_select(layout, x.copy(), dialect).subquery("a", copy=False), on=col("_id", "a").eq(col("_id", "x")))
+        .join(layout.lists.copy().as_("l"), on=col(LIST, "l").eq(col("_list", "a")))
+    )
+    keep = ["_id", "_list", "_nx", "_h"]
+    rotated = rotate_select(dialect.fence(placed), [f"_x{i}" for i in range(d)], layout.signs, "_y", keep, dialect.fence)
+    diff = [exp.paren(exp.Sub(this=col(f"_y{j}", "r"), expression=col(f"{ROTATED}{j}", "l"))) for j in range(size)]
+    above = [col(f"_y{j}", "r") > col(f"{ROTATED}{j}", "l") for j in range(size)]
+    l1 = balanced([exp.Abs(this=e) for e in diff], exp.Add)
+    g = exp.Case(
+        ifs=[exp.If(this=exp.paren(l1) > 0, true=exp.Div(this=col("_nx", "r"), expression=exp.paren(l1.copy())))],
+        default=number(0.0),
+    )
+    ones = balanced(
+        [exp.Case(ifs=[exp.If(this=a.copy(), true=exp.Literal.number(1))], default=exp.Literal.number(0)) for a in above], exp.Add
+    )
+    return (
+        exp.select(
+            exp.alias_(col("_id", "r"), ID, quoted=True),
+            exp.alias_(col("_list", "r"), LIST, quoted=True),
+            *[exp.alias_(_word(above[w * WORD_BITS : (w + 1) * WORD_BITS]), f"{WORD}{w}", quoted=True) for w in range(layout.words)],
+            exp.alias_(g, G, quoted=True),
+            exp.alias_(exp.cast(ones, INT), ONES, quoted=True),
+            exp.alias_(col("_nx", "r"), NX, quoted=True),
+            exp.alias_(col("_h", "r"), HASH, quoted=True),
+        )
+        .from_(rotated.subquery("r", copy=False))
+        .join(layout.lists.copy().as_("l"), on=col(LIST, "l").eq(col("_list", "r")))
+    )
+
+
+def fingerprint_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``SELECT count(*), sum(h)`` of ``source`` now: equal to the index rows' own count and sum
+    while the table holds the rows the index was built or refreshed from (any insert, delete,
+    update, duplicate or re-created table changes it, but for a 2^-64 chance)."""
+    x = feature_rows(source, layout.d, dialect, layout.metric)
+    h = dialect.row_hash([col("_id"), *_xs(layout.d)])
+    return exp.select(exp.Count(this=exp.Star()), exp.Sum(this=h)).from_(x.subquery("x", copy=False))
+
+
+# ----------------------------------------------------------------------------------------------
+# the search
+
+
+def search_select(
+    layout: IndexLayout,
+    queries: Source,
+    dialect: SqlrpDialect,
+    top: int = 10,
+    candidates: int = 100,
+    probes: int = 8,
+) -> exp.Select:
+    """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and
+    rank.  ``queries`` must hold the same features as the index's table (its own id column)."""
+    check_search(top, candidates, probes, layout.metric)
+    d, size, words = layout.d, layout.size, layout.words
+    q = feature_rows(queries, d, dialect, layout.metric)
+    qv = _with_vector(q, d, dialect)
+    leaves = _centroids(layout.lists, LIST, d, dialect)
+    pairs = exp.select(
+        col("_id", "q"), exp.alias_(col(LIST, "c"), "_list", quoted=True), exp.alias_(_distance_key(d, dialect, "q", "c", CENTRE), "_dist", quoted=True)
+    ).from_(_cte("_sqlrp_q", "q")).join(leaves.subquery("c", copy=False), join_type="CROSS")
+    probe = _best(pairs, "_id", "_list", "_dist", probes, dialect, "_list")
+    queries_ = exp.select(exp.Star()).from_(_cte("_sqlrp_q"))
+    rotated = rotate_select(queries_, [f"_x{i}" for i in range(d)], layout.signs, "_q", ["_id"], dialect.fence)
+    us = [f"_u{j}" for j in range(size)]
+    residual = (
+        exp.select(
+            exp.alias_(col("_id", "p"), "_qid", quoted=True),
+            col("_list", "p"),
+            exp.alias_(squared_distance(_xs(d, "q"), _xs(d, "l", CENTRE)), "_nq", quoted=True),
+            *[exp.alias_(exp.Sub(this=col(f"_q{j}", "r"), expression=col(f"{ROTATED}{j}", "l")), us[j], quoted=True) for j in range(size)],
+        )
+        .from_(probe.subquery("p", copy=False))
+        .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_id", "p")))
+        .join(rotated.subquery("r", copy=False), on=col("_id", "r").eq(col("_id", "p")))
+        .join(layout.lists.copy().as_("l"), on=col(LIST, "l").eq(col("_list", "p")))
+    )
+    lo = exp.Least(this=col(us[0]), expressions=[col(u) for u in us[1:]])
+    hi = exp.Greatest(this=col(us[0]), expressions=[col(u) for u in us[1:]])
+    ranged = exp.select(
+        exp.Star(),
+        exp.alias_(lo, "_lo", quoted=True),
+        exp.alias_(exp.Div(this=exp.paren(exp.Sub(this=hi, expression=lo.copy())), expression=number(2**QUERY_BITS - 1)), "_dl", quoted=True),
+    ).from_(dialect.fence(residual).subquery("_res", copy=False))
+    ks = [f"_k{j}" for j in range(size)]
+    level = [
+        exp.Case(
+            ifs=[
+                exp.If(
+                    this=col("_dl") > 0,
+                    true=exp.cast(
+                        exp.Floor(this=exp.Add(this=exp.Div(this=exp.paren(exp.Sub(this=col(u), expression=col("_lo"))), expression=col("_dl")), expression=number(0.5))),
+                        BIGINT,
+                    ),
+                )
+            ],
+            default=exp.cast(exp.Literal.number(0), BIGINT),
+        )
+        for u in us
+    ]
+    quantised = exp.select(
+        col("_qid"), col("_list"), col("_nq"), col("_lo"), col("_dl"), *[exp.alias_(e, k, quoted=True) for e, k in zip(level, ks, strict=True)]
+    ).from_(dialect.fence(ranged).subquery("_rng", copy=False))
+    one = exp.cast(exp.Literal.number(1), BIGINT)
+
+    def plane_bit(k: str, p: int) -> exp.Expression:
+        shifted = exp.paren(exp.BitwiseRightShift(this=col(k), expression=exp.Literal.number(p))) if p else col(k)
+        return exp.paren(exp.BitwiseAnd(this=shifted, expression=one.copy())).eq(one.copy())
+
+    usum = exp.Add(
+        this=exp.Mul(this=exp.cast(exp.paren(balanced([col(k) for k in ks], exp.Add)), DOUBLE), expression=col("_dl")),
+        expression=exp.Mul(this=number(float(size)), expression=col("_lo")),
+    )
+    planes = exp.select(
+        col("_qid"),
+        col("_list"),
+        col("_nq"),
+        col("_lo"),
+        col("_dl"),
+        exp.alias_(usum, "_usum", quoted=True),
+        *[
+            exp.alias_(_word([plane_bit(ks[j], p) for j in range(w * WORD_BITS, (w + 1) * WORD_BITS)]), f"_p{p}_{w}", quoted=True)
+            for p in range(QUERY_BITS)
+            for w in range(words)
+        ],
+    ).from_(dialect.fence(quantised).subquery("_qk", copy=False))
+    S = balanced(
+        [
+            exp.Mul(
+                this=exp.Literal.number(1 << p),
+                expression=exp.paren(
+                    balanced(
+                        [dialect.popcount(exp.paren(exp.BitwiseAnd(this=col(f"{WORD}{w}", "i"), expression=col(f"_p{p}_{w}", "pr")))) for w in range(words)],
+                        exp.Add,
+                    )
+                ),
+            )
+            for p in range(QUERY_BITS)
+        ],
+        exp.Add,
+    )
+    inner = exp.Mul(
+        this=col(G, "i"),
+        expression=exp.paren(
+            exp.Sub(
+                this=exp.Mul(
+                    this=exp.Literal.number(2),
+                    expression=exp.paren(
+                        exp.Add(
+                            this=exp.Mul(this=col("_dl", "pr"), expression=exp.paren(S)),
+                            expression=exp.Mul(this=col("_lo", "pr"), expression=col(ONES, "i")),
+                        )
+                    ),
+                ),
+                expression=col("_usum", "pr"),
+            )
+        ),
+    )
+    estimate = exp.Sub(
+        this=exp.paren(exp.Add(this=col(NX, "i"), expression=col("_nq", "pr"))),
+        expression=exp.Mul(this=exp.Literal.number(2), expression=exp.paren(inner)),
+    )
+    estimated = (
+        exp.select(col("_qid", "pr"), exp.alias_(col(ID, "i"), "_id", quoted=True), exp.alias_(estimate, "_e", quoted=True))
+        .from_(_cte("_sqlrp_planes", "pr"))
+        .join(layout.rows.copy().as_("i"), on=col(LIST, "i").eq(col("_list", "pr")))
+    )
+    best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id")
+    x = _with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
+    rr = (
+        exp.select(col("_qid", "t"), col("_id", "t"), exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True))
+        .from_(best.subquery("t", copy=False))
+        .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_qid", "t")))
+        .join(x.subquery("x", copy=False), on=col("_id", "x").eq(col("_id", "t")))
+    )
+    out = _result(_ranked(rr, top))
+    return out.with_("_sqlrp_q", as_=qv, copy=False).with_("_sqlrp_planes", as_=planes, copy=False)
+
+
+def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, top: int = 10) -> exp.Select:
+    """Exact k-NN by brute force, the baseline a search is measured against: every query against
+    every row of the table, the same distance and ``(distance, id)`` ranking, in the engine's
+    strongest single statement (DuckDB: ``array_distance`` over ``DOUBLE[d]`` and ``min_by(id,
+    (distance, id), top)``, the form DESIGN.md 4c measured fastest; elsewhere a window)."""
+    check_search(top, top, None, layout.metric)
+    d = layout.d
+    q = _with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
+    x = _with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
+    pairs = exp.select(
+        exp.alias_(col("_id", "q"), "_qid", quoted=True),
+        exp.alias_(col("_id", "x"), "_id", quoted=True),
+        exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True),
+    ).from_(q.subquery("q", copy=False)).join(x.subquery("x", copy=False), join_type="CROSS")
+    if dialect.min_by_n:  # the K smallest (distance, id) per query in one aggregate, unnested in lockstep
+        order = exp.Tuple(expressions=[col("_d"), col("_id")])
+        best = exp.select(
+            col("_qid"),
+            *[
+                exp.alias_(exp.Anonymous(this="min_by", expressions=[col(c), order.copy(), exp.Literal.number(top)]), f"{c}s", quoted=True)
+                for c in ("_id", "_d")
+            ],
+        ).from_(pairs.subquery("_pairs", copy=False)).group_by(col("_qid"))
+        pairs = exp.select(
+            col("_qid"), *[exp.alias_(exp.Unnest(expressions=[col(f"{c}s")]), c, quoted=True) for c in ("_id", "_d")]
+        ).from_(best.subquery("_best", copy=False))
+    return _result(_ranked(pairs, top))
+
+
 # ----------------------------------------------------------------------------------------------
 # the NumPy oracle
 
 
+def normalise(X: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`feature_rows` for ``angular``: rows over their norms, zero rows kept."""
+    X = np.asarray(X, dtype=np.float64)
+    norm = np.sqrt((X * X).sum(axis=1))
+    return X / np.where(norm == 0, 1.0, norm)[:, None]
+
+
 def reference_search(
-    projection: Projection,
     X: np.ndarray,
     ids: Sequence,
     Q: np.ndarray,
     query_ids: Sequence,
-    band_bits: int,
+    lists: Lists,
+    signs: np.ndarray,
     top: int = 10,
-    candidates: int = 1000,
+    candidates: int = 100,
+    probes: int = 8,
     metric: str = "euclidean",
-    thresholds: Sequence[float] | None = None,
-    rerank: str = "original",
 ) -> pd.DataFrame:
-    """Every step of :func:`search_select` in NumPy: same bands, same candidates (ties by id), same
-    distances and ranks."""
-    check_search(top, candidates, metric, rerank)
+    """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
+    lists, codes, estimates, candidates (ties by id) and exact ranks."""
+    check_search(top, candidates, probes, metric)
     ids = np.asarray(ids)
-    order = np.argsort(ids, kind="stable")  # ties are broken by id: work in id order
-    ids, X = ids[order], np.asarray(X, dtype=float)[order]
-    SX, SQ = signatures(projection, X, thresholds), signatures(projection, Q, thresholds)
-    KX, KQ = band_keys(SX, band_bits), band_keys(SQ, band_bits)
-    VX = VQ = None
-    if rerank == "vectors":
-        VX, VQ = transform(projection, X), transform(projection, Q)
-    buckets = [dict() for _ in range(KX.shape[1])]
-    for b, bucket in enumerate(buckets):
-        for row, key in enumerate(KX[:, b]):
-            bucket.setdefault(int(key), []).append(row)
-    rows = []
+    X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
+    if metric == "angular":
+        X, Q = normalise(X), normalise(Q)
+    rotated = rotate(lists.leaves, signs)
+    codes = reference_codes(X, lists, signs, rotated)
+    RQ = rotate(Q, signs)
+    out = []
     for qi, qid in enumerate(query_ids):
-        found = sorted({row for b, bucket in enumerate(buckets) for row in bucket.get(int(KQ[qi, b]), ())})
-        if not found:
-            continue
-        found = np.asarray(found)
-        h = hamming(SX[found], SQ[qi])
-        best = found[np.lexsort((found, h))][:candidates]  # rows are in id order: row order is id order
-        a, b = (VX[best], VQ[qi]) if VX is not None else (X[best], np.asarray(Q[qi], dtype=float))
-        if metric == "euclidean":
-            dist = np.sqrt(((a - b) ** 2).sum(axis=1))
+        dist = ((Q[qi][None, :] - lists.leaves) ** 2).sum(axis=1)
+        probed = np.lexsort((np.arange(len(dist)), dist))[:probes]
+        found, est = [], []
+        for lst in probed:
+            rows = np.flatnonzero(codes.lists == lst)
+            planes, lo, delta, usum = query_planes(RQ[qi] - rotated[lst])
+            nq = ((Q[qi] - lists.leaves[lst]) ** 2).sum()
+            found.append(rows)
+            est.append(estimates(codes, rows, planes, lo, delta, usum, nq))
+        rows, est = np.concatenate(found), np.concatenate(est)
+        best = rows[np.lexsort((ids[rows], est))][:candidates]
+        if metric == "angular":
+            d = ((X[best] - Q[qi]) ** 2).sum(axis=1) / 2.0
         else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                norms = np.sqrt((a * a).sum(axis=1) * (b * b).sum())
-                dist = 1 - (a @ b) / np.where(norms == 0, np.nan, norms)
-        for rank, at in enumerate(np.lexsort((best, np.where(np.isnan(dist), np.inf, dist)))[:top], start=1):
-            rows.append((qid, ids[best[at]], rank, dist[at]))
-    return pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+            d = np.sqrt(((X[best] - Q[qi]) ** 2).sum(axis=1))
+        for rank, at in enumerate(np.lexsort((ids[best], d))[:top], start=1):
+            out.append((qid, ids[best[at]], rank, d[at]))
+    return pd.DataFrame(out, columns=list(RESULT_COLUMNS))
+
+
+def reference_assign(X: np.ndarray, lists: Lists, metric: str = "euclidean") -> np.ndarray:
+    """The lists the SQL puts the rows of ``X`` in."""
+    return assign(normalise(X) if metric == "angular" else X, lists)
 
 
 def recall_at_k(found: pd.DataFrame, truth: pd.DataFrame) -> float:
@@ -336,9 +528,13 @@ __all__ = [
     "METRICS",
     "RESULT_COLUMNS",
     "IndexLayout",
-    "band_rows",
+    "assignment_select",
     "exact_select",
+    "feature_rows",
+    "fingerprint_select",
     "recall_at_k",
+    "reference_assign",
     "reference_search",
+    "rows_select",
     "search_select",
 ]

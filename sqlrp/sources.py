@@ -155,13 +155,14 @@ def infer_d(db: Backend, source: Source) -> int:
 
 
 @gc_paused
-def check_source(db: Backend, projection: Projection, source: Source) -> None:
+def check_source(db: Backend, projection: Projection | int, source: Source) -> None:
     """Fail with a clear message if any row has NULL/NaN/infinite features, a wrong array length, or
     a feature index outside ``[0, d)``.  Nothing is written.
 
     Wide and array layouts on engines whose float sums overflow to infinity (DuckDB) first add up
     each row's features -- NULL if one is NULL, NaN if one is NaN -- and look feature by feature only
     if some sum is: 200,000 x 784 in 0.1 s instead of 0.3 s (``bench/run.py``, ``sqlrp_check``)."""
+    d = projection if isinstance(projection, int) else projection.d
     dialect = get_dialect(db.dialect)
     table: exp.Expression = table_ref(source)
 
@@ -186,21 +187,21 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
         length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
         wrong = exp.or_(
             exp.Is(this=a.copy(), expression=exp.Null()),
-            exp.NEQ(this=length, expression=exp.Literal.number(projection.d)),
+            exp.NEQ(this=length, expression=exp.Literal.number(d)),
         )
         bad = _offending_ids(db, table, col(source.id_column), wrong)
         if bad:
             ids = ", ".join(repr(r[0]) for r in bad)
             raise InputError(
                 f"table {source.table!r} has NULL arrays or arrays whose length is not "
-                f"d = {projection.d} (rows with id {ids}); fix them or use a projection of that d"
+                f"d = {d} (rows with id {ids}); fix them or use a projection of that d"
             )
-        table = dense_source(projection, dataclasses.replace(source, group_column=None), dialect).subquery("src")
-        values = [lambda i=i: col(f"_x{i}") for i in range(projection.d)]
+        table = dense_source(d, dataclasses.replace(source, group_column=None), dialect).subquery("src")
+        values = [lambda i=i: col(f"_x{i}") for i in range(d)]
         what = "NULL or NaN or infinite array elements"
         key = "_id"
     else:
-        what = f"a NULL/NaN/infinite value or a feature index outside [0, {projection.d})"
+        what = f"a NULL/NaN/infinite value or a feature index outside [0, {d})"
         key = source.id_column
     if values is not None:
         if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
@@ -211,7 +212,7 @@ def check_source(db: Backend, projection: Projection, source: Source) -> None:
         conds = [
             exp.Is(this=col(f), expression=exp.Null()),
             col(f) < exp.Literal.number(0),
-            col(f) >= exp.Literal.number(projection.d),
+            col(f) >= exp.Literal.number(d),
             bad_value(lambda: col(source.value_column)),  # type: ignore[arg-type]
         ]
     bad = _offending_ids(db, table, col(key), any_of(conds))

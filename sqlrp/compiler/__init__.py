@@ -81,9 +81,10 @@ def feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
     return as_double(expr)
 
 
-def dense_source(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts."""
-    d = projection.d
+def dense_source(projection: Projection | int, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts (``d`` given,
+    or the projection's)."""
+    d = projection if isinstance(projection, int) else projection.d
     keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
     if source.group_column:
         keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))

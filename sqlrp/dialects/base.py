@@ -96,10 +96,30 @@ class SqlrpDialect:
         ``dialects/postgres.py``).  A fence must not change the rows, nor forbid a parallel plan."""
         return select
 
+    def popcount(self, word: exp.Expression) -> exp.Expression:
+        """The number of set bits of a BIGINT (two's complement, all 64 bits), as an INTEGER: the
+        search's code arithmetic (:mod:`sqlrp.ivf`).  Each engine spells it its own way; one without a
+        known spelling refuses."""
+        raise self.refuse("sqlrp knows no bit count of a BIGINT for this engine (search codes)")
+
     def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
         """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.signatures`), as an
-        INTEGER.  Each engine spells it its own way; one without a known spelling refuses."""
-        raise self.refuse("sqlrp knows no bit count of a BIGINT XOR for this engine (Hamming distances)")
+        INTEGER: the popcount of their XOR."""
+        return self.popcount(exp.BitwiseXor(this=a, expression=b))
+
+    def vector(self, features: list[exp.Expression]) -> exp.Expression | None:
+        """The features of a row as one fixed-size array the engine measures distances on natively
+        (:meth:`vector_distance`), or None where sums over the columns are the way."""
+        return None
+
+    def vector_distance(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
+        """The Euclidean distance of two :meth:`vector` values."""
+        raise self.refuse("no native vector distance")
+
+    def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
+        """A 64-bit hash of one row's values, summed over a table as its fingerprint (an index
+        notices that its table changed, :mod:`sqlrp.index`)."""
+        raise self.refuse("sqlrp knows no row hash for this engine (an index's fingerprint)")
 
     def lookup_indexes(
         self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]

@@ -66,11 +66,17 @@ class PostgresDialect(SqlrpDialect):
     float32 = True  # FLOAT renders as REAL, 4 bytes ("8.1.4. Floating-Point Types")
     executes = True
 
-    def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
-        # bigint # bigint is XOR; bit_count() takes bit strings (PostgreSQL 14+, "9.6. Bit String
-        # Functions and Operators"), so the word is cast to bit(64) first (two's complement, all 64 bits)
-        bits = exp.cast(exp.BitwiseXor(this=a, expression=b), exp.DataType.build("BIT(64)", dialect="postgres"))
+    def popcount(self, word: exp.Expression) -> exp.Expression:
+        # bit_count() takes bit strings (PostgreSQL 14+, "9.6. Bit String Functions and Operators"), so
+        # the word is cast to bit(64) first (two's complement, all 64 bits)
+        bits = exp.cast(word, exp.DataType.build("BIT(64)", dialect="postgres"))
         return exp.cast(exp.Anonymous(this="BIT_COUNT", expressions=[bits]), exp.DataType.build("INT"))
+
+    def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
+        # hash_record_extended(record, seed) -> bigint, each field hashed by its type's own hash
+        # (PostgreSQL 14+, "9.27. System Information Functions" / src/backend/utils/adt/rowtypes.c)
+        row = exp.Anonymous(this="ROW", expressions=values)
+        return exp.Anonymous(this="hash_record_extended", expressions=[row, exp.Literal.number(0)])
 
     def lookup_indexes(
         self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
