@@ -196,7 +196,9 @@ def list_indexes(db: Backend) -> pd.DataFrame:
     out = []
     for name, source, params in rows:
         p = json.loads(params) if params else {}
-        out.append((name, json.loads(source)["table"], p.get("d"), p.get("lists"), p.get("bits"), p.get("metric", "lsh")))
+        out.append(
+            (name, json.loads(source)["table"], p.get("d"), p.get("lists"), p.get("bits"), p.get("metric", "lsh"))
+        )
     return pd.DataFrame(out, columns=["name", "table", "d", "lists", "bits", "metric"])
 
 
@@ -236,14 +238,16 @@ def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarra
     temporary table (the backends insert arrays into an unqualified name)."""
     dialect = get_dialect(db.dialect)
     stage = "_sqlrp_centroids"
+    kinds = {True: exp.DataType.build("BIGINT"), False: exp.DataType.build("DOUBLE")}
     types = ", ".join(
-        f"{dialect.render(ident(c))} {'BIGINT' if v.dtype.kind in 'iu' else 'DOUBLE PRECISION' if dialect.name == 'postgres' else 'DOUBLE'}"
-        for c, v in columns.items()
+        f"{dialect.render(ident(c))} {dialect.render(kinds[v.dtype.kind in 'iu'])}" for c, v in columns.items()
     )
     db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE", exists=True)))
     db.execute(f"CREATE TEMPORARY TABLE {dialect.render(ident(stage))} ({types})")
     db.insert_columns(stage, columns)
-    db.execute(dialect.render(exp.Create(this=table, kind="TABLE", expression=exp.select(exp.Star()).from_(ident(stage)))))
+    db.execute(
+        dialect.render(exp.Create(this=table, kind="TABLE", expression=exp.select(exp.Star()).from_(ident(stage))))
+    )
     db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE")))
 
 
@@ -338,7 +342,11 @@ def build_index(
                 db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
             db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
         _store_centroids(db, index.layout, centroids, signs)
-        db.execute(dialect.render(exp.Create(this=index.layout.rows, kind="TABLE", expression=rows_select(index.layout, source, dialect))))
+        db.execute(
+            dialect.render(
+                exp.Create(this=index.layout.rows, kind="TABLE", expression=rows_select(index.layout, source, dialect))
+            )
+        )
         for statement in dialect.lookup_indexes(index.layout.rows, [LIST], index.layout.lists, [LIST]):
             db.execute(statement)
         db.execute(
@@ -366,8 +374,15 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
     dialect = get_dialect(db.dialect)
     src = index.source
     source = resolve_source(
-        db, src.table, src.id_column, src.layout, src.columns or None, src.array_column,
-        schema=src.schema, nulls=src.nulls, catalog=src.catalog,
+        db,
+        src.table,
+        src.id_column,
+        src.layout,
+        src.columns or None,
+        src.array_column,
+        schema=src.schema,
+        nulls=src.nulls,
+        catalog=src.catalog,
     )
     _unique_ids(db, source, "table")
     if check:
@@ -384,7 +399,12 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
         temporary = exp.Properties(expressions=[exp.TemporaryProperty()])
         db.execute(dialect.render(exp.Create(this=fresh.copy(), kind="TABLE", expression=hashed, properties=temporary)))
         same = exp.select(exp.Literal.number(1)).from_(fresh.copy().as_("_f"))
-        same = same.where(exp.and_(col("_id", "_f").eq(exp.column(ID, table=layout.rows.name, quoted=True)), col("_h", "_f").eq(exp.column(HASH, table=layout.rows.name, quoted=True))))
+        same = same.where(
+            exp.and_(
+                col("_id", "_f").eq(exp.column(ID, table=layout.rows.name, quoted=True)),
+                col("_h", "_f").eq(exp.column(HASH, table=layout.rows.name, quoted=True)),
+            )
+        )
         db.execute(dialect.render(exp.delete(layout.rows.copy(), where=exp.Not(this=exp.Exists(this=same)))))
         done = exp.select(exp.Literal.number(1)).from_(layout.rows.copy().as_("_done"))
         done = done.where(col(ID, "_done").eq(col(source.id_column, source.table)))
@@ -400,7 +420,9 @@ def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int
     dialect = get_dialect(db.dialect)
     layout = index.layout
     now = db.fetchall(dialect.render(fingerprint_select(layout, index.source, dialect)))[0]
-    built = db.fetchall(dialect.render(exp.select(exp.Count(this=exp.Star()), exp.Sum(this=col(HASH))).from_(layout.rows.copy())))[0]
+    built = db.fetchall(
+        dialect.render(exp.select(exp.Count(this=exp.Star()), exp.Sum(this=col(HASH))).from_(layout.rows.copy()))
+    )[0]
 
     def norm(pair: tuple) -> tuple[int, int]:
         return int(pair[0]), int(pair[1] or 0)
@@ -418,7 +440,8 @@ def check_fresh(db: Backend, index: Index, strict: bool = False) -> bool:
     message = (
         f"table {index.source.table!r} changed since index {index.name!r} was built ({what}): results may miss "
         f"rows or rank old values (deleted rows are never returned); refresh it with "
-        f"`sqlrp index --table {index.source.table} --id-column {index.source.id_column} --name {index.name} --incremental`"
+        f"`sqlrp index --table {index.source.table} --id-column {index.source.id_column} "
+        f"--name {index.name} --incremental`"
     )
     if strict:
         raise StaleIndex(message)
@@ -479,7 +502,11 @@ def search(
         check_source(db, idx.d, queries)
     if not exact:
         check_fresh(db, idx, strict)
-    select = exact_select(idx.layout, queries, dialect, top) if exact else search_select(idx.layout, queries, dialect, top, C, P)
+    select = (
+        exact_select(idx.layout, queries, dialect, top)
+        if exact
+        else search_select(idx.layout, queries, dialect, top, C, P)
+    )
     if into is None:
         with db.transaction():
             for statement in dialect.local_settings(src):
@@ -497,7 +524,9 @@ def search(
     with db.transaction():
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:
-            raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
+            raise ProjectionExists(
+                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+            )
         if exists:
             db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
         for statement in dialect.local_settings(src):
@@ -535,7 +564,9 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     counts = frame.groupby("query_id").size()
     short = int((counts < top).sum())
     total = int(
-        db.fetchall(get_dialect(db.dialect).render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[0][0]
+        db.fetchall(get_dialect(db.dialect).render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[
+            0
+        ][0]
     )
     short += total - len(counts)
     if short:

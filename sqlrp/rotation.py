@@ -34,6 +34,15 @@ from .errors import InvalidParameter
 ROUNDS = 2
 
 
+def _select(*expressions: exp.Expression) -> exp.Select:
+    return exp.Select(expressions=list(expressions))
+
+
+def _p(expression: exp.Expression) -> exp.Paren:
+    """``(expression)`` without a copy (``exp.paren`` copies its argument: quadratic in nested sums)."""
+    return exp.Paren(this=expression)
+
+
 def rotation_size(d: int, bits: int | None = None) -> int:
     """``D``: the rotation's (and the code's) dimension, a power of two of at least ``d``.  Default:
     twice the next power of two up to 128 features, then the next power of two (RaBitQ pads small
@@ -45,7 +54,8 @@ def rotation_size(d: int, bits: int | None = None) -> int:
         return max(size * 2 if size <= 128 else size, 64)
     if isinstance(bits, bool) or int(bits) != bits or bits < 64 or bits & (bits - 1) or bits < d:
         raise InvalidParameter(
-            f"bits must be a power of two, at least 64 and at least d = {d} (a rotation keeps every feature), got {bits!r}"
+            f"bits must be a power of two, at least 64 and at least d = {d} (a rotation keeps every "
+            f"feature), got {bits!r}"
         )
     return int(bits)
 
@@ -121,15 +131,15 @@ def rotate_select(
                     continue
                 expr, negative = term
                 if level == stages:
-                    expr = exp.Mul(this=exp.paren(expr), expression=number(rotation_scale(size, rounds)))
+                    expr = exp.Mul(this=_p(expr), expression=number(rotation_scale(size, rounds)))
                     if negative:
-                        expr = exp.Neg(this=exp.paren(expr))
+                        expr = exp.Neg(this=_p(expr))
                         negative = False
                 name = f"{prefix}{j}" if level == stages else f"{out}{j}"
                 columns.append(exp.alias_(expr, name, quoted=True, copy=False))
                 new_names.append(name)
                 new_negate[j] = negative
-            stage = exp.select(*columns).from_(current.subquery(f"_rot{level}", copy=False))
+            stage = _select(*columns).from_(current.subquery(f"_rot{level}", copy=False))
             current = fence(stage) if fence is not None else stage
             names, negate = new_names, new_negate
             h *= 2

@@ -131,7 +131,7 @@ def balanced(items: list[exp.Expression], node: type[exp.Binary]) -> exp.Express
     left-deep again): 12 levels for 2,352 ORs, where a chain is deeper than SQLite's 1,000.  Each
     node joins two runs of consecutive items."""
     while len(items) > 1:
-        pairs = [exp.paren(node(this=a, expression=b)) for a, b in zip(items[::2], items[1::2], strict=False)]
+        pairs = [exp.Paren(this=node(this=a, expression=b)) for a, b in zip(items[::2], items[1::2], strict=False)]
         items = pairs + ([items[-1]] if len(items) % 2 else [])
     return items[0]
 
