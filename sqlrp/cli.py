@@ -379,7 +379,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 args.index,
                 queries=args.queries,
                 top=args.top,
-                candidates=[int(c) for c in args.candidates.split(",")] if args.candidates else None,
+                candidates=_positive_list(args.candidates, "--candidates") if args.candidates else None,
                 metric=args.metric,
                 seed=args.seed,
                 out=args.out,
@@ -418,8 +418,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a positive whole number, or a one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _positive_list(text: str, flag: str) -> list[int]:
+    """``10,20,50`` as positive whole numbers; an InvalidParameter naming ``flag`` otherwise."""
+    try:
+        return [_positive(part.strip()) for part in text.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise InvalidParameter(f"{flag} takes comma-separated positive whole numbers: {exc}") from None
+
+
 def cmd_index(args: argparse.Namespace) -> int:
-    from .index import build_index
+    from .index import build_index, describe_index
 
     with _connect(args) as db:
         index = build_index(
@@ -427,13 +446,12 @@ def cmd_index(args: argparse.Namespace) -> int:
             args.table,
             args.id_column,
             args.name,
+            lists=args.lists,
             bits=args.bits,
-            projection=args.projection,
-            method=args.method,
+            probes=args.probes,
+            metric=args.metric,
             seed=args.seed,
-            band_bits=args.band_bits,
-            center=not args.no_center,
-            vectors=args.vectors,
+            sample=args.sample,
             incremental=args.incremental,
             replace=args.replace,
             check=not args.no_check,
@@ -443,13 +461,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             schema=args.schema,
             catalog=args.catalog,
             nulls=args.nulls,
-            **_method_params(args),
         )
-        print(
-            f"index {index.name!r}: {index.bits} bits in bands of {index.band_bits}, projection "
-            f"{index.projection.name!r}{', centred' if index.means else ''}{', with vectors' if index.vectors else ''}",
-            file=sys.stderr,
-        )
+        print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
     return 0
 
 
@@ -464,14 +477,15 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.query_id_column,
             top=args.top,
             candidates=args.candidates,
+            probes=args.probes,
             metric=args.metric,
-            rerank=args.rerank,
             into=args.into,
             replace=args.replace,
             schema=args.schema,
             catalog=args.catalog,
             check=not args.no_check,
             exact=args.exact,
+            strict=args.strict,
         )
         if args.into:
             print(f"wrote table {args.into!r}", file=sys.stderr)
@@ -571,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--top", type=int, default=10, help="--index: K of Recall@K")
     p.add_argument("--candidates", help="--index: comma-separated candidate counts (default K, 2K, 5K, 10K, ...)")
-    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="--index: distance")
+    p.add_argument("--metric", choices=["euclidean", "angular"], help="--index: check the index was built for it")
     p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots")
     p.add_argument("--sample", type=int, default=300, help="rows in the seeded evaluation sample")
     p.add_argument("--queries", type=int, default=100, help="Recall@K queries (the rest is the database)")
@@ -585,18 +599,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("index", help="index a table for similarity search: sign signatures in bands (build_index)")
+    p = sub.add_parser("index", help="index a table for similarity search: lists and RaBitQ codes (build_index)")
     _add_table(p)
-    p.add_argument("--name", required=True, help="the index: tables <name> and <name>__bands")
-    p.add_argument("--bits", type=int, help="signature bits, a multiple of 64 (default 256)")
-    p.add_argument("--band-bits", type=int, choices=[4, 8, 16, 32], help="LSH band width (default: from the rows)")
-    p.add_argument("--projection", help="a stored linear projection with --bits outputs (default: a new one)")
-    p.add_argument("--method", choices=["achlioptas", "gaussian"], default="achlioptas", help="a new projection")
-    p.add_argument("--s", type=_s, help="sparsity s >= 1 of a new Achlioptas projection (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of a new projection")
-    p.add_argument("--no-center", action="store_true", help="signs about the origin, not the table's mean")
-    p.add_argument("--vectors", action="store_true", help="also store the projected vectors (--rerank vectors)")
-    p.add_argument("--incremental", action="store_true", help="add only the ids not indexed yet")
+    p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops")
+    p.add_argument("--lists", type=_positive, help="inverted lists (default: about sqrt(rows))")
+    p.add_argument("--bits", type=_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
+    p.add_argument("--probes", type=_positive, help="lists a search probes by default (default: 1/16 of them, >= 8)")
+    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance")
+    p.add_argument("--sample", type=_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation")
+    p.add_argument("--incremental", action="store_true", help="refresh: new, changed and deleted rows (same lists)")
     p.add_argument("--replace", action="store_true", help="rebuild an existing index")
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     _add_profile(p)
@@ -609,10 +621,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query-id-column", required=True)
     p.add_argument("--schema", help="schema of the query (and output) tables")
     p.add_argument("--catalog", help="catalog holding --schema")
-    p.add_argument("--top", type=int, default=10, help="neighbours per query (K)")
-    p.add_argument("--candidates", type=int, default=1000, help="rows re-ranked exactly per query (C)")
-    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean")
-    p.add_argument("--rerank", choices=["original", "vectors"], default="original", help="re-rank on these")
+    p.add_argument("--top", type=_positive, default=10, help="neighbours per query (K)")
+    p.add_argument("--candidates", type=_positive, help="rows re-ranked exactly per query (C; default 20 * top)")
+    p.add_argument("--probes", type=_positive, help="lists probed per query (P; default: the index's)")
+    p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
+    p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
     p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")
     p.add_argument("--replace", action="store_true", help="replace an existing --into table")
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the queries")
@@ -640,7 +653,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error: argparse printed it; a status, as for the errors below
+        if not exc.code:
+            raise  # --help, --version
+        return int(exc.code)
     if args.command == "projections" and args.action in ("show", "copy", "export", "drop") and not args.name:
         parser.error(f"projections {args.action} needs a NAME")
     if args.command == "indexes" and args.action == "drop" and not args.name:

@@ -189,6 +189,20 @@ def load_index(db: Backend, name: str) -> Index:
     )
 
 
+def load_lists(db: Backend, index: Index) -> Lists:
+    """The index's stored centroids (what :func:`sqlrp.search.reference_search` needs to replay it)."""
+    dialect = get_dialect(db.dialect)
+    layout = index.layout
+    xs = [col(f"{CENTRE}{i}") for i in range(index.d)]
+    tops = db.fetchall(dialect.render(exp.select(*xs).from_(layout.tops.copy()).order_by(col(TOP))))
+    leaves = db.fetchall(dialect.render(exp.select(col(PARENT), *xs).from_(layout.lists.copy()).order_by(col(LIST))))
+    return Lists(
+        np.array(tops, dtype=np.float64).reshape(-1, index.d),
+        np.array([r[1:] for r in leaves], dtype=np.float64).reshape(-1, index.d),
+        np.array([r[0] for r in leaves], dtype=np.int64),
+    )
+
+
 def list_indexes(db: Backend) -> pd.DataFrame:
     """One row per stored index: name, table, rows' features, lists, code bits, metric."""
     Registry(db)  # its tables, sqlrp_index included, exist from here on
@@ -595,5 +609,6 @@ __all__ = [
     "drop_index",
     "list_indexes",
     "load_index",
+    "load_lists",
     "search",
 ]

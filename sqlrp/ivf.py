@@ -127,8 +127,8 @@ def train_lists(sample: np.ndarray, lists: int, seed: int) -> Lists:
     rng = np.random.default_rng(seed)
     tops = _round_centroids(kmeans(sample, top_count(lists), rng))
     near = _nearest(sample, tops)
-    share = np.bincount(near, minlength=len(tops)).astype(float)
-    want = np.maximum(1, np.round(lists * share / share.sum())).astype(int)
+    counts = np.bincount(near, minlength=len(tops))
+    want = _apportion(lists, counts)
     leaves, parent = [], []
     for t in range(len(tops)):
         part = sample[near == t]
@@ -137,6 +137,26 @@ def train_lists(sample: np.ndarray, lists: int, seed: int) -> Lists:
         leaves.append(kmeans(part, int(want[t]), rng))
         parent += [t] * len(leaves[-1])
     return Lists(tops, _round_centroids(np.concatenate(leaves)), np.asarray(parent, dtype=np.int64))
+
+
+def _apportion(total: int, counts: np.ndarray) -> np.ndarray:
+    """``total`` children shared among the tops in proportion to their sample rows (largest
+    remainders), at least one for a top with rows and never more than its rows: ``lists`` asked is
+    ``lists`` got, whenever the sample has that many rows."""
+    share = total * counts / counts.sum()
+    want = np.where(counts > 0, np.maximum(1, np.floor(share)), 0).astype(int)
+    want = np.minimum(want, counts)
+    order = np.argsort(-(share - np.floor(share)), kind="stable")
+    while want.sum() < total:
+        room = [t for t in order if want[t] < counts[t]]
+        if not room:
+            break
+        for t in room[: total - want.sum()]:
+            want[t] += 1
+    while want.sum() > total:
+        t = int(np.argmax(np.where(want > 1, want, 0)))
+        want[t] -= 1
+    return want
 
 
 def _nearest(X: np.ndarray, C: np.ndarray) -> np.ndarray:

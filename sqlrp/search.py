@@ -489,16 +489,11 @@ def search_select(
         [
             exp.Mul(
                 this=exp.Literal.number(1 << p),
-                expression=_p(
-                    balanced(
-                        [
-                            dialect.popcount(
-                                _p(exp.BitwiseAnd(this=col(f"{WORD}{w}", "i"), expression=col(f"_p{p}_{w}", "pr")))
-                            )
-                            for w in range(words)
-                        ],
-                        exp.Add,
-                    )
+                expression=dialect.popcount_sum(
+                    [
+                        _p(exp.BitwiseAnd(this=col(f"{WORD}{w}", "i"), expression=col(f"_p{p}_{w}", "pr")))
+                        for w in range(words)
+                    ]
                 ),
             )
             for p in range(QUERY_BITS)

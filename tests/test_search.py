@@ -1,9 +1,11 @@
-"""Similarity search (issue 15): indexes and searches on DuckDB and PostgreSQL give the NumPy
-reference's candidates, ranks and distances; signatures are bit-identical across the engines;
-incremental top-ups, the exact brute force, the CLI, the evaluation, and the errors."""
+"""Similarity search (issues 23 and 26): indexes and searches on DuckDB and PostgreSQL give the
+NumPy reference's lists, codes, candidates, ranks and distances; recall rises with the candidates
+and the probes; an index notices when its table changed and refreshes to what a build on its
+centroids gives; the exact brute force, the CLI, the evaluation, and the errors."""
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import numpy as np
@@ -14,25 +16,47 @@ from conftest import array_frame
 import sqlrp
 from sqlrp.cli import main
 from sqlrp.errors import EngineLimit, InputError, InvalidParameter, ProjectionExists
-from sqlrp.index import BANDS_SUFFIX, IndexNotFound, default_band_bits
-from sqlrp.search import reference_search
-from sqlrp.signatures import band_keys, signatures
+from sqlrp.index import IndexNotFound, StaleIndex, load_lists
+from sqlrp.ivf import reference_codes
+from sqlrp.rotation import rotate
+from sqlrp.search import normalise, recall_at_k, reference_search
 
 D = 12
 
 
 def clustered(n: int, seed: int, d: int = D, centres: int = 10) -> np.ndarray:
-    """Integer features around a few centres: every sum is exact, in SQL and in NumPy alike, so
-    signs, Hamming distances and squared distances are equal, not merely close."""
+    """Integer features around a few centres: with centroids rounded to 20 bits every sum is exact,
+    in SQL and in NumPy alike, so lists, codes and estimates are equal, not merely close."""
     rng = np.random.default_rng(seed)
     C = rng.integers(-30, 31, size=(centres, d))
     return (C[rng.integers(0, centres, n)] + rng.integers(-4, 5, size=(n, d))).astype(np.float64)
+
+
+def embedding_like(n: int, seed: int, d: int = 32) -> np.ndarray:
+    """Gaussian rows whose covariance has a power-law spectrum (eigenvalue i ~ 1/i), randomly rotated."""
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return (rng.standard_normal((n, d)) / np.sqrt(np.arange(1, d + 1))) @ basis.T
 
 
 def frame(X: np.ndarray, id_name: str = "id", names: list[str] | None = None, ids=None) -> pd.DataFrame:  # noqa: ANN001
     df = pd.DataFrame(X, columns=names or [f"f{i}" for i in range(X.shape[1])])
     df.insert(0, id_name, np.arange(len(X), dtype=np.int64) if ids is None else ids)
     return df
+
+
+def replay(db, name, X, ids, Q, qids, top, candidates, probes):  # noqa: ANN001
+    """The NumPy oracle on the index's own centroids and rotation."""
+    idx = sqlrp.load_index(db, name)
+    return reference_search(X, ids, Q, qids, load_lists(db, idx), idx.signs, top, candidates, probes, idx.metric)
+
+
+def same_ranks(got: pd.DataFrame, ref: pd.DataFrame) -> None:
+    assert len(got) == len(ref) > 0
+    np.testing.assert_array_equal(
+        got[["query_id", "id", "rank"]].to_numpy(), ref[["query_id", "id", "rank"]].to_numpy()
+    )
+    np.testing.assert_allclose(got["distance"].to_numpy(), ref["distance"].to_numpy(), rtol=1e-9, atol=1e-12)
 
 
 @pytest.fixture
@@ -43,26 +67,44 @@ def indexed(db):
     ids = np.random.default_rng(3).permutation(400) * 7 + 5
     db.write_dataframe("pts", frame(X, ids=ids))
     db.write_dataframe("qs", frame(Q, "qid"))
-    idx = sqlrp.build_index(db, "pts", "id", "pts_idx", bits=128, band_bits=8, vectors=True)
+    idx = sqlrp.build_index(db, "pts", "id", "pts_idx", lists=16, bits=64)
     return db, idx, X, ids, Q
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "angular"])
-@pytest.mark.parametrize("rerank", ["original", "vectors"])
-def test_search_matches_the_numpy_reference(indexed, metric, rerank):
-    db, idx, X, ids, Q = indexed
-    got = sqlrp.search(db, "pts_idx", "qs", "qid", top=5, candidates=30, metric=metric, rerank=rerank)
-    ref = reference_search(idx.projection, X, ids, Q, np.arange(25), 8, 5, 30, metric, idx.layout.thresholds, rerank)
+def test_search_matches_the_numpy_reference(db, metric):
+    both = clustered(425, 1)
+    X, Q = both[:400], both[400:]
+    ids = np.random.default_rng(3).permutation(400) * 7 + 5
+    db.write_dataframe("pts", frame(X, ids=ids))
+    db.write_dataframe("qs", frame(Q, "qid"))
+    sqlrp.build_index(db, "pts", "id", "idx", lists=16, bits=64, metric=metric)
+    got = sqlrp.search(db, "idx", "qs", "qid", top=5, candidates=30, probes=4)
     assert list(got.columns) == ["query_id", "id", "rank", "distance"]
-    assert len(got) == len(ref) == 25 * 5
-    np.testing.assert_array_equal(
-        got[["query_id", "id", "rank"]].to_numpy(), ref[["query_id", "id", "rank"]].to_numpy()
-    )
-    np.testing.assert_allclose(got["distance"].to_numpy(), ref["distance"].to_numpy(), rtol=1e-9, atol=1e-12)
-    # not vacuous: the candidates cut the set (C = 30 of 400) and the nearest are truly near
-    exact = np.sort(np.sqrt(((X[None, :, :] - Q[:, None, :]) ** 2).sum(axis=2)), axis=1)[:, :5]
-    if metric == "euclidean" and rerank == "original":
-        assert np.mean(np.isclose(got["distance"].to_numpy().reshape(25, 5), exact)) > 0.8
+    same_ranks(got, replay(db, "idx", X, ids, Q, np.arange(25), 5, 30, 4))
+    # not vacuous: 4 of 16 lists and 30 candidates cut the set, and the nearest are truly near
+    exact = sqlrp.search(db, "idx", "qs", "qid", top=5, exact=True)
+    assert 0.8 < recall_at_k(got, exact) and len(got) == 125
+    if metric == "angular":
+        Xn, Qn = normalise(X), normalise(Q)
+        cos = 1 - (Qn @ Xn.T)
+        np.testing.assert_allclose(exact["distance"].to_numpy().reshape(25, 5), np.sort(cos, axis=1)[:, :5], atol=1e-12)
+
+
+def test_stored_rows_equal_numpy(indexed):
+    db, idx, X, ids, Q = indexed
+    rows = db.query_df('SELECT * FROM "pts_idx" ORDER BY "id"')
+    order = np.argsort(ids)
+    lists = load_lists(db, idx)
+    codes = reference_codes(X[order], lists, idx.signs, rotate(lists.leaves, idx.signs))
+    np.testing.assert_array_equal(rows["list"].to_numpy(), codes.lists)
+    np.testing.assert_array_equal(rows[["w0"]].to_numpy(), codes.words)
+    np.testing.assert_array_equal(rows["ones"].to_numpy(), codes.ones)
+    np.testing.assert_array_equal(rows["nx"].to_numpy(), codes.nx)
+    np.testing.assert_array_equal(rows["g"].to_numpy(), codes.g)
+    assert (rows["w0"] < 0).any() and (rows["w0"] > 0).any() and len(np.unique(codes.lists)) > 8
+    stored = db.query_df('SELECT * FROM "pts_idx__lists" ORDER BY "list"')
+    np.testing.assert_array_equal(stored[[f"t{j}" for j in range(64)]].to_numpy(), rotate(lists.leaves, idx.signs))
 
 
 def test_exact_brute_force_is_exact(indexed):
@@ -77,61 +119,52 @@ def test_exact_brute_force_is_exact(indexed):
     assert got["rank"].tolist() == [1, 2, 3, 4] * 25
 
 
-def test_stored_signatures_and_bands_equal_numpy(indexed):
-    db, idx, X, ids, Q = indexed
-    rows = db.fetchall('SELECT * FROM "pts_idx" ORDER BY "id"')
-    order = np.argsort(ids)
-    words = np.array([r[1:3] for r in rows], dtype=np.int64)
-    expected = signatures(idx.projection, X[order], idx.layout.thresholds)
-    np.testing.assert_array_equal(words, expected)
-    np.testing.assert_allclose(np.array([r[3:] for r in rows]), sqlrp.transform(idx.projection, X[order]), rtol=1e-12)
-    bands = db.fetchall(f'SELECT "band", "key", "id" FROM "pts_idx{BANDS_SUFFIX}" ORDER BY "id", "band"')
-    keys = np.array([b[1] for b in bands]).reshape(400, 16)
-    np.testing.assert_array_equal(keys, band_keys(expected, 8))
-    assert (words < 0).any() and (words > 0).any()
+def test_recall_rises_with_candidates_and_probes(duck):
+    """Embedding-like rows: recall never falls as C or P rises, and reaches 1 when every list is
+    probed and every row re-ranked; the SQL equals the oracle at every setting."""
+    both = embedding_like(2100, 4)
+    X, Q = both[:2000], both[2000:]
+    duck.write_dataframe("emb", frame(X))
+    duck.write_dataframe("eq", frame(Q, "qid"))
+    sqlrp.build_index(duck, "emb", "id", "eidx", lists=20)
+    exact = sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
+    recalls = {}
+    for probes in (2, 5, 20):
+        for c in (10, 40, 160, 2000):
+            got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=c, probes=probes)
+            recalls[probes, c] = recall_at_k(got, exact)
+    for probes in (2, 5, 20):
+        row = [recalls[probes, c] for c in (10, 40, 160, 2000)]
+        assert row == sorted(row), (probes, row)
+    for c in (10, 40, 160, 2000):
+        col_ = [recalls[p, c] for p in (2, 5, 20)]
+        assert col_ == sorted(col_), (c, col_)
+    assert recalls[20, 2000] == 1.0 and recalls[2, 10] < 0.9
+    assert recalls[5, 160] > recalls[5, 10] + 0.1  # the codes' ranking is what C trades on
 
 
-def test_signatures_are_bit_identical_on_duckdb_and_postgres(duck, pg):
-    X = clustered(300, 4)
-    for db in (duck, pg):
-        db.write_dataframe("pts", frame(X))
-    sqlrp.create_projection(duck, "signs", "achlioptas", d=D, k=192, seed=9)
-    sqlrp.copy_projection(duck, "signs", pg)
-    indexes = [sqlrp.build_index(db, "pts", "id", "idx", projection="signs", band_bits=16) for db in (duck, pg)]
-    got = [np.array(db.fetchall('SELECT * FROM "idx" ORDER BY "id"'), dtype=np.int64) for db in (duck, pg)]
-    np.testing.assert_array_equal(got[0], got[1])
-    np.testing.assert_array_equal(got[0][:, 1:], signatures(indexes[0].projection, X, indexes[0].layout.thresholds))
-    bands = [db.fetchall('SELECT * FROM "idx__bands" ORDER BY "band", "id"') for db in (duck, pg)]
-    assert bands[0] == bands[1] and len(bands[0]) == 300 * 12
-
-
-def test_incremental_indexes_only_new_ids(db):
-    X = clustered(300, 5)
-    db.write_dataframe("pts", frame(X[:200]))
-    first = sqlrp.build_index(db, "pts", "id", "idx", bits=64, band_bits=16)
-    db.insert_frame("pts", frame(X[200:], ids=np.arange(200, 300)))
-    sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
-    sqlrp.build_index(db, "pts", "id", "idx", incremental=True)  # twice: adds nothing
-    rows = db.fetchall('SELECT * FROM "idx" ORDER BY "id"')
-    assert [r[0] for r in rows] == list(range(300))
-    # the centre stays the first build's: the new rows get the same thresholds
-    np.testing.assert_array_equal(
-        np.array([r[1:] for r in rows]), signatures(first.projection, X, first.layout.thresholds)
-    )
-    assert db.fetchall('SELECT count(*) FROM "idx__bands"')[0][0] == 300 * 4
-    with pytest.raises(InvalidParameter, match="has 64 bits"):
-        sqlrp.build_index(db, "pts", "id", "idx", bits=128, incremental=True)
+def test_codes_rank_better_than_chance(duck):
+    """The estimate is worth having: the 40 best estimates in all 20 lists hold most true neighbours."""
+    both = embedding_like(2100, 5)
+    X, Q = both[:2000], both[2000:]
+    duck.write_dataframe("emb", frame(X))
+    duck.write_dataframe("eq", frame(Q, "qid"))
+    sqlrp.build_index(duck, "emb", "id", "eidx", lists=20)
+    exact = sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
+    got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=40, probes=20)
+    assert recall_at_k(got, exact) > 0.85  # 40 of 2,000 rows at random would find 2%
+    same_ranks(got, replay(duck, "eidx", X, np.arange(2000), Q, np.arange(100), 10, 40, 20))
 
 
 def test_recall_on_held_out_digits(duck, digits):
-    """Held-out digits, the defaults (256 bits, bands from the size): Recall@10 against exact k-NN."""
+    """Held-out digits, the defaults: Recall@10 against exact k-NN."""
     rng = np.random.default_rng(0)
     order = rng.permutation(len(digits))
     X, Q = digits[order[:1500]], digits[order[1500:]]
     duck.write_dataframe("digits", frame(X))
     duck.write_dataframe("queries", frame(Q, "qid"))
     sqlrp.build_index(duck, "digits", "id", "digits_idx")
-    got = sqlrp.search(duck, "digits_idx", "queries", "qid", top=10, candidates=100)
+    got = sqlrp.search(duck, "digits_idx", "queries", "qid", top=10)
     dist = ((X[None, :, :] - Q[:, None, :]) ** 2).sum(axis=2)
     truth = np.argsort(dist, axis=1, kind="stable")[:, :10]
     found = got.groupby("query_id")["id"].apply(set)
@@ -158,34 +191,146 @@ def test_hostile_names_are_quoted(db):
     names = [f'f"{i}; DROP TABLE pts; --' for i in range(D)]
     db.write_dataframe('pts"; --', frame(X, 'i"d', names))
     db.write_dataframe("q's", frame(Q, "q id", names))
-    idx = sqlrp.build_index(db, 'pts"; --', 'i"d', 'idx"; DROP TABLE x; --', bits=64, band_bits=8)
-    got = sqlrp.search(db, 'idx"; DROP TABLE x; --', "q's", "q id", top=3, candidates=20)
-    ref = reference_search(
-        idx.projection, X, np.arange(150), Q, np.arange(10), 8, 3, 20, "euclidean", idx.layout.thresholds
-    )
-    np.testing.assert_array_equal(
-        got[["query_id", "id", "rank"]].to_numpy(), ref[["query_id", "id", "rank"]].to_numpy()
-    )
+    sqlrp.build_index(db, 'pts"; --', 'i"d', 'idx"; DROP TABLE x; --', lists=6, bits=64)
+    got = sqlrp.search(db, 'idx"; DROP TABLE x; --', "q's", "q id", top=3, candidates=20, probes=2)
+    same_ranks(got, replay(db, 'idx"; DROP TABLE x; --', X, np.arange(150), Q, np.arange(10), 3, 20, 2))
     assert db.fetchall('SELECT count(*) FROM "pts""; --"')[0][0] == 150
     assert 'idx"; DROP TABLE x; --' in sqlrp.list_indexes(db)["name"].tolist()
     sqlrp.drop_index(db, 'idx"; DROP TABLE x; --')
     assert sqlrp.list_indexes(db).empty
 
 
+GENERATED = [
+    "id",
+    "list",
+    "w0",
+    "g",
+    "ones",
+    "nx",
+    "h",
+    "_id",
+    "_x0",
+    "_qid",
+    "_list",
+    "_h",
+    "_nx",
+    "_y0",
+    "_vec",
+    "t0",
+    "c0",
+]
+
+
+@pytest.mark.parametrize("id_name", GENERATED)
+def test_id_columns_named_like_generated_columns(duck, id_name):
+    """An id column (or a feature) named after a column the index or the search makes changes nothing."""
+    X, Q = clustered(200, 20), clustered(10, 21)
+    names = [f"f{i}" for i in range(D - 1)] + ["_x1" if id_name != "_x1" else "x1"]
+    duck.write_dataframe("named", frame(X, id_name, names))
+    duck.write_dataframe("qnamed", frame(Q, id_name, names))
+    duck.write_dataframe("plain", frame(X))
+    duck.write_dataframe("qplain", frame(Q, "qid"))
+    sqlrp.build_index(duck, "named", id_name, "n_idx", lists=8, bits=64, seed=1)
+    sqlrp.build_index(duck, "plain", "id", "p_idx", lists=8, bits=64, seed=1)
+    assert duck.fetchall('SELECT sum("w0"), sum("nx") FROM "n_idx"') == duck.fetchall(
+        'SELECT sum("w0"), sum("nx") FROM "p_idx"'
+    )
+    a = sqlrp.search(duck, "n_idx", "qnamed", id_name, top=5, candidates=20, probes=3)
+    b = sqlrp.search(duck, "p_idx", "qplain", "qid", top=5, candidates=20, probes=3)
+    pd.testing.assert_frame_equal(a, b)
+
+
 def test_array_layout(duck):
     both = clustered(210, 8)
     X, Q = both[:200], both[200:]
     duck.write_dataframe("arr", array_frame(X))
-    qa = array_frame(Q).rename(columns={"id": "qid"})
-    duck.write_dataframe("qarr", qa)
-    idx = sqlrp.build_index(duck, "arr", "id", "aidx", bits=64, band_bits=8, layout="array", array_column="x")
-    got = sqlrp.search(duck, "aidx", "qarr", "qid", top=3, candidates=20)
-    ref = reference_search(
-        idx.projection, X, np.arange(200), Q, np.arange(10), 8, 3, 20, "euclidean", idx.layout.thresholds
+    duck.write_dataframe("qarr", array_frame(Q).rename(columns={"id": "qid"}))
+    sqlrp.build_index(duck, "arr", "id", "aidx", lists=8, bits=64, layout="array", array_column="x")
+    got = sqlrp.search(duck, "aidx", "qarr", "qid", top=3, candidates=20, probes=3)
+    same_ranks(got, replay(duck, "aidx", X, np.arange(200), Q, np.arange(10), 3, 20, 3))
+
+
+# ----------------------------------------------------------------------------------------------
+# an index that knows its table (issue 26)
+
+
+def _stale_warnings(fn):  # noqa: ANN001
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    return result, [str(w.message) for w in caught if "changed since index" in str(w.message)]
+
+
+CHANGES = {
+    "delete": 'DELETE FROM "pts" WHERE "id" % 2 = 0',
+    "update": 'UPDATE "pts" SET "f0" = "f0" + 40, "f3" = "f3" - 25 WHERE "id" % 3 = 0',
+    "insert": 'INSERT INTO "pts" SELECT "id" + 1000, "f1", "f0", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", '
+    '"f10", "f11" FROM "pts" WHERE "id" < 50',
+    "duplicate": 'INSERT INTO "pts" SELECT * FROM "pts" WHERE "id" < 5',
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_changed_table_warns_and_a_refresh_matches_a_build(db, change):
+    X, Q = clustered(300, 30), clustered(20, 31)
+    db.write_dataframe("pts", frame(X))
+    db.write_dataframe("qs", frame(Q, "qid"))
+    sqlrp.build_index(db, "pts", "id", "idx", lists=8, bits=64)
+    _, stale = _stale_warnings(lambda: sqlrp.search(db, "idx", "qs", "qid", top=5, candidates=20))
+    assert stale == []
+    db.execute(CHANGES[change])
+    got, stale = _stale_warnings(lambda: sqlrp.search(db, "idx", "qs", "qid", top=10, candidates=60, probes=8))
+    assert len(stale) == 1 and "--incremental" in stale[0]
+    now = db.query_df('SELECT * FROM "pts" ORDER BY "id"')
+    assert set(got["id"]) <= set(now["id"])  # a deleted row is never returned
+    live = now.drop_duplicates("id")
+    truth = np.sqrt(((live[[f"f{i}" for i in range(D)]].to_numpy()[None] - Q[:, None]) ** 2).sum(axis=2))
+    by_id = dict(zip(live["id"], range(len(live)), strict=True))
+    np.testing.assert_allclose(
+        got["distance"], [truth[q, by_id[i]] for q, i in zip(got["query_id"], got["id"], strict=True)]
     )
-    np.testing.assert_array_equal(
-        got[["query_id", "id", "rank"]].to_numpy(), ref[["query_id", "id", "rank"]].to_numpy()
-    )
+    with pytest.raises(StaleIndex, match="changed since"):
+        sqlrp.search(db, "idx", "qs", "qid", strict=True)
+    if change == "duplicate":
+        with pytest.raises(InputError, match="unique"):
+            sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
+        return
+    sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
+    after, stale = _stale_warnings(lambda: sqlrp.search(db, "idx", "qs", "qid", top=5, candidates=20, probes=3))
+    assert stale == []
+    # the refreshed index holds exactly what a build on its centroids gives for the table as it is now
+    idx = sqlrp.load_index(db, "idx")
+    lists = load_lists(db, idx)
+    Xnow = now[[f"f{i}" for i in range(D)]].to_numpy()
+    codes = reference_codes(Xnow, lists, idx.signs, rotate(lists.leaves, idx.signs))
+    rows = db.query_df('SELECT * FROM "idx" ORDER BY "id"')
+    np.testing.assert_array_equal(rows["id"].to_numpy(), now["id"].to_numpy())
+    np.testing.assert_array_equal(rows["list"].to_numpy(), codes.lists)
+    np.testing.assert_array_equal(rows[["w0"]].to_numpy(), codes.words)
+    np.testing.assert_array_equal(rows["nx"].to_numpy(), codes.nx)
+    same_ranks(after, replay(db, "idx", Xnow, now["id"].to_numpy(), Q, np.arange(20), 5, 20, 3))
+
+
+def test_a_recreated_table_warns(duck):
+    duck.write_dataframe("pts", frame(clustered(200, 32)))
+    duck.write_dataframe("qs", frame(clustered(5, 33), "qid"))
+    sqlrp.build_index(duck, "pts", "id", "idx", lists=8, bits=64)
+    duck.execute('DROP TABLE "pts"')
+    duck.write_dataframe("pts", frame(clustered(200, 34)))  # same name, same ids, other rows
+    _, stale = _stale_warnings(lambda: sqlrp.search(duck, "idx", "qs", "qid"))
+    assert len(stale) == 1 and "some of them changed" in stale[0]
+
+
+def test_refresh_twice_changes_nothing(db):
+    db.write_dataframe("pts", frame(clustered(200, 35)))
+    sqlrp.build_index(db, "pts", "id", "idx", lists=8, bits=64)
+    before = db.query_df('SELECT * FROM "idx" ORDER BY "id"')
+    sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
+    pd.testing.assert_frame_equal(db.query_df('SELECT * FROM "idx" ORDER BY "id"'), before)
+
+
+# ----------------------------------------------------------------------------------------------
+# errors
 
 
 def test_bad_input_gets_a_clear_error_and_leaves_nothing(duck):
@@ -193,33 +338,33 @@ def test_bad_input_gets_a_clear_error_and_leaves_nothing(duck):
     X = clustered(100, 10)
     db.write_dataframe("pts", frame(X))
     db.write_dataframe("qs", frame(clustered(5, 11), "qid"))
-    with pytest.raises(InvalidParameter, match="multiple of 64"):
-        sqlrp.build_index(db, "pts", "id", "idx", bits=100)
-    with pytest.raises(InvalidParameter, match="band bits"):
-        sqlrp.build_index(db, "pts", "id", "idx", bits=64, band_bits=6)
-    with pytest.raises(InvalidParameter, match="not linear"):
-        sqlrp.create_projection(db, "poly", "pk-rp", d=D, k=64, seed=0)
-        sqlrp.build_index(db, "pts", "id", "idx", projection="poly")
+    for bits in (100, 8, 32):
+        with pytest.raises(InvalidParameter, match="power of two"):
+            sqlrp.build_index(db, "pts", "id", "idx", bits=bits)
+    for bad in ({"lists": 0}, {"probes": -1}, {"sample": 2.5}, {"metric": "cosine"}, {"seed": -3}):
+        with pytest.raises(InvalidParameter):
+            sqlrp.build_index(db, "pts", "id", "idx", **bad)
     with pytest.raises(InvalidParameter, match="registry"):
-        sqlrp.build_index(db, "pts", "id", "sqlrp_projection", bits=64)
+        sqlrp.build_index(db, "pts", "id", "sqlrp_projection")
     with pytest.raises(InvalidParameter, match="source table"):
-        sqlrp.build_index(db, "pts", "id", "pts", bits=64)
+        sqlrp.build_index(db, "pts", "id", "pts")
     db.write_dataframe("dups", frame(X[:3], ids=[1, 1, 2]))
     with pytest.raises(InputError, match="unique"):
-        sqlrp.build_index(db, "dups", "id", "idx", bits=64)
+        sqlrp.build_index(db, "dups", "id", "idx")
     db.write_dataframe("empty", frame(X[:0]))
     with pytest.raises(InputError, match="empty"):
-        sqlrp.build_index(db, "empty", "id", "idx", bits=64)
+        sqlrp.build_index(db, "empty", "id", "idx")
     bad = frame(X[:5])
     bad.loc[2, "f3"] = np.nan
     db.write_dataframe("nan", bad)
     with pytest.raises(InputError, match="NaN|NULL"):
-        sqlrp.build_index(db, "nan", "id", "idx", bits=64)
-    assert sqlrp.list_indexes(db).empty and not db.table_exists("idx") and not db.table_exists("idx__bands")
+        sqlrp.build_index(db, "nan", "id", "idx")
+    assert sqlrp.list_indexes(db).empty
+    assert not any(db.table_exists(t) for t in ("idx", "idx__lists", "idx__tops"))
 
-    sqlrp.build_index(db, "pts", "id", "idx", bits=64, band_bits=8)
+    sqlrp.build_index(db, "pts", "id", "idx", lists=4, bits=64)
     with pytest.raises(ProjectionExists, match="replace"):
-        sqlrp.build_index(db, "pts", "id", "idx", bits=64)
+        sqlrp.build_index(db, "pts", "id", "idx")
     with pytest.raises(IndexNotFound, match="no index named 'nope'"):
         sqlrp.search(db, "nope", "qs", "qid")
     for top in (0, -1, 2.5, True):
@@ -227,77 +372,82 @@ def test_bad_input_gets_a_clear_error_and_leaves_nothing(duck):
             sqlrp.search(db, "idx", "qs", "qid", top=top)
     with pytest.raises(InvalidParameter, match="at least top"):
         sqlrp.search(db, "idx", "qs", "qid", top=10, candidates=5)
-    with pytest.raises(InvalidParameter, match="metric"):
-        sqlrp.search(db, "idx", "qs", "qid", metric="cosine")
-    with pytest.raises(InvalidParameter, match="no projected vectors"):
-        sqlrp.search(db, "idx", "qs", "qid", rerank="vectors")
+    with pytest.raises(InvalidParameter, match="probes"):
+        sqlrp.search(db, "idx", "qs", "qid", probes=5)  # 4 lists
+    with pytest.raises(InvalidParameter, match="built for euclidean"):
+        sqlrp.search(db, "idx", "qs", "qid", metric="angular")
     db.write_dataframe("narrow", frame(clustered(5, 12, d=5), "qid"))
     with pytest.raises(InputError, match="d = 12 features .* 5 numeric columns"):
         sqlrp.search(db, "idx", "narrow", "qid")
     with pytest.raises(InputError, match="no table|not found|does not exist"):
         sqlrp.search(db, "idx", "missing", "qid")
-    db.write_dataframe("_sqlrp_queries", frame(clustered(5, 13), "qid"))
+    db.write_dataframe("_sqlrp_q", frame(clustered(5, 13), "qid"))
     with pytest.raises(InvalidParameter, match="sub-queries"):
-        sqlrp.search(db, "idx", "_sqlrp_queries", "qid")
+        sqlrp.search(db, "idx", "_sqlrp_q", "qid")
     nan_q = frame(clustered(3, 14), "qid")
     nan_q.loc[1, "f0"] = np.nan
     db.write_dataframe("nanq", nan_q)
     with pytest.raises(InputError, match="NaN|NULL"):
         sqlrp.search(db, "idx", "nanq", "qid")
+    sqlrp.build_index(db, "pts", "id", "idx", lists=4, bits=64, replace=True)  # a rebuild in place
+    assert sqlrp.list_indexes(db)["lists"].tolist() == [4]
 
 
 def test_engines_without_a_bit_count_refuse(tmp_path):
     db = sqlrp.connect(f"sqlite:///{tmp_path}/s.sqlite")
     db.write_dataframe("pts", frame(clustered(20, 15)))
     with pytest.raises(EngineLimit, match="sqlite.*bit count"):
-        sqlrp.build_index(db, "pts", "id", "idx", bits=64)
+        sqlrp.build_index(db, "pts", "id", "idx")
     db.close()
 
 
 def test_short_results_warn(duck):
-    """Far-away queries share no band with any row: fewer than top rows, and a warning says so."""
-    duck.write_dataframe("pts", frame(clustered(100, 16)))
-    duck.write_dataframe("far", frame(-clustered(4, 17) * 50 + 7, "qid"))
-    sqlrp.build_index(duck, "pts", "id", "idx", bits=64, band_bits=32, center=False)
+    """Lists of 2-3 rows, one probed: fewer than top rows, and a warning says so."""
+    duck.write_dataframe("pts", frame(clustered(40, 16)))
+    duck.write_dataframe("qs", frame(clustered(4, 17), "qid"))
+    sqlrp.build_index(duck, "pts", "id", "idx", lists=16, bits=64)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = sqlrp.search(duck, "idx", "far", "qid", top=5, candidates=10)
+        got = sqlrp.search(duck, "idx", "qs", "qid", top=5, candidates=10, probes=1)
     assert len(got) < 20
     assert any("fewer than top" in str(w.message) for w in caught)
-
-
-def test_default_band_bits_follow_the_table_size():
-    assert [default_band_bits(n) for n in (100, 1_500, 100_000, 1_000_000, 10**10)] == [4, 8, 16, 16, 32]
 
 
 def test_cli_index_search_evaluate_and_drop(tmp_path, capsys):
     url = f"duckdb:///{tmp_path}/s.duckdb"
     db = sqlrp.connect(url)
-    X = clustered(300, 18)
-    db.write_dataframe("pts", frame(X))
+    db.write_dataframe("pts", frame(clustered(300, 18)))
     db.write_dataframe("qs", frame(clustered(8, 19), "qid"))
     db.close()
-    assert main(["index", "--db", url, "--table", "pts", "--id-column", "id", "--name", "idx", "--bits", "128"]) == 0
+    assert main(["index", "--db", url, "--table", "pts", "--id-column", "id", "--name", "idx", "--lists", "10"]) == 0
+    assert "10 lists" in capsys.readouterr().err
     search = ["search", "--db", url, "--index", "idx", "--query-table", "qs", "--query-id-column", "qid"]
-    assert main([*search, "--top", "3", "--candidates", "50", "--into", "hits"]) == 0
+    assert main([*search, "--top", "3", "--candidates", "50", "--probes", "4", "--into", "hits"]) == 0
     capsys.readouterr()
-    assert main([*search, "--top", "3", "--candidates", "50"]) == 0
-    printed = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert main([*search, "--top", "3", "--candidates", "50", "--probes", "4"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
     db = sqlrp.connect(url)
     stored = db.query_df('SELECT * FROM "hits" ORDER BY "query_id", "rank"')
-    api = sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=50)
+    api = sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=50, probes=4)
+    db.execute('DELETE FROM "pts" WHERE "id" < 10')
     db.close()
     assert printed[["query_id", "id", "rank"]].values.tolist() == api[["query_id", "id", "rank"]].values.tolist()
     assert stored[["query_id", "id", "rank"]].values.tolist() == api[["query_id", "id", "rank"]].values.tolist()
+    assert main([*search, "--strict"]) != 0
+    assert "changed since index 'idx'" in capsys.readouterr().err
+    assert main(["index", "--db", url, "--table", "pts", "--id-column", "id", "--name", "idx", "--incremental"]) == 0
+    assert main([*search, "--strict"]) == 0
+    capsys.readouterr()
     out = tmp_path / "report"
     assert main(["evaluate", "--db", url, "--index", "idx", "--queries", "20", "--top", "5", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Recall@5" in text and (out / "recall_vs_candidates.png").stat().st_size > 1000
     sweep = pd.read_csv(out / "search_metrics.csv")
-    assert sweep["candidates"].is_monotonic_increasing and sweep["recall_at_5"].iloc[-1] == 1.0
+    assert sweep["recall_at_5"].is_monotonic_increasing and sweep["recall_at_5"].iloc[-1] == 1.0
     assert main([*search[:4], "nope", *search[5:]]) != 0
     assert "no index named 'nope'" in capsys.readouterr().err
     assert main([*search, "--top", "0"]) == 2
+    assert main([*search, "--candidates", "abc"]) == 2
     assert main(["indexes", "list", "--db", url]) == 0 and "idx" in capsys.readouterr().out
     assert main(["indexes", "drop", "idx", "--db", url]) == 0
     db = sqlrp.connect(url)

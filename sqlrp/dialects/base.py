@@ -102,6 +102,13 @@ class SqlrpDialect:
         known spelling refuses."""
         raise self.refuse("sqlrp knows no bit count of a BIGINT for this engine (search codes)")
 
+    def popcount_sum(self, words: list[exp.Expression]) -> exp.Expression:
+        """``sum_w popcount(word_w)`` as an INTEGER (the sum of :meth:`popcount`)."""
+        total = self.popcount(words[0])
+        for word in words[1:]:
+            total = exp.Add(this=total, expression=self.popcount(word))
+        return exp.Paren(this=total)
+
     def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
         """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.signatures`), as an
         INTEGER: the popcount of their XOR."""
