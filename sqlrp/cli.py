@@ -281,7 +281,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
 
             if not args.to:
                 raise InvalidParameter("projections export needs --to FILE (.parquet or .csv)")
-            for path in export_projection(db, args.name, args.to):
+            for path in export_projection(db, args.name, args.to, replace=args.replace):
                 print(f"wrote {path}", file=sys.stderr)
         elif args.action == "import":
             from .transfer import import_projection
@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
     p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
-    p.add_argument("--replace", action="store_true", help="copy, import: overwrite a projection of that name")
+    p.add_argument("--replace", action="store_true", help="copy, import: overwrite a projection of that name; export: overwrite the file")
     p.add_argument(
         "--format", choices=["table", "json", "csv"], default="table", help="list: json (one object a line) or csv"
     )

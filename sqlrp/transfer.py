@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .backends import Backend, need
-from .errors import InputError, InvalidParameter
+from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Combiner, Composed, LinearStage, Projection
 from .lazy import pd
 from .store import Registry, stage_names
@@ -147,11 +148,22 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
     if frame.duplicated(["vector", "feature"]).any():
         raise InputError(f"{where}: the matrix has more than one row for some (vector, feature)")
     try:
+        d, k, p = (_count(meta[key], key) for key in ("d", "k", "p"))
+        scale = meta["scale"]
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+            raise ValueError(f"scale must be a finite positive number, got {scale!r}")
+        params = meta.get("params") or {}
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a JSON object, got {type(params).__name__}")
         vector = _integers(frame["vector"], "vector")
         feature = _integers(frame["feature"], "feature")
+        if len(vector) and (vector.min() < 0 or vector.max() >= p):
+            raise ValueError(f"vector index out of range [0, p = {p}): {int(vector.max())}")
+        if len(feature) and (feature.min() < 0 or feature.max() >= d):
+            raise ValueError(f"feature index out of range [0, d = {d}): {int(feature.max())}")
         linear = LinearStage(
-            d=int(meta["d"]),
-            p=int(meta["p"]),
+            d=d,
+            p=p,
             vector=vector,
             feature=feature,
             weight=frame["weight"].to_numpy(dtype=np.float64),
@@ -160,10 +172,14 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
         )
         comb = meta["combiner"]
         if comb == "identity":
-            combiner = Combiner.identity(int(meta["k"]))
+            if k != p:
+                raise ValueError(f"a linear projection has k = p outputs; the metadata says k = {k}, p = {p}")
+            combiner = Combiner.identity(k)
         else:
+            if not isinstance(comb, dict):
+                raise ValueError("combiner must be 'identity' or a JSON object")
             combiner = Combiner(
-                k=int(meta["k"]),
+                k=k,
                 term_component=comb["term_component"],
                 term_weight=comb["term_weight"],
                 factor_term=comb["factor_term"],
@@ -177,21 +193,32 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
             combiner.factor_term.min() < 0 or combiner.factor_term.max() >= combiner.n_terms
         ):
             raise ValueError("a combiner factor belongs to a term that does not exist")
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise InputError(f"{where}: not a valid projection ({exc})") from None
     return Projection(
         method=str(meta["method"]),
         linear=linear,
         combiner=combiner,
-        scale=float(meta["scale"]),
-        params=dict(meta.get("params") or {}),
+        scale=float(scale),
+        params=dict(params),
         seed=meta.get("seed"),
         name=meta.get("name"),
     )
 
 
+def _count(value: Any, key: str) -> int:
+    """A metadata count (d, k, p): a positive whole number."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{key} must be a positive whole number, got {value!r}")
+    return value
+
+
 def _integers(series: pd.Series, column: str) -> np.ndarray:
     values = series.to_numpy()
+    if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"column {column} holds an index beyond int64")
+    if values.dtype.kind == "O":
+        values = np.array([int(v) if isinstance(v, (int, np.integer)) else float(v) for v in values])
     if values.dtype.kind not in "iu":
         as_float = values.astype(np.float64)
         if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
@@ -204,12 +231,17 @@ def _integers(series: pd.Series, column: str) -> np.ndarray:
 # files
 
 
-def write_projection(projection: Projection | Composed, path: str | os.PathLike[str]) -> list[Path]:
+def write_projection(
+    projection: Projection | Composed, path: str | os.PathLike[str], replace: bool = False
+) -> list[Path]:
     """Write ``projection`` to ``path`` (``.parquet`` or ``.csv``, module docstring); returns the
-    files written (for CSV the matrix and its ``.json`` sidecar).  Existing files are replaced, each
-    only once its new version is complete."""
+    files written (for CSV the matrix and its ``.json`` sidecar).  An existing file is refused unless
+    ``replace``; each file is written under a temporary name and renamed over the old one only once
+    it is complete, so a failure leaves the old file whole."""
     target = Path(path)
     fmt = _format(target)
+    if not replace:
+        _refuse_existing([target] if fmt == "parquet" else [target, sidecar(target)])
     if isinstance(projection, Composed):
         name = projection.name or "<name>"
         first, second = stage_names(name)
@@ -242,6 +274,15 @@ def write_projection(projection: Projection | Composed, path: str | os.PathLike[
     with _replacing(side) as tmp:
         tmp.write_text(meta + "\n", encoding="utf-8")
     return [target, side]
+
+
+def _refuse_existing(paths: list[Path]) -> None:
+    there = [str(p) for p in paths if p.exists() or p.is_symlink()]
+    if there:
+        raise ProjectionExists(
+            f"{' and '.join(map(repr, there))} already exist{'s' if len(there) == 1 else ''}: nothing was written; "
+            "pass replace=True (--replace) to overwrite, or choose another file"
+        )
 
 
 @contextlib.contextmanager
@@ -292,6 +333,8 @@ def read_projection(path: str | os.PathLike[str]) -> Projection:
         )
         if "weight" in frame.columns:
             frame["weight"] = np.array([float(w) for w in frame["weight"].tolist()], dtype=np.float64)
+    except OverflowError:
+        raise InputError(f"cannot read {str(source)!r}: a vector or feature index does not fit int64") from None
     except (ValueError, pd.errors.ParserError) as exc:
         raise InputError(f"cannot read {str(source)!r} as a projection matrix: {exc}") from None
     return from_parts(frame, meta, repr(str(source)))
@@ -311,18 +354,23 @@ def _json(text: str, where: str) -> dict[str, Any]:
 # the API
 
 
-def export_projection(db: Backend | None, name: str | Projection, path: str | os.PathLike[str]) -> list[Path]:
+def export_projection(
+    db: Backend | None, name: str | Projection, path: str | os.PathLike[str], replace: bool = False
+) -> list[Path]:
     """Write the projection stored as ``name`` in ``db`` to ``path`` (``.parquet``: one file with the
     metadata inside; ``.csv``: the matrix plus ``<path>.json``).  ``name`` may also be a
-    :class:`~sqlrp.ir.Projection` in memory (``db`` is then not used).  Returns the files written."""
+    :class:`~sqlrp.ir.Projection` in memory (``db`` is then not used).  An existing file is refused
+    unless ``replace``.  Returns the files written."""
     if isinstance(name, (Projection, Composed)):
         projection: Projection | Composed = name
     else:
         if db is None:
             raise InvalidParameter("give the database that stores the projection, or pass the projection itself")
-        _format(Path(path))  # a bad file name fails before the database is read
+        fmt = _format(Path(path))  # a bad file name or an existing file fails before the database is read
+        if not replace:
+            _refuse_existing([Path(path)] if fmt == "parquet" else [Path(path), sidecar(path)])
         projection = Registry(db).load(name)
-    return write_projection(projection, path)
+    return write_projection(projection, path, replace=replace)
 
 
 def import_projection(

@@ -489,10 +489,15 @@ def test_server_url_becomes_client_arguments(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_migrations_apply_once(any_ch) -> None:
     registry = Registry(any_ch, migrate=False)
-    assert registry.migrate() == ["0001_registry.sql", "0002_pairs_plan.sql", "0003_search_index.sql"]
+    assert registry.migrate() == [
+        "0001_registry.sql",
+        "0002_pairs_plan.sql",
+        "0003_search_index.sql",
+        "0004_index_params.sql",
+    ]
     assert registry.migrate() == []
-    assert registry.version() == 3
-    assert any_ch.fetchall("SELECT count(*) FROM sqlrp_schema_version") == [(3,)]
+    assert registry.version() == 4
+    assert any_ch.fetchall("SELECT count(*) FROM sqlrp_schema_version") == [(4,)]
     assert [v for v, _, _ in migration_files("clickhouse")] == [v for v, _, _ in migration_files("duckdb")]
     engines = dict(
         any_ch.fetchall("SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name")

@@ -182,3 +182,84 @@ def test_in_memory_projection_and_damaged_files(tmp_path):
     pd.DataFrame({"vector": [0], "feature": [0], "weight": [1.0]}).to_parquet(tmp_path / "foreign.parquet")
     with pytest.raises(sqlrp.InputError, match="no sqlrp projection metadata"):
         read_projection(tmp_path / "foreign.parquet")
+
+
+# ---- issue 26: files never overwritten, imports validated ----
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_refuses_an_existing_file(duck, tmp_path, fmt):
+
+    sqlrp.create_projection(duck, "rp", "achlioptas", d=5, k=2, seed=1)
+    mine = tmp_path / f"mydata.{fmt}"
+    mine.write_bytes(b"x" * 8893)  # a user's file
+    with pytest.raises(sqlrp.ProjectionExists, match="already exist.*replace"):
+        export_projection(duck, "rp", mine)
+    assert mine.read_bytes() == b"x" * 8893 and not sidecar(mine).exists()
+    if fmt == "csv":  # the sidecar alone is a user's file too
+        other = tmp_path / "other.csv"
+        sidecar(other).write_text("mine")
+        with pytest.raises(sqlrp.ProjectionExists, match=r"other\.csv\.json"):
+            export_projection(duck, "rp", other)
+        assert sidecar(other).read_text() == "mine" and not other.exists()
+    export_projection(duck, "rp", mine, replace=True)
+    _same(sqlrp.load_projection(duck, "rp"), read_projection(mine))
+    assert list(tmp_path.glob(".*tmp")) == []  # no temporary file left behind
+
+
+def test_cli_export_refuses_an_existing_file(tmp_path, capsys):
+    from sqlrp.cli import main
+
+    url = f"duckdb:///{tmp_path}/w.db"
+    assert main(["create", "--db", url, "--name", "p1", "--method", "achlioptas", "--d", "5", "--k", "2"]) == 0
+    mine = tmp_path / "mydata.csv"
+    mine.write_text("id,a\n1,2\n")
+    capsys.readouterr()
+    assert main(["projections", "export", "p1", "--db", url, "--to", str(mine)]) != 0
+    assert "already exist" in capsys.readouterr().err and mine.read_text() == "id,a\n1,2\n"
+    assert main(["projections", "export", "p1", "--db", url, "--to", str(mine), "--replace"]) == 0
+
+
+def _edited(tmp_path, change):  # noqa: ANN001
+    """A CSV export whose metadata (or matrix) was edited by hand."""
+    p = sqlrp.create_projection(None, "rp", "achlioptas", d=6, k=4, s=1, seed=3)
+    path = tmp_path / "rp.csv"
+    export_projection(None, p, path, replace=True)
+    meta = json.loads(sidecar(path).read_text())
+    matrix = pd.read_csv(path)
+    change(meta, matrix)
+    sidecar(path).write_text(json.dumps(meta))
+    matrix.to_csv(path, index=False)
+    return path
+
+
+BAD_IMPORTS = {
+    "scale NaN": (lambda m, x: m.update(scale=float("nan")), "scale"),
+    "scale inf": (lambda m, x: m.update(scale=float("inf")), "scale"),
+    "scale 0": (lambda m, x: m.update(scale=0), "scale"),
+    "scale negative": (lambda m, x: m.update(scale=-1.5), "scale"),
+    "scale text": (lambda m, x: m.update(scale="abc"), "scale"),
+    "params a list": (lambda m, x: m.update(params=[1, 2]), "params"),
+    "params a string": (lambda m, x: m.update(params="s=3"), "params"),
+    "d below a feature": (lambda m, x: m.update(d=2), "feature index out of range"),
+    "k smaller than p": (lambda m, x: m.update(k=2), "k = p"),
+    "k zero": (lambda m, x: m.update(k=0), "k must be"),
+    "d text": (lambda m, x: m.update(d="six"), "d must be"),
+    "vector beyond int64": (
+        lambda m, x: x.__setitem__("vector", x["vector"].astype(object).where(x.index > 0, 2**70)),
+        "int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_IMPORTS))
+def test_malformed_imports_are_refused_with_one_line(duck, tmp_path, case):
+    from sqlrp.cli import main
+
+    change, words = BAD_IMPORTS[case]
+    path = _edited(tmp_path, change)
+    with pytest.raises(sqlrp.InputError, match=words):
+        import_projection(duck, path, name="imported")
+    assert "imported" not in set(sqlrp.list_projections(duck)["name"])
+    url = f"duckdb:///{tmp_path}/w.db"
+    assert main(["projections", "import", "x", "--db", url, "--from", str(path)]) == 3
