@@ -10,12 +10,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__, api
 from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
-from .errors import InvalidParameter, exit_status, one_line
+from .errors import InputError, InvalidParameter, exit_status, one_line
 from .lazy import pd
 from .methods import METHODS, make_projection
 from .store import Registry
@@ -60,10 +61,42 @@ def _add_db(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: commands that may make a new database file; every other one reads a table first (issue 26)
+_CREATING = {"create", "migrate", "demo", ("projections", "import")}
+
+
 def _need_db(args: argparse.Namespace) -> str:
     if not args.db:
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
+    _check_file_db(args.db, args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING)
     return args.db
+
+
+def _check_file_db(url: str, creating: bool) -> None:
+    """A database file named in ``url`` (``duckdb:///``, ``sqlite:///``, ``chdb:///``) that is not
+    there is refused -- connecting would create an empty one -- unless the command makes one; a
+    ClickHouse path must be a folder."""
+    for scheme in ("duckdb:///", "sqlite:///", "chdb:///"):
+        if url.startswith(scheme):
+            path = (
+                Path("/" + url[len(scheme) :].split("?")[0].lstrip("/"))
+                if scheme == "chdb:///"
+                else Path(url[len(scheme) :].split("?")[0])
+            )
+            break
+    else:
+        return
+    if str(path) in (":memory:", "/:memory:", ""):
+        return
+    if scheme == "chdb:///" and path.exists() and not path.is_dir():
+        raise InputError(
+            f"chdb:///{str(path).lstrip('/')} must name a folder (ClickHouse's data directory); it is a file"
+        )
+    if not path.exists() and not creating:
+        raise InputError(
+            f"no database file {str(path)!r}: nothing to read (check the path; `sqlrp create` or "
+            "`sqlrp projections import` make a new database)"
+        )
 
 
 def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
@@ -556,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
     p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
-    p.add_argument("--replace", action="store_true", help="copy, import: overwrite a projection of that name; export: overwrite the file")
+    p.add_argument("--replace", action="store_true", help="copy, import: overwrite that projection; export: the file")
     p.add_argument(
         "--format", choices=["table", "json", "csv"], default="table", help="list: json (one object a line) or csv"
     )
@@ -674,6 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # a defect in sqlrp: the traceback is what a bug report needs
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return status
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -361,7 +361,7 @@ def build_index(
                 exp.Create(this=index.layout.rows, kind="TABLE", expression=rows_select(index.layout, source, dialect))
             )
         )
-        for statement in dialect.lookup_indexes(index.layout.rows, [LIST], index.layout.lists, [LIST]):
+        for statement in dialect.lookup_indexes(index.layout.rows, [LIST]):
             db.execute(statement)
         db.execute(
             f"INSERT INTO {INDEX_TABLE} (name, projection, source, bits, band_bits, means, vectors, params) "

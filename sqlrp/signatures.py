@@ -28,8 +28,6 @@ from .ir import Composed, Projection
 from .reference import transform
 
 WORD_BITS = 64
-#: band widths (bits joined on equality per band, LSH's ``r``) that tile a 64-bit word
-BAND_BITS = (4, 8, 16, 32)
 BIGINT = exp.DataType.build("BIGINT")
 
 
@@ -102,32 +100,6 @@ def centre_thresholds(projection: Projection | Composed, means: Sequence[float])
     return transform(projection, np.asarray(means, dtype=float)[None, :])[0]
 
 
-def check_band_bits(r: int, k: int) -> int:
-    """Bands of ``r`` bits must tile each word (``r`` divides 64) and the ``k`` bits; returns the band count."""
-    if isinstance(r, bool) or int(r) != r or r not in BAND_BITS:
-        raise InvalidParameter(f"band bits must be one of {', '.join(map(str, BAND_BITS))} (dividing 64), got {r!r}")
-    return k // int(r)
-
-
-def band_key(words: Sequence[exp.Expression], band: int, r: int) -> exp.Expression:
-    """Band ``band``'s key: bits ``band * r .. band * r + r - 1`` of the signature as a BIGINT in
-    ``[0, 2^r)``: ``(w >> shift) & (2^r - 1)`` (an arithmetic shift is fine: the mask drops the sign)."""
-    w, shift = divmod(band * r, WORD_BITS)
-    shifted = words[w].copy()
-    if shift:
-        shifted = exp.paren(exp.BitwiseRightShift(this=shifted, expression=exp.Literal.number(shift)))
-    return exp.BitwiseAnd(this=shifted, expression=exp.cast(exp.Literal.number((1 << r) - 1), BIGINT))
-
-
-def band_keys(signature_words: np.ndarray, r: int) -> np.ndarray:
-    """NumPy reference of :func:`band_key`: the ``n x (64 w / r)`` keys of ``n x w`` int64 words."""
-    u = np.asarray(signature_words, dtype=np.int64).view(np.uint64)
-    per_word = WORD_BITS // r
-    mask = np.uint64((1 << r) - 1)
-    keys = [(u[:, w] >> np.uint64(i * r)) & mask for w in range(u.shape[1]) for i in range(per_word)]
-    return np.stack(keys, axis=1).astype(np.int64)
-
-
 def hamming_expression(
     words: int, left: str, right: str, dialect: str = "duckdb", prefix: str = "w"
 ) -> exp.Expression:
@@ -158,12 +130,8 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
-    "BAND_BITS",
     "WORD_BITS",
-    "band_key",
-    "band_keys",
     "centre_thresholds",
-    "check_band_bits",
     "check_bits",
     "hamming",
     "hamming_expression",

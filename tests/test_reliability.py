@@ -316,3 +316,51 @@ def test_nonsense_sizes_and_seeds_are_refused_up_front(duck, options, message):
     with pytest.raises(InvalidParameter, match=message):
         sqlrp.project(duck, "t", "id", method="achlioptas", into="o", **options)
     assert "o" not in duck.table_names() and sqlrp.list_projections(duck).empty
+
+
+# ---- issue 26: one clear line where a traceback was ----
+
+
+def test_transform_frame_takes_arrays_and_names_missing_columns():
+    import numpy as np
+    import pandas as pd
+
+    import sqlrp
+
+    p = sqlrp.create_projection(None, "m", "achlioptas", d=4, k=3, seed=1)
+    X = np.arange(12.0).reshape(3, 4)
+    expected = sqlrp.transform(p, X)
+    np.testing.assert_array_equal(sqlrp.transform_frame(p, X), expected)
+    np.testing.assert_array_equal(sqlrp.transform_frame(p, X.tolist()), expected)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    np.testing.assert_array_equal(sqlrp.transform_frame(p, frame).to_numpy(), expected)
+    with pytest.raises(sqlrp.InputError, match="no column 'zz'"):
+        sqlrp.transform_frame(p, frame, columns=["a", "b", "c", "zz"])
+    with pytest.raises(sqlrp.InputError, match="d = 4"):
+        sqlrp.transform_frame(p, np.ones((2, 3)))
+    with pytest.raises(sqlrp.InputError, match="NaN"):
+        sqlrp.transform_frame(p, np.array([[1.0, 2.0, np.nan, 4.0]]))
+    with pytest.raises(sqlrp.InputError, match="2-D array"):
+        sqlrp.transform_frame(p, "not data")
+
+
+def test_read_commands_do_not_create_database_files(tmp_path, capsys):
+    from sqlrp.cli import main
+
+    missing = tmp_path / "missing.sqlite"
+    assert main(["project", "--db", f"sqlite:///{missing}", "--table", "t", "--id-column", "id", "--k", "2"]) == 3
+    assert "no database file" in capsys.readouterr().err and not missing.exists()
+    for url in (f"duckdb:///{tmp_path}/none.duckdb", f"sqlite:///{missing}"):
+        assert main(["projections", "list", "--db", url]) == 3
+    assert not any(tmp_path.iterdir())
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["projections", "list", "--db", f"chdb:///{text}"]) == 3
+    assert "must name a folder" in capsys.readouterr().err
+    assert (
+        main(
+            ["create", "--db", f"sqlite:///{missing}", "--name", "p", "--method", "achlioptas", "--d", "3", "--k", "2"]
+        )
+        == 0
+    )
+    assert missing.exists()

@@ -128,11 +128,9 @@ class SqlrpDialect:
         notices that its table changed, :mod:`sqlrp.index`)."""
         raise self.refuse("sqlrp knows no row hash for this engine (an index's fingerprint)")
 
-    def lookup_indexes(
-        self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
-    ) -> list[str]:
-        """Statements that let a search look rows up rather than scan them (:mod:`sqlrp.index`): none
-        where hash joins over a columnar scan are the plan anyway (DuckDB)."""
+    def lookup_indexes(self, table: exp.Table, columns: list[str]) -> list[str]:
+        """Statements that let a search look ``table``'s rows up by ``columns`` rather than scan
+        them (:mod:`sqlrp.index`): none where hash joins over a columnar scan are the plan anyway (DuckDB)."""
         return []
 
     def local_settings(self, source: Source) -> list[str]:

@@ -78,21 +78,10 @@ class PostgresDialect(SqlrpDialect):
         row = exp.Anonymous(this="ROW", expressions=values)
         return exp.Anonymous(this="hash_record_extended", expressions=[row, exp.Literal.number(0)])
 
-    def lookup_indexes(
-        self, signatures: exp.Table, id_columns: list[str], bands: exp.Table, band_columns: list[str]
-    ) -> list[str]:
-        # B-trees for a query's few (band, key) probes and its candidates' signatures by id; ANALYZE
-        # so that the planner knows the new tables' sizes
-        def index(table: exp.Table, columns: list[str]) -> str:
-            names = ", ".join(self.render(exp.to_identifier(c, quoted=True)) for c in columns)
-            return f"CREATE INDEX ON {self.render(table)} ({names})"
-
-        return [
-            index(signatures, id_columns),
-            index(bands, band_columns),
-            f"ANALYZE {self.render(signatures)}",
-            f"ANALYZE {self.render(bands)}",
-        ]
+    def lookup_indexes(self, table: exp.Table, columns: list[str]) -> list[str]:
+        # a B-tree for the probed lists' rows, and ANALYZE so that the planner knows the new table's size
+        names = ", ".join(self.render(exp.to_identifier(c, quoted=True)) for c in columns)
+        return [f"CREATE INDEX ON {self.render(table)} ({names})", f"ANALYZE {self.render(table)}"]
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         empty = exp.cast(exp.Array(expressions=[]), exp.DataType.build("DOUBLE[]", dialect="postgres"))
