@@ -480,13 +480,15 @@ def search(
     check: bool = True,
     exact: bool = False,
     strict: bool = False,
+    pool: int | None = None,
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
 
-    Each query probes its ``probes`` nearest lists (default: the index's), ranks their rows by the
-    codes' distance estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly on
-    the table's current rows.  Recall rises with both.  The query table holds the index's feature
+    Each query probes its ``probes`` nearest lists (default: the index's), keeps the ``pool`` rows
+    of them nearest by the codes' Hamming estimate (default ``max(100 * top, candidates)``), ranks
+    those by the 4-bit estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly
+    on the table's current rows.  Recall rises with ``candidates`` and ``probes``.  The query table holds the index's feature
     columns (or array column) and its own id column.  The index is checked against its table first
     (:func:`check_fresh`; ``strict=True`` refuses a stale index).
 
@@ -504,6 +506,8 @@ def search(
         C = default_candidates(top) if isinstance(top, (int, np.integer)) and not isinstance(top, bool) else top
     P = probes if probes is not None else idx.probes
     check_search(top, C, P, idx.metric)
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool <= 0):
+        raise InvalidParameter(f"pool must be a positive integer, got {pool!r}")
     if P > idx.lists:
         raise InvalidParameter(f"probes ({P}) cannot exceed the index's {idx.lists} lists")
     src = idx.source
@@ -519,7 +523,7 @@ def search(
     select = (
         exact_select(idx.layout, queries, dialect, top)
         if exact
-        else search_select(idx.layout, queries, dialect, top, C, P)
+        else search_select(idx.layout, queries, dialect, top, C, P, pool)
     )
     if into is None:
         with db.transaction():
