@@ -286,34 +286,48 @@ def _pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right:
 # the index's rows
 
 
+def _nearest(
+    rows: exp.Expression,
+    centroids: exp.Select,
+    key: str,
+    count: int,
+    d: int,
+    dialect: SqlrpDialect,
+    on: exp.Expression | None = None,
+    joins: Sequence[tuple[exp.Expression, exp.Expression]] = (),
+) -> exp.Select:
+    """``(_id, _key)``: for each row of ``rows`` (aliased ``r``: ``_id`` and the features), its
+    ``count`` nearest ``centroids`` (aliased ``c``), every centroid or those ``on`` allows."""
+    pairs = _select(
+        col("_id", "r"),
+        exp.alias_(col(key, "c"), f"_{key}", quoted=True, copy=False),
+        exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True, copy=False),
+    ).from_(rows, copy=False)
+    for table, condition in joins:
+        pairs = pairs.join(table, on=condition, copy=False)
+    centroid_rows = centroids.subquery("c", copy=False)
+    pairs = (
+        pairs.join(centroid_rows, on=on, copy=False) if on is not None else pairs.join(centroid_rows, join_type="CROSS")
+    )
+    return _best(pairs, "_id", f"_{key}", "_dist", count, dialect, f"_{key}")
+
+
 def assignment_select(layout: IndexLayout, rows: exp.Select, dialect: SqlrpDialect) -> exp.Select:
     """``(_id, _list)``: each row of ``rows`` (``_id, _x..``) in the nearest list among the children
     of its nearest top centroid."""
     d = layout.d
     xv = _with_vector(rows, d, dialect)
-    tops = _centroids(layout.tops, TOP, d, dialect)
-    pairs = (
-        _select(
-            col("_id", "r"),
-            exp.alias_(col(TOP, "c"), "_top", quoted=True, copy=False),
-            exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True, copy=False),
-        )
-        .from_(xv.subquery("r", copy=False))
-        .join(tops.subquery("c", copy=False), join_type="CROSS")
+    nearest_top = _nearest(xv.subquery("r", copy=False), _centroids(layout.tops, TOP, d, dialect), TOP, 1, d, dialect)
+    return _nearest(
+        xv.copy().subquery("r", copy=False),
+        _centroids(layout.lists, LIST, d, dialect, extra=[PARENT]),
+        LIST,
+        1,
+        d,
+        dialect,
+        on=col(PARENT, "c").eq(col("_top", "a")),
+        joins=[(nearest_top.subquery("a", copy=False), col("_id", "a").eq(col("_id", "r")))],
     )
-    nearest_top = _best(pairs, "_id", "_top", "_dist", 1, dialect, "_top")
-    leaves = _centroids(layout.lists, LIST, d, dialect, extra=[PARENT])
-    pairs = (
-        _select(
-            col("_id", "r"),
-            exp.alias_(col(LIST, "c"), "_list", quoted=True, copy=False),
-            exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True, copy=False),
-        )
-        .from_(xv.copy().subquery("r", copy=False))
-        .join(nearest_top.subquery("a", copy=False), on=col("_id", "a").eq(col("_id", "r")), copy=False)
-        .join(leaves.subquery("c", copy=False), on=col(PARENT, "c").eq(col("_top", "a")), copy=False)
-    )
-    return _best(pairs, "_id", "_list", "_dist", 1, dialect, "_list")
 
 
 def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
@@ -405,16 +419,7 @@ def search_select(
     q = feature_rows(queries, d, dialect, layout.metric)
     qv = _with_vector(q, d, dialect)
     leaves = _centroids(layout.lists, LIST, d, dialect)
-    pairs = (
-        _select(
-            col("_id", "q"),
-            exp.alias_(col(LIST, "c"), "_list", quoted=True, copy=False),
-            exp.alias_(_distance_key(d, dialect, "q", "c", CENTRE), "_dist", quoted=True, copy=False),
-        )
-        .from_(_cte("_sqlrp_q", "q"), copy=False)
-        .join(leaves.subquery("c", copy=False), join_type="CROSS")
-    )
-    probe = _best(pairs, "_id", "_list", "_dist", probes, dialect, "_list")
+    probe = _nearest(_cte("_sqlrp_q", "r"), leaves, LIST, probes, d, dialect)
     queries_ = _select(exp.Star()).from_(_cte("_sqlrp_q"), copy=False)
     rotated = rotate_select(queries_, [f"_x{i}" for i in range(d)], layout.signs, "_q", ["_id"], dialect.fence)
     us = [f"_u{j}" for j in range(size)]
