@@ -489,8 +489,8 @@ def search(
     of them nearest by the codes' Hamming estimate (default ``max(100 * top, candidates)``), ranks
     those by the 4-bit estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly
     on the table's current rows.  Recall rises with ``candidates`` and ``probes``.  The query table
-    holds the index's feature columns (or array column) and its own id column.  The index is checked against its table first
-    (:func:`check_fresh`; ``strict=True`` refuses a stale index).
+    holds the index's feature columns (or array column) and its own id column.  The index is
+    checked against its table first (:func:`check_fresh`; ``strict=True`` refuses a stale index).
 
     ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
