@@ -403,10 +403,9 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
         check_source(db, index.d, source)
     layout = index.layout
     fresh = exp.Table(this=ident("_sqlrp_fresh"))
-    hashed = exp.select(
-        exp.alias_(col("_id"), "_id", quoted=True),
-        exp.alias_(dialect.row_hash([col("_id"), *[col(f"_x{i}") for i in range(index.d)]]), "_h", quoted=True),
-    ).from_(feature_rows(source, index.d, dialect, index.metric).subquery("x", copy=False))
+    hashed = exp.select(col("_id"), col("_h")).from_(
+        feature_rows(source, index.d, dialect, index.metric, hashed=True).subquery("x", copy=False)
+    )
     with db.transaction():
         db.lock(f"sqlrp index {index.name}")
         db.execute(dialect.render(exp.Drop(tables=[fresh.copy()], kind="TABLE", exists=True)))

@@ -145,17 +145,31 @@ def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Express
     return balanced(squares, exp.Add)
 
 
-def feature_rows(source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean") -> exp.Select:
-    """``SELECT _id, _x0 .. _x{d-1}``: the source's rows as the index sees them (the only place a
-    user's column names are read: everything above refers to these aliases, which a user's column
-    cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero)."""
+def feature_rows(
+    source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean", hashed: bool = False
+) -> exp.Select:
+    """``SELECT _id, _x0 .. _x{d-1} [, _h]``: the source's rows as the index sees them (the only place
+    a user's column names are read: everything above refers to these aliases, which a user's column
+    cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero).
+    ``hashed`` adds ``_h``, the hash of the row's id and raw features (its array as one value where
+    the engine reads it whole: 1,000,000 x 128 on DuckDB, 0.1 s rather than 1.3 s for 128 elements)."""
     rows = dense_source(d, source, dialect)
+    if hashed:
+        if source.layout == "array" and not dialect.needs_materialised_array():
+            raw = [col(source.id_column), col(source.array_column)]
+        elif source.layout == "wide":
+            raw = [col(source.id_column), *[col(c) for c in source.columns]]
+        else:  # PostgreSQL's array layout: its elements, read once per row
+            raw = [col("_id"), *_xs(d)]
+            rows = _select(exp.Star()).from_(rows.subquery("_e", copy=False), copy=False)
+        rows = rows.select(exp.alias_(dialect.row_hash(raw), "_h", quoted=True, copy=False), append=True, copy=False)
     if metric != "angular":
         return rows
     norm = exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in _xs(d)], exp.Add))
     safe = exp.Case(ifs=[exp.If(this=_p(norm).eq(0), true=number(1.0))], default=norm.copy())
-    inner = _select(col("_id"), *_xs(d), exp.alias_(safe, "_n", quoted=True, copy=False)).from_(
-        rows.subquery("_raw", copy=False)
+    keep = [col("_h")] if hashed else []
+    inner = _select(col("_id"), *_xs(d), *keep, exp.alias_(safe, "_n", quoted=True, copy=False)).from_(
+        rows.subquery("_raw", copy=False), copy=False
     )
     return _select(
         col("_id"),
@@ -163,7 +177,8 @@ def feature_rows(source: Source, d: int, dialect: SqlrpDialect, metric: str = "e
             exp.alias_(exp.Div(this=x, expression=col("_n")), f"_x{i}", quoted=True, copy=False)
             for i, x in enumerate(_xs(d))
         ],
-    ).from_(inner.subquery("_norm", copy=False))
+        *[k.copy() for k in keep],
+    ).from_(inner.subquery("_norm", copy=False), copy=False)
 
 
 def _with_vector(select: exp.Select, d: int, dialect: SqlrpDialect, prefix: str = "_x") -> exp.Select:
@@ -334,14 +349,14 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
     """``SELECT id, list, w0 .., g, ones, nx, h``: the index rows of ``source`` (module docstring of
     :mod:`sqlrp.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
     d, size = layout.d, layout.size
-    x = feature_rows(source, d, dialect, layout.metric)
+    x = feature_rows(source, d, dialect, layout.metric, hashed=True)
     placed = (
         _select(
             col("_id", "x"),
             col("_list", "a"),
             *_xs(d, "x"),
             exp.alias_(squared_distance(_xs(d, "x"), _xs(d, "l", CENTRE)), "_nx", quoted=True, copy=False),
-            exp.alias_(dialect.row_hash([col("_id", "x"), *_xs(d, "x")]), "_h", quoted=True, copy=False),
+            col("_h", "x"),
         )
         .from_(x.subquery("x", copy=False))
         .join(
@@ -389,12 +404,11 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
 
 
 def fingerprint_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """``SELECT count(*), sum(h)`` of ``source`` now: equal to the index rows' own count and sum
+    """``SELECT count(*), sum(_h)`` of ``source`` now: equal to the index rows' own count and sum
     while the table holds the rows the index was built or refreshed from (any insert, delete,
     update, duplicate or re-created table changes it, but for a 2^-64 chance)."""
-    x = feature_rows(source, layout.d, dialect, layout.metric)
-    h = dialect.row_hash([col("_id"), *_xs(layout.d)])
-    return _select(exp.Count(this=exp.Star()), exp.Sum(this=h)).from_(x.subquery("x", copy=False))
+    x = feature_rows(source, layout.d, dialect, layout.metric, hashed=True)
+    return _select(exp.Count(this=exp.Star()), exp.Sum(this=col("_h"))).from_(x.subquery("x", copy=False), copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
