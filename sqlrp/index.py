@@ -479,17 +479,15 @@ def search(
     check: bool = True,
     exact: bool = False,
     strict: bool = False,
-    pool: int | None = None,
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
 
-    Each query probes its ``probes`` nearest lists (default: the index's), keeps the ``pool`` rows
-    of them nearest by the codes' Hamming estimate (default ``max(100 * top, candidates)``), ranks
-    those by the 4-bit estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly
-    on the table's current rows.  Recall rises with ``candidates`` and ``probes``.  The query table
-    holds the index's feature columns (or array column) and its own id column.  The index is
-    checked against its table first (:func:`check_fresh`; ``strict=True`` refuses a stale index).
+    Each query probes its ``probes`` nearest lists (default: the index's), ranks their rows by the
+    codes' distance estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly on
+    the table's current rows.  Recall rises with both.  The query table holds the index's feature
+    columns (or array column) and its own id column.  The index is checked against its table first
+    (:func:`check_fresh`; ``strict=True`` refuses a stale index).
 
     ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
@@ -505,8 +503,6 @@ def search(
         C = default_candidates(top) if isinstance(top, (int, np.integer)) and not isinstance(top, bool) else top
     P = probes if probes is not None else idx.probes
     check_search(top, C, P, idx.metric)
-    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool <= 0):
-        raise InvalidParameter(f"pool must be a positive integer, got {pool!r}")
     if P > idx.lists:
         raise InvalidParameter(f"probes ({P}) cannot exceed the index's {idx.lists} lists")
     src = idx.source
@@ -522,7 +518,7 @@ def search(
     select = (
         exact_select(idx.layout, queries, dialect, top)
         if exact
-        else search_select(idx.layout, queries, dialect, top, C, P, pool)
+        else search_select(idx.layout, queries, dialect, top, C, P)
     )
     if into is None:
         with db.transaction():

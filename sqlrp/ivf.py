@@ -192,11 +192,6 @@ class Codes:
     ones: np.ndarray
     nx: np.ndarray
 
-    @property
-    def rx(self) -> np.ndarray:
-        """``|x - c|``, the residual's norm (the pre-filter's factor)."""
-        return np.sqrt(self.nx)
-
 
 def pack(bits: np.ndarray) -> np.ndarray:
     """``n x D`` booleans as ``n x D/64`` int64 words, bit ``j`` of word ``w`` = column ``64 w + j``."""
@@ -234,16 +229,6 @@ def query_planes(u: np.ndarray) -> tuple[np.ndarray, float, float, float]:
     return planes, lo, delta, usum
 
 
-def rough_estimates(codes: Codes, rows: np.ndarray, signs: np.ndarray, nq: float) -> np.ndarray:
-    """The pre-filter's estimate of ``rows`` (all in one list): ``(nx + nq) - 2 (|x-c| |q-c|) (1 - 2h/D)``
-    with ``h`` the Hamming distance between the row's code and ``signs``, the packed signs of the
-    query's rotated residual from that list (the angle between the residuals is about ``pi h / D``,
-    and its cosine is taken linear in ``h``)."""
-    size = codes.words.shape[1] * WORD_BITS
-    h = popcount(np.bitwise_xor(codes.words[rows], signs[None, :]))
-    return (codes.nx[rows] + nq) - 2 * (codes.rx[rows] * np.sqrt(nq)) * (1.0 - (2 * h) / float(size))
-
-
 def popcount(words: np.ndarray) -> np.ndarray:
     """Set bits per row of int64 words (n x w) -> n."""
     u = np.ascontiguousarray(words, dtype=np.int64).view(np.uint64)
@@ -273,6 +258,5 @@ __all__ = [
     "pack",
     "query_planes",
     "reference_codes",
-    "rough_estimates",
     "train_lists",
 ]

@@ -31,17 +31,7 @@ from .compiler import Source, col, dense_source, number
 from .compiler.nodes import balanced
 from .dialects import SqlrpDialect
 from .errors import InvalidParameter
-from .ivf import (
-    QUERY_BITS,
-    WORD_BITS,
-    Lists,
-    assign,
-    estimates,
-    pack,
-    query_planes,
-    reference_codes,
-    rough_estimates,
-)
+from .ivf import QUERY_BITS, WORD_BITS, Lists, assign, estimates, query_planes, reference_codes
 from .lazy import pd
 from .rotation import rotate, rotate_select
 
@@ -50,9 +40,7 @@ METRICS = ("euclidean", "angular")
 RESULT_COLUMNS = ("query_id", "id", "rank", "distance")
 #: the index tables' own column names (sqlrp's tables: fixed names, never the user's)
 ID, LIST, PARENT, TOP, WORD, CENTRE, ROTATED = "id", "list", "parent", "top", "w", "c", "t"
-G, ONES, NX, RX, HASH = "g", "ones", "nx", "rx", "h"
-#: rows per result the Hamming pre-filter keeps for the 4-bit estimate (``pool = max(100 * top, C)``)
-POOL_PER_TOP = 100
+G, ONES, NX, HASH = "g", "ones", "nx", "h"
 INT = exp.DataType.build("INT")
 BIGINT = exp.DataType.build("BIGINT")
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -105,14 +93,6 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
         raise InvalidParameter(f"metric must be one of {', '.join(METRICS, copy=False)}, got {metric!r}")
-
-
-def default_pool(top: int, candidates: int) -> int:
-    """Rows a query keeps after the Hamming pre-filter, ``max(100 * top, candidates)``: fixed while
-    ``candidates`` is below it, so that the candidates are the best ``C`` of the same pool and recall
-    cannot fall as ``C`` rises (in NumPy on the embedding-like table, P = 32 of 448 lists: a pool of
-    1,000 then the best 200 kept 0.895 Recall@10 against 0.897 with no pre-filter)."""
-    return max(POOL_PER_TOP * top, candidates)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,7 +375,6 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
             exp.alias_(g, G, quoted=True, copy=False),
             exp.alias_(_cast(ones, INT), ONES, quoted=True, copy=False),
             exp.alias_(col("_nx", "r"), NX, quoted=True, copy=False),
-            exp.alias_(exp.Sqrt(this=col("_nx", "r")), RX, quoted=True, copy=False),
             exp.alias_(col("_h", "r"), HASH, quoted=True, copy=False),
         )
         .from_(rotated.subquery("r", copy=False))
@@ -422,13 +401,10 @@ def search_select(
     top: int = 10,
     candidates: int = 100,
     probes: int = 8,
-    pool: int | None = None,
 ) -> exp.Select:
     """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and
-    rank.  ``queries`` must hold the same features as the index's table (its own id column).  The
-    Hamming pre-filter keeps ``pool`` rows a query (default :func:`default_pool`)."""
+    rank.  ``queries`` must hold the same features as the index's table (its own id column)."""
     check_search(top, candidates, probes, layout.metric)
-    pool = default_pool(top, candidates) if pool is None else max(pool, candidates)
     d, size, words = layout.d, layout.size, layout.words
     q = feature_rows(queries, d, dialect, layout.metric)
     qv = _with_vector(q, d, dialect)
@@ -461,16 +437,6 @@ def search_select(
     hi = exp.Greatest(this=col(us[0]), expressions=[col(u) for u in us[1:]])
     ranged = _select(
         exp.Star(),
-        exp.alias_(exp.Sqrt(this=col("_nq")), "_rq", quoted=True, copy=False),
-        *[
-            exp.alias_(
-                _word([col(us[j]) > 0 for j in range(w * WORD_BITS, (w + 1) * WORD_BITS)]),
-                f"_s{w}",
-                quoted=True,
-                copy=False,
-            )
-            for w in range(words)
-        ],
         exp.alias_(lo, "_lo", quoted=True, copy=False),
         exp.alias_(
             exp.Div(this=_p(exp.Sub(this=hi, expression=lo.copy())), expression=number(2**QUERY_BITS - 1)),
@@ -506,8 +472,6 @@ def search_select(
         col("_qid"),
         col("_list"),
         col("_nq"),
-        col("_rq"),
-        *[col(f"_s{w}") for w in range(words)],
         col("_lo"),
         col("_dl"),
         *[exp.alias_(e, k, quoted=True, copy=False) for e, k in zip(level, ks, strict=True)],
@@ -526,8 +490,6 @@ def search_select(
         col("_qid"),
         col("_list"),
         col("_nq"),
-        col("_rq"),
-        *[col(f"_s{w}") for w in range(words)],
         col("_lo"),
         col("_dl"),
         exp.alias_(usum, "_usum", quoted=True, copy=False),
@@ -578,52 +540,14 @@ def search_select(
         this=_p(exp.Add(this=col(NX, "i"), expression=col("_nq", "pr"))),
         expression=exp.Mul(this=exp.Literal.number(2), expression=_p(inner)),
     )
-    # the pre-filter: Hamming distance h between the row's code and the query residual's signs, an
-    # estimate (nx + nq) - 2 |x-c| |q-c| (1 - 2h/D) of the squared distance (the angle's cosine taken
-    # linear in h): a quarter of the popcounts, a third of the columns carried through the join
-    hamming = dialect.popcount_sum(
-        [_p(exp.BitwiseXor(this=col(f"{WORD}{w}", "i"), expression=col(f"_s{w}", "pr"))) for w in range(words)]
-    )
-    cosine = _p(
-        exp.Sub(
-            this=number(1.0),
-            expression=exp.Div(
-                this=_p(exp.Mul(this=exp.Literal.number(2), expression=hamming)), expression=number(float(size))
-            ),
-        )
-    )
-    rough = exp.Sub(
-        this=_p(exp.Add(this=col(NX, "i"), expression=col("_nq", "pr"))),
-        expression=exp.Mul(
-            this=exp.Mul(
-                this=exp.Literal.number(2), expression=_p(exp.Mul(this=col(RX, "i"), expression=col("_rq", "pr")))
-            ),
-            expression=cosine,
-        ),
-    )
-    screened = (
+    estimated = (
         _select(
             col("_qid", "pr"),
             exp.alias_(col(ID, "i"), "_id", quoted=True, copy=False),
-            exp.alias_(rough, "_e1", quoted=True, copy=False),
+            exp.alias_(estimate, "_e", quoted=True, copy=False),
         )
         .from_(_cte("_sqlrp_planes", "pr"), copy=False)
         .join(layout.rows.copy().as_("i"), on=col(LIST, "i").eq(col("_list", "pr")), copy=False)
-    )
-    kept = _best(screened, "_qid", "_id", "_e1", pool, dialect, "_id", tie_break=False)
-    estimated = (
-        _select(
-            col("_qid", "k"),
-            exp.alias_(col(ID, "i"), "_id", quoted=True, copy=False),
-            exp.alias_(estimate, "_e", quoted=True, copy=False),
-        )
-        .from_(kept.subquery("k", copy=False), copy=False)
-        .join(layout.rows.copy().as_("i"), on=col(ID, "i").eq(col("_id", "k")), copy=False)
-        .join(
-            _cte("_sqlrp_planes", "pr"),
-            on=exp.and_(col("_qid", "pr").eq(col("_qid", "k")), col("_list", "pr").eq(col(LIST, "i"))),
-            copy=False,
-        )
     )
     best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id", tie_break=False)
     x = _with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
@@ -706,12 +630,10 @@ def reference_search(
     candidates: int = 100,
     probes: int = 8,
     metric: str = "euclidean",
-    pool: int | None = None,
 ) -> pd.DataFrame:
     """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
-    lists, codes, pre-filter, estimates, candidates (ties by id) and exact ranks."""
+    lists, codes, estimates, candidates (ties by id) and exact ranks."""
     check_search(top, candidates, probes, metric)
-    keep = default_pool(top, candidates) if pool is None else max(pool, candidates)
     ids = np.asarray(ids)
     X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
     if metric == "angular":
@@ -723,18 +645,15 @@ def reference_search(
     for qi, qid in enumerate(query_ids):
         dist = ((Q[qi][None, :] - lists.leaves) ** 2).sum(axis=1)
         probed = np.lexsort((np.arange(len(dist)), dist))[:probes]
-        found, rough, planes_of = [], [], {}
+        found, est = [], []
         for lst in probed:
             rows = np.flatnonzero(codes.lists == lst)
-            u = RQ[qi] - rotated[lst]
+            planes, lo, delta, usum = query_planes(RQ[qi] - rotated[lst])
             nq = ((Q[qi] - lists.leaves[lst]) ** 2).sum()
-            planes_of[lst] = (*query_planes(u), nq)
             found.append(rows)
-            rough.append(rough_estimates(codes, rows, pack((u > 0)[None, :])[0], nq))
-        rows, rough_ = np.concatenate(found), np.concatenate(rough)
-        kept = rows[np.lexsort((ids[rows], rough_))][:keep]
-        est = np.array([estimates(codes, np.array([r]), *planes_of[codes.lists[r]])[0] for r in kept])
-        best = kept[np.lexsort((ids[kept], est))][:candidates]
+            est.append(estimates(codes, rows, planes, lo, delta, usum, nq))
+        rows, est = np.concatenate(found), np.concatenate(est)
+        best = rows[np.lexsort((ids[rows], est))][:candidates]
         if metric == "angular":
             d = ((X[best] - Q[qi]) ** 2).sum(axis=1) / 2.0
         else:
