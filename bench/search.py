@@ -180,7 +180,7 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
         }
     )
     for probes in grid_p if not args.smoke else [index.probes, index.lists]:
-        for c in (50, 100, 200, 400, 800) if not args.smoke else (20, 100):
+        for c in (100, 200, 400, 800) if not args.smoke else (20, 100):
             ids, seconds = sqlrp_search(db, len(Q), probes=probes, candidates=c)
             line(
                 rows,
