@@ -5,6 +5,7 @@ in one run on the same data and queries.
     PYTHONPATH=. python bench/search.py --smoke                 # seconds; CI
     PYTHONPATH=. python bench/search.py                         # embedding-like 1,000,000 x 128 + photo patches
     PYTHONPATH=. python bench/search.py --n 250000 --no-pgvector
+    PYTHONPATH=. python bench/search.py --sqlrp-only --no-photo --lists 4000    # another index shape
     PYTHONPATH=. python bench/search.py --scale 250000,1000000,4000000   # time against rows, DuckDB file, 4 GB
 
 Data (``bench/search_peers.py``): ``embedding_like`` (Gaussian rows with a power-law spectrum,
@@ -153,7 +154,9 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
     ids, exact = exact_sql(db)
     line(rows, "exact SQL (DuckDB)", "array_distance + min_by", recall_at_k(ids, truth), exact, None, None, exact)
     start = time.perf_counter()
-    index = sqlrp.build_index(db, "base", "id", "base_idx", layout="array", array_column="v")
+    index = sqlrp.build_index(
+        db, "base", "id", "base_idx", lists=args.lists, bits=args.bits, layout="array", array_column="v"
+    )
     build = time.perf_counter() - start
     mb = n * (8 * 5 + 4 + index.bits // 8) / 2**20
     start = time.perf_counter()
@@ -198,12 +201,16 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
         flush=True,
     )
     db.close()
-    peers = [
-        (FaissHNSW(M=16, ef_construction=64), (16, 32, 64, 128, 256) if not args.smoke else (16, 64)),
-        (FaissIVF(nlist=index.lists), (8, 16, 32, 64, 128) if not args.smoke else (4, 16)),
-        (FaissLSH(nbits=2 * d), (10, 50, 100, 300) if not args.smoke else (10, 50)),
-    ]
-    if args.pgvector:
+    peers = (
+        []
+        if args.sqlrp_only
+        else [
+            (FaissHNSW(M=16, ef_construction=64), (16, 32, 64, 128, 256) if not args.smoke else (16, 64)),
+            (FaissIVF(nlist=index.lists), (8, 16, 32, 64, 128) if not args.smoke else (4, 16)),
+            (FaissLSH(nbits=2 * d), (10, 50, 100, 300) if not args.smoke else (10, 50)),
+        ]
+    )
+    if args.pgvector and not args.sqlrp_only:
         peers += [
             (PgVector("hnsw", m=16, ef_construction=64), (40, 100, 200, 400)),
             (PgVector("ivfflat", lists=index.lists), (8, 16, 32, 64, 128)),
@@ -292,6 +299,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--smoke", action="store_true", help="3,000 x 32 and the digits; no pgvector")
     parser.add_argument("--no-pgvector", dest="pgvector", action="store_false")
+    parser.add_argument("--sqlrp-only", action="store_true", help="exact SQL and sqlrp only, no peers")
+    parser.add_argument("--lists", type=int, help="sqlrp's lists (default: the index's own default)")
+    parser.add_argument("--bits", type=int, help="sqlrp's code bits (default: the index's own default)")
+    parser.add_argument("--photo", dest="photo", action="store_true", default=True, help=argparse.SUPPRESS)
+    parser.add_argument("--no-photo", dest="photo", action="store_false", help="the embedding-like table only")
     parser.add_argument("--scale", help="comma-separated row counts: time against rows instead")
     parser.add_argument("--memory-limit", default="4GB", help="--scale: DuckDB's memory_limit")
     args = parser.parse_args(argv)
@@ -308,8 +320,9 @@ def main(argv: list[str] | None = None) -> None:
         X, Q = embedding_like(args.n, 128, args.queries)
         results["embedding_like"] = dataset("embedding-like, power-law spectrum", X, Q, args)
         del X, Q
-        X, Q = photo_patches(args.patches, args.queries)
-        results["photo_patches"] = dataset("photo patches 8 x 8 (real)", X, Q, args)
+        if args.photo:
+            X, Q = photo_patches(args.patches, args.queries)
+            results["photo_patches"] = dataset("photo patches 8 x 8 (real)", X, Q, args)
     folder = ROOT / "bench" / "results"
     folder.mkdir(exist_ok=True)
     mode = "smoke" if args.smoke else "scale" if args.scale else "full"

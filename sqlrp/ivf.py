@@ -58,8 +58,8 @@ CENTROID_BITS = 20
 
 
 def default_lists(rows: int) -> int:
-    """``L``: about ``sqrt(rows)`` lists, at least 1 (FAISS and pgvector's rule for up to a million
-    rows: ``rows / 1000`` below it, ``sqrt(rows)`` above; the search measured both, see the README)."""
+    """``L``: about ``sqrt(rows)`` lists, at least 1 (1,000 for a million rows; 4,000 lists there did
+    no better: ``PYTHONPATH=. python bench/search.py --sqlrp-only --no-photo --lists 4000``)."""
     return max(1, int(round(np.sqrt(max(rows, 1)))))
 
 

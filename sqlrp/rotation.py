@@ -12,8 +12,8 @@ Walsh-Hadamard matrix) is orthogonal too, so ``|H(x) - H(y)| = |x - y|`` exactly
 aggregate-only arithmetic as every sqlrp projection, with one delayed scale factor.  It is what FAISS
 and RaBitQ's own code use in place of a dense rotation (the "fast Johnson-Lindenstrauss transform",
 Ailon & Chazelle 2006; ``../shared/seeds/004_501365892903997c.txt`` on structured random projections).
-Two rounds estimate distances as well as a dense orthogonal rotation on embedding-like data (the
-module's docstring figures come from ``PYTHONPATH=. python bench/probes.py rabitq``).
+Two rounds are the default: one round left the estimates visibly worse on embedding-like data
+(``PYTHONPATH=. python bench/probes.py rabitq`` prints both; its docstring has the figures).
 
 :func:`rotate` is the NumPy reference; :func:`rotate_select` writes the same butterflies as nested
 ``SELECT`` s (one stage per level), so that SQL and NumPy perform the same IEEE operations in the same
