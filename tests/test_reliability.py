@@ -364,3 +364,23 @@ def test_read_commands_do_not_create_database_files(tmp_path, capsys):
         == 0
     )
     assert missing.exists()
+
+
+def test_evaluate_index_with_nonsense_candidates_is_one_line(tmp_path, capsys):
+    import numpy as np
+    import pandas as pd
+
+    import sqlrp
+    from sqlrp.cli import main
+
+    url = f"duckdb:///{tmp_path}/s.duckdb"
+    db = sqlrp.connect(url)
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(60, 4)), columns=list("abcd"))
+    frame.insert(0, "id", np.arange(60))
+    db.write_dataframe("pts", frame)
+    sqlrp.build_index(db, "pts", "id", "idx", lists=4)
+    db.close()
+    for bad in ("abc", ",", "10,-5", "0"):
+        assert main(["evaluate", "--db", url, "--index", "idx", "--candidates", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--candidates takes comma-separated positive whole numbers" in err and "Traceback" not in err
