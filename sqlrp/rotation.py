@@ -13,7 +13,8 @@ aggregate-only arithmetic as every sqlrp projection, with one delayed scale fact
 and RaBitQ's own code use in place of a dense rotation (the "fast Johnson-Lindenstrauss transform",
 Ailon & Chazelle 2006; ``../shared/seeds/004_501365892903997c.txt`` on structured random projections).
 Two rounds are the default: one round left the estimates visibly worse on embedding-like data
-(``PYTHONPATH=. python bench/probes.py rabitq`` prints both; its docstring has the figures).
+(in NumPy, 200,000 embedding-like rows, 32 of 448 lists probed: Recall@10 0.794 against 0.887 at
+C = 100 in a first probe; ``PYTHONPATH=. python bench/probes.py rabitq`` measures both again).
 
 :func:`rotate` is the NumPy reference; :func:`rotate_select` writes the same butterflies as nested
 ``SELECT`` s (one stage per level), so that SQL and NumPy perform the same IEEE operations in the same
