@@ -916,7 +916,8 @@ def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 
     lists, for the randomized Hadamard rotation with 2 rounds and 1 round at 256 bits, and 2 rounds
     at 128 bits.  The ceiling is the share of true neighbours in the probed lists.  (A first probe
     in a throw-away script, before this one, measured a sparse Achlioptas projection of the
-    residuals, s = sqrt(d), far worse: 0.611 at C = 200 with 128 bits against 0.870 for a dense orthogonal rotation; so the rotation is orthogonal.)"""
+    residuals, s = sqrt(d), far worse: 0.611 at C = 200 with 128 bits against 0.870 for a dense
+    orthogonal rotation; so the rotation is orthogonal.)"""
     from search_peers import embedding_like
 
     from sqlrp.ivf import estimates, query_planes, reference_codes, train_lists
