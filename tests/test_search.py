@@ -119,15 +119,20 @@ def test_exact_brute_force_is_exact(indexed):
     assert got["rank"].tolist() == [1, 2, 3, 4] * 25
 
 
-def test_recall_rises_with_candidates_and_probes(duck):
-    """Embedding-like rows: recall never falls as C or P rises, and reaches 1 when every list is
-    probed and every row re-ranked; the SQL equals the oracle at every setting."""
-    both = embedding_like(2100, 4)
+def indexed_embeddings(duck, seed: int):  # noqa: ANN001
+    """2,000 embedding-like rows indexed in 20 lists as ``eidx``, 100 queries ``eq``, and their exact 10-NN."""
+    both = embedding_like(2100, seed)
     X, Q = both[:2000], both[2000:]
     duck.write_dataframe("emb", frame(X))
     duck.write_dataframe("eq", frame(Q, "qid"))
     sqlrp.build_index(duck, "emb", "id", "eidx", lists=20)
-    exact = sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
+    return X, Q, sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
+
+
+def test_recall_rises_with_candidates_and_probes(duck):
+    """Embedding-like rows: recall never falls as C or P rises, and reaches 1 when every list is
+    probed and every row re-ranked."""
+    X, Q, exact = indexed_embeddings(duck, 4)
     recalls = {}
     for probes in (2, 5, 20):
         for c in (10, 40, 160, 2000):
@@ -145,12 +150,7 @@ def test_recall_rises_with_candidates_and_probes(duck):
 
 def test_codes_rank_better_than_chance(duck):
     """The estimate is worth having: the 40 best estimates in all 20 lists hold most true neighbours."""
-    both = embedding_like(2100, 5)
-    X, Q = both[:2000], both[2000:]
-    duck.write_dataframe("emb", frame(X))
-    duck.write_dataframe("eq", frame(Q, "qid"))
-    sqlrp.build_index(duck, "emb", "id", "eidx", lists=20)
-    exact = sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
+    X, Q, exact = indexed_embeddings(duck, 5)
     got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=40, probes=20)
     assert recall_at_k(got, exact) > 0.85  # 40 of 2,000 rows at random would find 2%
     same_ranks(got, replay(duck, "eidx", X, np.arange(2000), Q, np.arange(100), 10, 40, 20))
