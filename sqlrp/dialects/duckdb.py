@@ -48,8 +48,7 @@ class DuckDBDialect(SqlrpDialect):
         return exp.Paren(this=total)
 
     def vector(self, features: list[exp.Expression]) -> exp.Expression:
-        # a DOUBLE[d] ARRAY and array_distance: 1,000 queries x 200,000 rows of 128 features, the
-        # one-statement exact search, 24.5 s; a sum over 128 columns is about 7x slower (DESIGN.md 4c)
+        # a DOUBLE[d] ARRAY and array_distance: a sum over 128 columns is about 7x slower (DESIGN.md 4c)
         array = exp.Anonymous(this="list_value", expressions=features)
         return exp.cast(array, exp.DataType.build(f"DOUBLE[{len(features)}]", dialect="duckdb"))
 
@@ -58,5 +57,5 @@ class DuckDBDialect(SqlrpDialect):
 
     def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
         # hash(v1, v2, ...) -> UBIGINT; sum() of UBIGINT is a HUGEINT, so a table's sum cannot
-        # overflow (https://duckdb.org/docs/stable/sql/functions/utility); 1,000,000 x 128: 0.12 s
+        # overflow (https://duckdb.org/docs/stable/sql/functions/utility)
         return exp.Anonymous(this="hash", expressions=values)
