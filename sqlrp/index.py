@@ -101,8 +101,9 @@ class Index:
 
 
 def default_candidates(top: int) -> int:
-    """``C``: the rows re-ranked exactly per query by default, ``20 * top`` (Recall@10 at the probed
-    lists' ceiling on the embedding-like table, ``bench/search.py``)."""
+    """``C``: the rows re-ranked exactly per query by default, ``20 * top``.  On the embedding-like
+    1,000,000 x 128 table at the default probes, C = 100 / 200 / 400 gave Recall@10 0.871 / 0.922 /
+    0.940 in 10.44 / 12.39 / 13.58 s (``PYTHONPATH=. python bench/search.py``)."""
     return 20 * top
 
 
