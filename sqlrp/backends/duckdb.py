@@ -10,9 +10,11 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from sqlglot import exp
 
+from .. import files
 from ..dialects import get_dialect
-from ..errors import need
+from ..errors import InputError, need
 from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
 
@@ -54,6 +56,7 @@ class DuckDBBackend(Backend):
 
             self.con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
         self._in_tx = False
+        self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
         self._pending_settings: dict[str, object] = {}
 
     @classmethod
@@ -196,17 +199,15 @@ class DuckDBBackend(Backend):
             self._pending_settings = settings
 
     def columns(self, table: str, schema: str | None = None, catalog: str | None = None) -> list[ColumnInfo]:
-        """Columns of ``[catalog.][schema.]table``; a catalog is an attached database."""
-        # DuckDB matches quoted names ignoring ASCII case ("Out" is "out"): so does the lookup
-        key = get_dialect("duckdb").identifier_key
-        found = self.fetchall(
-            "SELECT table_name, table_schema, column_name, data_type FROM information_schema.columns "
-            "WHERE lower(table_name) = lower(?) AND lower(table_schema) = lower(coalesce(?, current_schema())) "
-            "AND table_catalog = coalesce(?, current_database()) ORDER BY ordinal_position",
-            [table, schema, catalog],
-        )
-        want = (key(table), key(schema) if schema is not None else None)
-        rows = [(c, t) for n, s, c, t in found if (key(n), key(s) if schema is not None else None) == want]
+        """Columns of ``[catalog.][schema.]table``; a catalog is an attached database.  A name that
+        is no table but ends like a data file (``emb.parquet``, ``part-*.csv``) is that file, read
+        through a temporary view of the same name (:meth:`read_file`)."""
+        rows = self._lookup(table, schema, catalog)
+        if not rows and schema is None and catalog is None:
+            rows = self._lookup(table, "main", "temp")  # a file read before, or the caller's temp view
+            if not rows and files.file_format(table) is not None:
+                self.read_file(table)
+                rows = self._lookup(table, "main", "temp")
         if not rows:
             raise missing_table(table, schema, self.table_names(schema))
         out = []
@@ -218,8 +219,45 @@ class DuckDBBackend(Backend):
                 out.append(ColumnInfo(name, dtype))
         return out
 
+    def _lookup(self, table: str, schema: str | None, catalog: str | None) -> list[tuple[str, str]]:
+        # DuckDB matches quoted names ignoring ASCII case ("Out" is "out"): so does the lookup
+        key = get_dialect("duckdb").identifier_key
+        found = self.fetchall(
+            "SELECT table_name, table_schema, column_name, data_type FROM information_schema.columns "
+            "WHERE lower(table_name) = lower(?) AND lower(table_schema) = lower(coalesce(?, current_schema())) "
+            "AND table_catalog = coalesce(?, current_database()) ORDER BY ordinal_position",
+            [table, schema, catalog],
+        )
+        want = (key(table), key(schema) if schema is not None else None)
+        return [(c, t) for n, s, c, t in found if (key(n), key(s) if schema is not None else None) == want]
+
+    def read_file(self, path: str, fmt: str | None = None) -> str:
+        """Make the file (or glob) ``path`` a table named ``path``: a temporary view over
+        ``read_parquet`` / ``read_csv`` / ``read_json`` of its absolute path (a quoted literal), in
+        the format ``fmt``, its ending, or what its first bytes say (:func:`sqlrp.files.sniff`).
+        Returns the name to use as a table.  Missing files are an :class:`InputError`."""
+        from ..compiler import ident
+
+        files.check_exists(path)
+        fmt = fmt or files.sniff(path)
+        name = exp.Table(this=ident(path), db=exp.to_identifier("main"), catalog=exp.to_identifier("temp"))
+        query = exp.select(exp.Star()).from_(exp.Table(this=files.reader(path, fmt)))
+        sql = f"CREATE OR REPLACE TEMPORARY VIEW {name.sql('duckdb')} AS {query.sql('duckdb')}"
+        try:
+            self.con.execute(sql)
+        except duckdb.Error as exc:
+            raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
+        self._files[path] = (files.absolute(path), fmt)
+        return path
+
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
-        """``duckdb_tables().estimated_size`` (kept by the storage; views have none)."""
+        """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
+        row count from its footers."""
+        if schema is None and catalog is None and self._files.get(table, ("", ""))[1] == "parquet":
+            with contextlib.suppress(duckdb.Error):
+                return int(
+                    self.fetchall("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [self._files[table][0]])[0][0]
+                )
         rows = self.fetchall(
             "SELECT estimated_size FROM duckdb_tables() WHERE table_name = ? "
             "AND schema_name = coalesce(?, current_schema()) AND database_name = coalesce(?, current_database())",

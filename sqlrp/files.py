@@ -1,0 +1,124 @@
+"""Files as tables and as outputs, on DuckDB.
+
+**Input.**  A table name that ends like a data file (``emb.parquet``, ``rows.csv``, ``part-*.parquet``,
+``q.jsonl``, ``x.csv.gz``) and is not a table of the database names that file, or every file a glob
+matches.  DuckDB reads it through a temporary view named exactly as the path was given (so every
+query sqlrp renders, ``FROM "emb.parquet"``, reads the file), defined as
+``read_parquet('/abs/emb.parquet')`` / ``read_csv`` / ``read_json`` with the absolute path as a
+quoted string literal (:func:`reader`).  ``read_file(db, path)`` (``--input PATH``) does the same for
+any ending: Parquet is told by its magic bytes, JSON by a leading ``{`` or ``[``, else CSV.
+
+**Output.**  ``--into out.parquet`` (``.csv``, ``.json``) is written by DuckDB's own
+``COPY (query) TO`` under a temporary name in the same folder, checked, then renamed
+(:func:`sqlrp.materialise.write_file`).  The projection used is written beside it,
+``out.parquet.sqlrp.json`` (:func:`definition_path`; the JSON format of :mod:`sqlrp.transfer`), so
+that queries can later be projected the same way (``--projection out.parquet.sqlrp.json``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from sqlglot import exp
+
+from .errors import InputError, InvalidParameter
+
+READERS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
+_ENDINGS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+_COMPRESSED = (".gz", ".zst")
+OUTPUTS = {".parquet": "parquet", ".csv": "csv", ".json": "json"}  #: --into endings DuckDB's COPY writes
+GLOB = frozenset("*?[")
+
+
+def file_format(name: str) -> str | None:
+    """``parquet``, ``csv`` or ``json`` if ``name`` ends like such a file (CSV and JSON may be
+    compressed: ``.csv.gz``), else ``None``."""
+    lower = name.lower()
+    for ending in _COMPRESSED:
+        if lower.endswith(ending) and not lower.endswith(".parquet" + ending):
+            lower = lower[: -len(ending)]
+            break
+    return _ENDINGS.get(os.path.splitext(lower)[1])
+
+
+def output_format(name: str) -> str | None:
+    """The format ``--into name`` writes, if ``name`` ends like a file (``.parquet``, ``.csv``,
+    ``.json``); ``None`` for a table name."""
+    return OUTPUTS.get(os.path.splitext(name.lower())[1])
+
+
+def is_remote(path: str) -> bool:
+    """``s3://``, ``https://`` ...: DuckDB's extensions read them; sqlrp does not look for them first."""
+    return "://" in path
+
+
+def absolute(path: str) -> str:
+    """``path`` as DuckDB should read it wherever it runs: absolute (remote URLs as given)."""
+    return path if is_remote(path) else os.path.abspath(os.path.expanduser(path))
+
+
+def matching(path: str) -> list[str]:
+    """The local files ``path`` names: itself, or what its glob matches (sorted)."""
+    full = absolute(path)
+    if GLOB & set(full):
+        return sorted(p for p in glob.glob(full, recursive=True) if os.path.isfile(p))
+    return [full] if os.path.isfile(full) else []
+
+
+def check_exists(path: str) -> list[str]:
+    """The files ``path`` names; :class:`InputError` naming it if there are none."""
+    if is_remote(path):
+        return [path]
+    found = matching(path)
+    if not found:
+        full = absolute(path)
+        if GLOB & set(full):
+            raise InputError(f"no file matches {path!r} (and no table has that name); check the pattern")
+        what = "a folder, not a file" if os.path.isdir(full) else "not there"
+        raise InputError(f"no table or file named {path!r}: the file {full!r} is {what}")
+    return found
+
+
+def sniff(path: str) -> str:
+    """The format of a file whose name does not tell it: ``parquet`` (magic ``PAR1``), ``json``
+    (first non-blank byte ``{`` or ``[``) or ``csv``."""
+    fmt = file_format(path)
+    if fmt is not None or is_remote(path):
+        return fmt or "parquet"
+    with open(check_exists(path)[0], "rb") as f:
+        head = f.read(4096)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    return "json" if head.lstrip()[:1] in (b"{", b"[") else "csv"
+
+
+def reader(path: str, fmt: str) -> exp.Expression:
+    """``read_parquet('/abs/path')`` (or ``read_csv`` / ``read_json``): the path a quoted literal."""
+    return exp.Anonymous(this=READERS[fmt], expressions=[exp.Literal.string(absolute(path))])
+
+
+def definition_path(output: str | os.PathLike[str]) -> Path:
+    """Where the projection that wrote ``output`` is kept: ``<output>.sqlrp.json``."""
+    p = Path(output)
+    return p.with_name(p.name + ".sqlrp.json")
+
+
+def refuse_engine(dialect: str, what: str) -> InvalidParameter:
+    """The error for a file where ``dialect`` cannot read or write one."""
+    return InvalidParameter(
+        f"{dialect} cannot {what}: files are read and written by DuckDB (omit --db for an in-memory "
+        "DuckDB, or --db duckdb:///file.db); or load the file into a table of this database first"
+    )
+
+
+def label(table: str) -> str:
+    """A short name for default projection names: a file's stem (``data/emb.parquet`` -> ``emb``)."""
+    if file_format(table) is None:
+        return table
+    stem = os.path.basename(table.rstrip("/"))
+    for ending in (*_COMPRESSED, *_ENDINGS):
+        if stem.lower().endswith(ending):
+            stem = stem[: -len(ending)]
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "file"
