@@ -17,6 +17,9 @@ factors, and the per-vector bias and power of kernel methods -- is one JSON docu
   (``pip install 'sqlrp[parquet]'``).
 - ``.csv``: in a sidecar file next to it, ``<path>.json`` (``rp40.csv`` -> ``rp40.csv.json``).  CSV
   has no place for it, and without it the file would not round-trip a kernel method.
+- ``.sqlrp.json``: one JSON file, the document with the matrix's three columns as lists under
+  ``entries`` (no pyarrow needed).  sqlrp writes one beside every file it projects into
+  (``out.parquet`` -> ``out.parquet.sqlrp.json``, :mod:`sqlrp.files`).
 
 Any other file ending is refused (nothing is written in another format).  Floats are written so
 that they read back bit for bit (Parquet doubles; CSV and JSON in Python's shortest round-trip
@@ -45,7 +48,8 @@ from .ir import Combiner, Composed, LinearStage, Projection
 from .lazy import pd
 from .store import Registry, stage_names
 
-FORMATS = (".parquet", ".csv")  #: the file endings export and import accept
+FORMATS = (".parquet", ".csv")  #: the file endings export and import accept (and JSON_ENDING)
+JSON_ENDING = ".sqlrp.json"  #: one JSON file: the metadata and, under ``entries``, the matrix's columns
 COLUMNS = ("vector", "feature", "weight")  #: the columns of the matrix file, in order
 METADATA_KEY = "sqlrp.projection"  #: Parquet key-value metadata key of the JSON document
 FORMAT_NAME = "sqlrp-projection"
@@ -53,11 +57,14 @@ FORMAT_VERSION = 1
 
 
 def _format(path: Path) -> str:
+    if path.name.lower().endswith(JSON_ENDING):
+        return "json"
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise InvalidParameter(
             f"cannot tell the file format of {str(path)!r}: name the file *.parquet (Parquet, needs "
-            f"pip install 'sqlrp[parquet]') or *.csv (CSV, with the projection's metadata in <file>.json)"
+            f"pip install 'sqlrp[parquet]'), *.csv (CSV, with the projection's metadata in <file>.json) "
+            f"or *{JSON_ENDING} (one JSON file)"
         )
     return suffix[1:]
 
@@ -241,7 +248,7 @@ def write_projection(
     target = Path(path)
     fmt = _format(target)
     if not replace:
-        _refuse_existing([target] if fmt == "parquet" else [target, sidecar(target)])
+        _refuse_existing([target, sidecar(target)] if fmt == "csv" else [target])
     if isinstance(projection, Composed):
         name = projection.name or "<name>"
         first, second = stage_names(name)
@@ -253,6 +260,12 @@ def write_projection(
     if not target.parent.is_dir():
         raise InputError(f"cannot write {str(target)!r}: there is no folder {str(target.parent)!r}")
     frame = matrix_frame(projection)
+    if fmt == "json":
+        document = metadata(projection)
+        document["entries"] = {c: frame[c].tolist() for c in COLUMNS}  # Python's float repr: exact doubles
+        with _replacing(target) as tmp:
+            tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
+        return [target]
     meta = json.dumps(metadata(projection), indent=1)
     if fmt == "parquet":
         pa = need("pyarrow", "parquet", "Parquet export")
@@ -319,6 +332,19 @@ def read_projection(path: str | os.PathLike[str]) -> Projection:
         meta = _json(raw.decode("utf-8"), str(source))
         frame = table.to_pandas()
         return from_parts(frame, meta, repr(str(source)))
+    if fmt == "json":
+        meta = _json(source.read_text(encoding="utf-8"), str(source))
+        entries = meta.pop("entries", None)
+        if not isinstance(entries, dict):
+            raise InputError(
+                f"{str(source)!r} holds no matrix (its 'entries'): a {JSON_ENDING} file is written by sqlrp "
+                "beside a projected file, or by projections export --to NAME.sqlrp.json"
+            )
+        try:
+            frame = pd.DataFrame({c: entries[c] for c in COLUMNS})
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"{str(source)!r}: the matrix entries need {', '.join(COLUMNS)} of one length") from exc
+        return from_parts(frame, meta, repr(str(source)))
     side = sidecar(source)
     if not side.is_file():
         raise InputError(
@@ -368,7 +394,7 @@ def export_projection(
             raise InvalidParameter("give the database that stores the projection, or pass the projection itself")
         fmt = _format(Path(path))  # a bad file name or an existing file fails before the database is read
         if not replace:
-            _refuse_existing([Path(path)] if fmt == "parquet" else [Path(path), sidecar(path)])
+            _refuse_existing([Path(path), sidecar(path)] if fmt == "csv" else [Path(path)])
         projection = Registry(db).load(name)
     return write_projection(projection, path, replace=replace)
 
@@ -389,6 +415,7 @@ def import_projection(
 __all__ = [
     "COLUMNS",
     "FORMATS",
+    "JSON_ENDING",
     "METADATA_KEY",
     "export_projection",
     "from_parts",
