@@ -23,8 +23,11 @@ new build on those centroids).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +39,7 @@ from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
 from .lazy import pd
-from .materialise import output_table
+from .materialise import output_table, staged
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 from .search import (
     CENTRE,
@@ -44,9 +47,13 @@ from .search import (
     ID,
     LIST,
     METRICS,
+    NX,
+    ONES,
     PARENT,
     ROTATED,
     TOP,
+    WORD,
+    G,
     IndexLayout,
     check_search,
     exact_select,
@@ -108,14 +115,31 @@ def default_candidates(top: int) -> int:
 
 
 def _check_engine(db: Backend) -> SqlrpDialect:
-    """Search runs where the engine counts bits and hashes rows (DuckDB, PostgreSQL); refuse the
-    others up front, naming the engine."""
+    """Search runs where the engine counts bits and hashes rows (DuckDB, PostgreSQL, Spark,
+    ClickHouse); refuse the others up front, naming the engine."""
     dialect = get_dialect(db.dialect)
     dialect.popcount(col("a"))  # raises EngineLimit naming the engine where missing
     dialect.row_hash([col("a")])
-    if not db.transactional:
-        raise dialect.refuse("indexes are built in one transaction; this engine has none")
     return dialect
+
+
+def _create(dialect: SqlrpDialect, table: exp.Table, select: exp.Expression) -> str:
+    """``CREATE TABLE table AS select`` with what the engine needs on every table (ClickHouse: an ENGINE)."""
+    return dialect.render(
+        exp.Create(this=table, kind="TABLE", expression=select, properties=dialect.table_properties())
+    )
+
+
+def _drop_tables(db: Backend, source: Source, names: tuple[str, ...]) -> None:
+    """``DROP TABLE IF EXISTS`` each of ``names`` (in the source's schema), errors ignored: cleanup."""
+    dialect = get_dialect(db.dialect)
+    for table in names:
+        with contextlib.suppress(Exception):
+            db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
+
+
+def _staging_name() -> str:
+    return f"_sqlrp_ix_{uuid.uuid4().hex[:12]}"
 
 
 def _tables(name: str) -> tuple[str, str, str]:
@@ -229,10 +253,10 @@ def drop_index(db: Backend, name: str) -> None:
     src["columns"] = tuple(src["columns"])
     source = Source(**src)
     dialect = get_dialect(db.dialect)
-    with db.transaction():
+    with db.transaction():  # the registry row first: without transactions, no half-dropped index stays registered
+        db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
         for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
             db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
-        db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
 
 
 def _sample(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
@@ -253,6 +277,15 @@ def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarra
     """``CREATE TABLE table`` with these columns (BIGINT keys, DOUBLE centroids), staged through a
     temporary table (the backends insert arrays into an unqualified name)."""
     dialect = get_dialect(db.dialect)
+    if not db.transactional:  # Spark has no temporary tables: a staging table, dropped whatever happens
+        stage = _staging_name()
+        try:
+            db.write_dataframe(stage, pd.DataFrame(columns))
+            db.execute(_create(dialect, table, exp.select(exp.Star()).from_(ident(stage))))
+        finally:
+            with contextlib.suppress(Exception):
+                db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE", exists=True)))
+        return
     stage = "_sqlrp_centroids"
     kinds = {True: exp.DataType.build("BIGINT"), False: exp.DataType.build("DOUBLE")}
     types = ", ".join(
@@ -349,28 +382,74 @@ def build_index(
         "catalog": source.catalog,
         "nulls": source.nulls,
     }
-    with db.transaction():
-        db.lock(f"sqlrp index {name}")
-        if existing is not None:
-            old = load_index(db, name) if existing[1] else None
-            for table_ in (*_tables(name), name + "__bands"):
-                target = output_table(old.source if old else source, table_)
-                db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
-            db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
-        _store_centroids(db, index.layout, centroids, signs)
-        db.execute(
-            dialect.render(
-                exp.Create(this=index.layout.rows, kind="TABLE", expression=rows_select(index.layout, source, dialect))
-            )
-        )
-        for statement in dialect.lookup_indexes(index.layout.rows, [LIST]):
-            db.execute(statement)
+
+    def register() -> None:
         db.execute(
             f"INSERT INTO {INDEX_TABLE} (name, projection, source, bits, band_bits, means, vectors, params) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [name, "", json.dumps(described), size, 0, None, False, json.dumps(params)],
         )
+
+    if not db.transactional:
+        _build_staged(db, index, source, centroids, existing, register)
+        return index
+    with db.transaction():
+        db.lock(f"sqlrp index {name}")
+        if existing is not None:
+            _unregister(db, name, source, existing)
+        _write_index(db, index.layout, source, centroids)
+        register()
     return index
+
+
+def _write_index(db: Backend, layout: IndexLayout, source: Source, centroids: Lists) -> None:
+    """The index's three tables: centroids, then every row's list and code."""
+    dialect = get_dialect(db.dialect)
+    _store_centroids(db, layout, centroids, layout.signs)
+    db.execute(_create(dialect, layout.rows, rows_select(layout, source, dialect)))
+    for statement in dialect.lookup_indexes(layout.rows, [LIST]):
+        db.execute(statement)
+
+
+def _unregister(db: Backend, name: str, source: Source, existing: tuple) -> None:
+    """Delete the index ``name``'s registry row, then its tables (a search finds no index from the
+    first statement on, never a half-dropped one)."""
+    old = load_index(db, name) if existing[1] else None
+    db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
+    dialect = get_dialect(db.dialect)
+    for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
+        target = output_table(old.source if old else source, table)
+        db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
+
+
+def _build_staged(
+    db: Backend, index: Index, source: Source, centroids: Lists, existing: tuple | None, register: Callable[[], None]
+) -> None:
+    """A build on an engine without transactions (Spark, ClickHouse): the tables are written under a
+    staging name, where no search looks; only then is an old index unregistered and dropped, the
+    staging tables renamed, and the registry row written last.  A failed build leaves the old index
+    as it was; a failure during the swap leaves no index registered (a search says there is none),
+    never a half-written one that a search would use."""
+    dialect = get_dialect(db.dialect)
+    stage = Index(**{**index.__dict__, "name": _staging_name()})
+    try:
+        _write_index(db, stage.layout, source, centroids)
+    except BaseException:
+        _drop_tables(db, source, _tables(stage.name))
+        raise
+    unregistered = existing is None
+    try:
+        if existing is not None:
+            _unregister(db, index.name, source, existing)
+            unregistered = True
+        for old, new in zip(_tables(stage.name), _tables(index.name), strict=True):
+            db.execute(dialect.rename(output_table(source, old), output_table(source, new)))
+        register()
+    except BaseException:
+        _drop_tables(db, source, _tables(stage.name))
+        if unregistered:  # the name is free again: no half-renamed tables are left under it
+            _drop_tables(db, source, _tables(index.name))
+        raise
 
 
 def _store_centroids(db: Backend, layout: IndexLayout, centroids: Lists, signs: np.ndarray) -> None:
@@ -408,6 +487,9 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
     hashed = exp.select(col("_id"), col("_h")).from_(
         feature_rows(source, index.d, dialect, index.metric, hashed=True).subquery("x", copy=False)
     )
+    if not db.transactional:
+        _refresh_staged(db, index, source, hashed)
+        return index
     with db.transaction():
         db.lock(f"sqlrp index {index.name}")
         db.execute(dialect.render(exp.Drop(tables=[fresh.copy()], kind="TABLE", exists=True)))
@@ -428,6 +510,37 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
         db.execute(dialect.render(exp.insert(new, layout.rows.copy())))
         db.execute(dialect.render(exp.Drop(tables=[fresh.copy()], kind="TABLE")))
     return index
+
+
+def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Select) -> None:
+    """:func:`_refresh` on an engine without transactions: the refreshed rows -- those whose id and
+    hash the table still holds, and codes for the rest -- are written to a staging table in one
+    ``CREATE TABLE AS``, then swapped in for the index rows (:func:`sqlrp.materialise.staged`).  A
+    failure before the swap leaves the index as it was; a search never reads a half-refreshed one.
+    No correlated sub-query (ClickHouse has none by default): joins and ``NOT IN``."""
+    dialect = get_dialect(db.dialect)
+    layout = index.layout
+    fresh = output_table(source, _staging_name())
+    names = [ID, LIST, *[f"{WORD}{w}" for w in range(layout.words)], G, ONES, NX, HASH]
+    try:
+        db.execute(_create(dialect, fresh.copy(), hashed))
+        joined = (
+            exp.select(*[col(c, "_i") for c in names])
+            .from_(layout.rows.copy().as_("_i"))
+            .join(
+                fresh.copy().as_("_f"),
+                on=exp.and_(col("_id", "_f").eq(col(ID, "_i")), col("_h", "_f").eq(col(HASH, "_i"))),
+            )
+        )
+        kept_ids = exp.select(col(ID)).from_(joined.subquery("_k", copy=True))
+        gone = exp.Not(this=exp.In(this=col(source.id_column, source.table), query=kept_ids.subquery(copy=False)))
+        new = rows_select(layout, Source(**{**source.__dict__, "row_filter": gone}), dialect)
+        both = exp.union(joined, new, distinct=False)
+        with staged(db, source, layout.rows.name, True) as stage:
+            db.execute(_create(dialect, output_table(source, stage), both))
+    finally:
+        with contextlib.suppress(Exception):
+            db.execute(dialect.render(exp.Drop(tables=[fresh.copy()], kind="TABLE", exists=True)))
 
 
 def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -536,6 +649,17 @@ def search(
     if dialect.fold(into).casefold() in REGISTRY_TABLES or dialect.same_identifier(into, queries.table):
         raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
     target = output_table(queries, into)
+    if not db.transactional:  # built under a staging name and swapped in: a failure leaves `into` as it was
+        exists = db.table_exists(into, queries.schema)
+        if exists and not replace:
+            raise ProjectionExists(
+                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+            )
+        with staged(db, queries, into, exists) as stage:
+            for statement in dialect.local_settings(src):
+                db.execute(statement)
+            db.execute(_create(dialect, output_table(queries, stage), select))
+        return None
     with db.transaction():
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:

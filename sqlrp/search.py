@@ -56,6 +56,12 @@ def _cast(expression: exp.Expression, to: exp.DataType) -> exp.Cast:
     return exp.Cast(this=expression, to=to.copy())
 
 
+def _named(column: str, table: str) -> exp.Expression:
+    """``table.column AS column``: ClickHouse names an unaliased ``r._id`` ``r._id`` where another
+    joined relation has an ``_id`` too, and the outer select then cannot find ``_id``."""
+    return exp.alias_(col(column, table), column, quoted=True, copy=False)
+
+
 def _p(expression: exp.Expression) -> exp.Paren:
     """``(expression)`` without a copy (``exp.paren`` copies its argument: quadratic in nested sums)."""
     return exp.Paren(this=expression)
@@ -295,7 +301,7 @@ def _nearest(
     """``(_id, _key)``: for each row of ``rows`` (aliased ``r``: ``_id`` and the features), its
     ``count`` nearest ``centroids`` (aliased ``c``), every centroid or those ``on`` allows."""
     pairs = _select(
-        col("_id", "r"),
+        _named("_id", "r"),
         exp.alias_(col(key, "c"), f"_{key}", quoted=True, copy=False),
         exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True, copy=False),
     ).from_(rows, copy=False)
@@ -333,11 +339,11 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
     x = feature_rows(source, d, dialect, layout.metric, hashed=True)
     placed = (
         _select(
-            col("_id", "x"),
-            col("_list", "a"),
-            *_xs(d, "x"),
+            _named("_id", "x"),
+            _named("_list", "a"),
+            *[_named(f"_x{i}", "x") for i in range(d)],
             exp.alias_(squared_distance(_xs(d, "x"), _xs(d, "l", CENTRE)), "_nx", quoted=True, copy=False),
-            col("_h", "x"),
+            _named("_h", "x"),
         )
         .from_(x.subquery("x", copy=False))
         .join(
@@ -417,7 +423,7 @@ def search_select(
     residual = (
         _select(
             exp.alias_(col("_id", "p"), "_qid", quoted=True, copy=False),
-            col("_list", "p"),
+            _named("_list", "p"),
             exp.alias_(squared_distance(_xs(d, "q"), _xs(d, "l", CENTRE)), "_nq", quoted=True, copy=False),
             *[
                 exp.alias_(
@@ -543,7 +549,7 @@ def search_select(
     )
     estimated = (
         _select(
-            col("_qid", "pr"),
+            _named("_qid", "pr"),
             exp.alias_(col(ID, "i"), "_id", quoted=True, copy=False),
             exp.alias_(estimate, "_e", quoted=True, copy=False),
         )
@@ -554,8 +560,8 @@ def search_select(
     x = _with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
     rr = (
         _select(
-            col("_qid", "t"),
-            col("_id", "t"),
+            _named("_qid", "t"),
+            _named("_id", "t"),
             exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(best.subquery("t", copy=False))

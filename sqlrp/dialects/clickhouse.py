@@ -6,6 +6,15 @@ https://clickhouse.com/docs/operations/settings/settings:
 - ``max_query_size`` 262,144 bytes: the longest query the parser reads.
 - ``max_ast_elements`` 50,000: nodes of a query's syntax tree (``max_ast_depth`` 1,000).
 - columns: no fixed limit.
+- ``query_plan_max_optimizations_to_apply`` 10,000: optimisations applied to one query's plan; a
+  query that needs more fails (``TOO_MANY_QUERY_PLAN_OPTIMIZATIONS``).  The documentation calls it
+  an expert setting for debugging that "may change ... or be removed", so sqlrp does not raise it:
+  it emits shapes within it.  Each ``UNION ALL`` branch costs about 4 (chdb 4.4: 2,499 one-row
+  branches run, 2,500 fail), and sqlglot renders ``VALUES`` as one branch per row, so a matrix
+  inlined as ``VALUES`` failed from about 2,500 non-zeros (a 189 x 500 long table to k = 64 at
+  s = 3 has 10,667).  The inlined matrix is therefore three literal arrays under ``ARRAY JOIN``
+  (one plan step at any size; a literal array is one AST element), and a statement with more
+  ``UNION ALL`` branches than the limit allows is refused before it runs (``compiler.limits``).
 
 Arrays are 1-based (``arr[1]``).  There are no transactions (``CREATE TABLE ... AS`` is one
 statement: a failure leaves no table; sqlrp materialises under a staging name and renames), every
@@ -22,12 +31,37 @@ from sqlglot.dialects.clickhouse import ClickHouse
 from .base import SqlrpDialect, extend
 
 
+def _function(name: str):  # noqa: ANN202 - a sqlglot Generator transform
+    return lambda self, e: self.func(name, e.this, e.expression)
+
+
+_BASE = extend(ClickHouse, depth=200)  # max_ast_depth 1,000
+
+
+class _Generator(_BASE.Generator):  # type: ignore[name-defined,misc]
+    # ClickHouse has no bit operators (``5 & 3``, ``5 ^ 3`` and ``13 >> 2`` are syntax errors in
+    # ClickHouse 26.9), which sqlglot renders: its functions instead
+    TRANSFORMS = {
+        **_BASE.Generator.TRANSFORMS,
+        exp.BitwiseAnd: _function("bitAnd"),
+        exp.BitwiseOr: _function("bitOr"),
+        exp.BitwiseXor: _function("bitXor"),
+        exp.BitwiseLeftShift: _function("bitShiftLeft"),
+        exp.BitwiseRightShift: _function("bitShiftRight"),
+    }
+
+
+SqlrpClickHouseBits = type("SqlrpClickHouseBits", (_BASE,), {"Generator": _Generator})
+
+
 class ClickHouseDialect(SqlrpDialect):
     name = "clickhouse"
-    sqlglot = extend(ClickHouse, depth=200)  # max_ast_depth 1,000
+    sqlglot = SqlrpClickHouseBits
     max_statement_bytes = 262_144
     max_ast_nodes = 50_000
     max_expression_depth = 1000
+    max_plan_optimizations = 10_000  # query_plan_max_optimizations_to_apply (module docstring)
+    matrix_array_join = True
     filter_clause = False
     ordered_array_agg = False
     nan_propagating_sums = True
@@ -35,6 +69,18 @@ class ClickHouseDialect(SqlrpDialect):
     correlated_subqueries = False
     transactional = False
     executes = True
+
+    def popcount(self, word: exp.Expression) -> exp.Expression:
+        # bitCount(Int64) counts the 64 bits of the two's complement (bitCount(toInt64(-1)) = 64;
+        # https://clickhouse.com/docs/sql-reference/functions/bit-functions); it returns UInt8, cast so
+        # that sums over words cannot wrap
+        count = exp.Anonymous(this="bitCount", expressions=[word])
+        return exp.Anonymous(this="toInt32", expressions=[count])
+
+    def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
+        # cityHash64(v1, v2, ...) -> UInt64, arrays hashed whole; sum() of UInt64 wraps modulo 2^64,
+        # the same way for the table and for the index rows, so the fingerprints still compare
+        return exp.Anonymous(this="cityHash64", expressions=values)
 
     def is_nan(self, value: exp.Expression) -> exp.Expression:
         # IEEE comparison: nan = nan is false in ClickHouse; isNaN is the test

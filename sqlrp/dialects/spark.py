@@ -83,6 +83,18 @@ class SparkDialect(SqlrpDialect):
             ]
         )
 
+    def popcount(self, word: exp.Expression) -> exp.Expression:
+        # bit_count(bigint) counts the set bits of the 64-bit two's complement (bit_count(-1) = 64,
+        # bit_count(-2^63) = 1, measured on Spark 4.3) and returns INT: a sum over words stays INT
+        return exp.Anonymous(this="BIT_COUNT", expressions=[word])
+
+    def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
+        # xxhash64(v1, v2, ...) -> BIGINT (arrays hashed whole).  Under ANSI mode (Spark 4's default)
+        # a BIGINT sum that overflows raises ARITHMETIC_OVERFLOW, and a table's hash sum would after a
+        # few rows: the hash is a DECIMAL(20, 0), whose sum is a DECIMAL(30, 0) (exact to 10^11 rows)
+        hashed = exp.Anonymous(this="XXHASH64", expressions=values)
+        return exp.Cast(this=hashed, to=exp.DataType.build("DECIMAL(20, 0)"))
+
     def local_settings(self, source: Source) -> list[str]:
         # keep whole-stage code generation for the projection's huge expressions (module docstring)
         return [f"SET spark.sql.codegen.hugeMethodLimit = {HUGE_METHOD_LIMIT}"]
