@@ -146,7 +146,7 @@ def _add_method_params(p: argparse.ArgumentParser) -> None:
     """Parameters of the methods; each is passed to the method only when given."""
     p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, or auto = sqrt(d)); default per method")
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
-    k.add_argument("--m", type=int, help="p-rp: number of sign matrices summed (CLT)")
+    k.add_argument("--m", type=int, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
     k.add_argument("--degree", type=int, help="pk-rp, maclaurin, craftmap: polynomial degree")
     k.add_argument("--t", type=int, help="pk-rp, cbp: products summed per output (CLT)")
     k.add_argument("--p", type=int, help="pk-rp, cbp: number of random vectors (default g*t*k)")
@@ -424,8 +424,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not (args.table and args.id_column and args.projection):
         raise InvalidParameter("evaluate needs --table, --id-column and --projection (or --index NAME for a search)")
 
-    kernel = None
-    if args.kernel_degree:
+    kernel: Kernel | str | None = "projection"  # the kernel the stored projection approximates (issue 24)
+    if args.kernel_degree == 1:
+        kernel = None  # the input space
+    elif args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else None
     with connect(_need_db(args)) as db:
@@ -625,7 +627,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recall-k", type=int, default=5, help="K of Recall@K")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ks", help="comma-separated k values for the distortion-vs-k plot")
-    p.add_argument("--kernel-degree", type=int, help="measure distortion in this polynomial kernel's space")
+    p.add_argument(
+        "--kernel-degree",
+        type=_positive,
+        help="measure distortion in this polynomial kernel's space (default: the kernel the projection "
+        "approximates, from its stored parameters; 1: the input space)",
+    )
     p.add_argument("--kernel-c", type=float, default=0.0, help="kernel constant c in (x.y + c)^degree")
     p.add_argument("--modified-kernel", action="store_true", help="degree-2 kernel without its diagonal")
     p.add_argument("--label-column", help="class labels: adds linear-classifier accuracies")

@@ -90,6 +90,9 @@ def _pdist_numpy(X: np.ndarray, metric: str, out: np.ndarray | None) -> np.ndarr
 
 
 __all__ = [
+    "FROM_PROJECTION",
+    "resolve_kernel",
+    "same_method",
     "Kernel",
     "auc_rnx",
     "distortion_summary",
@@ -125,6 +128,47 @@ class Kernel:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "polynomial", "degree": self.degree, "c": self.c, "modified": self.modified}
+
+
+#: ``evaluate(kernel=...)``: the kernel the projection itself approximates (its stored method and parameters)
+FROM_PROJECTION = "projection"
+
+
+def resolve_kernel(kernel: Kernel | str | None, projection: Any) -> Kernel | None:
+    """The kernel whose feature space ``evaluate`` measures distortion in (issue 24).
+
+    ``"projection"`` (the default of ``evaluate``): the kernel the projection approximates, from its stored
+    method and parameters (:func:`sqlrp.kernels.kernel_of`: degree, ``c``, modified), ``None`` (input
+    space) for linear projections; a :class:`Kernel` overrides it; ``None`` is the input space.  A kernel
+    projection measured in input space reports distortions of 10-100 (000 Eq. 22 against the wrong
+    distances), so the stored kernel is the only safe default."""
+    from ..errors import InvalidParameter
+    from ..kernels import kernel_of
+
+    if kernel is None or isinstance(kernel, Kernel):
+        return kernel
+    if kernel != FROM_PROJECTION:
+        raise InvalidParameter(f"kernel must be a Kernel, None (input space) or {FROM_PROJECTION!r}, got {kernel!r}")
+    spec = kernel_of(projection)
+    if spec["degree"] < 2:  # degree 1: (x.y + c) has the input space's distances; degree 0: none
+        return None
+    return Kernel(spec["degree"], spec["c"], spec["modified"])
+
+
+def same_method(projection: Any, k: int, seed: int | None = 0) -> Any:
+    """A fresh projection of the same method and parameters as ``projection`` to ``k`` outputs, for the
+    distortion-against-k curve of a kernel projection.  Sizes that default to a multiple of k (PK-RP's
+    ``p = g*t*k``, CRAFTMaps' ``up_k = 4k``) follow the new k."""
+    import inspect
+
+    from ..methods import METHODS, make_projection
+
+    params = dict(projection.params or {})
+    taken = inspect.signature(METHODS[projection.method]).parameters
+    kept = {key: v for key, v in params.items() if key in taken and key not in ("p", "up_k", "seed")}
+    if projection.method == "craftmap":
+        kept.update({key[3:]: v for key, v in params.items() if key.startswith("up_") and key != "up_k"})
+    return make_projection(projection.method, projection.d, k, seed=seed, **kept)
 
 
 def feature_sq_distances(X: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
