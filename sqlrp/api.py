@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from . import outputs, reference
+from . import files, outputs, reference
 from .backends import Backend, connect
 from .compiler import (
     REGISTRY_ENTRY_TABLE,
@@ -36,7 +36,7 @@ from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter, ProjectionExists
 from .ir import Composed, Projection
 from .lazy import pd
-from .materialise import materialise, output_table, run, staged, top_up_through_staging
+from .materialise import file_target, materialise, output_table, run, staged, top_up_through_staging, write_file
 from .methods import make_projection
 from .sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
@@ -47,6 +47,7 @@ from .sources import (  # noqa: F401 - the API's first stage
     resolve_source,
 )
 from .store import REGISTRY_TABLES, Registry
+from .transfer import is_projection_file, read_projection
 
 __all__ = [
     "compile_projection",
@@ -188,6 +189,8 @@ def plan(
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = _registry(db)
+    if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
+        projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
     if isinstance(projection, (Projection, Composed)):
         proj = projection
     elif isinstance(projection, str) and registry.exists(projection):
@@ -227,7 +230,7 @@ def plan(
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:
-            name, same = default_name(registry, proj, f"{table}_{method}_k{k}_seed{seed}")
+            name, same = default_name(registry, proj, f"{files.label(table)}_{method}_k{k}_seed{seed}")
             if same is not None:
                 proj = same
         if proj.name is None:
@@ -338,7 +341,11 @@ def project(
 
     Returns the projected rows as a DataFrame ordered by id (with ``chunk_rows``: an iterator of
     DataFrames of at most that many rows, streamed from the database -- never one giant fetch), or
-    with ``into`` materialises them as a table (``view=True``: a view) and returns ``None``.
+    with ``into`` materialises them as a table (``view=True``: a view) and returns ``None``; an
+    ``into`` ending in ``.parquet``, ``.csv`` or ``.json`` is a file, written by DuckDB with the
+    projection beside it (:func:`sqlrp.materialise.write_file`), and the files written are returned.
+    ``table`` may name a file or a glob on DuckDB (:mod:`sqlrp.files`); ``projection`` a
+    projection file (``*.sqlrp.json``, or a ``projections export``).
     ``output_format``: ``"pandas"``, ``"arrow"`` (a ``pyarrow.Table``; from DuckDB without a pandas
     copy), ``"polars"`` or ``"numpy"`` (``(ids, Y)``), for the rows and for each chunk (:mod:`sqlrp.outputs`).
     Materialisation is one transaction: on any failure no output table is left, and the source table
@@ -357,6 +364,8 @@ def project(
     """
     if into is None:
         outputs.check_format(output_format)
+    elif files.output_format(into) is not None:  # a file (sqlrp.files): refused here, before any work
+        file_target(db, into, replace, view, incremental)
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
@@ -371,6 +380,8 @@ def project(
             check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
     compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
+    if into is not None and files.output_format(into) is not None:
+        return write_file(db, p, into, compile_opts, replace, check, progress)
     if into is None:
         statements = compile_statements(
             p.projection, p.source, db.dialect, p.output, ordered=ordered, pretty=False, **compile_opts

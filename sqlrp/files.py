@@ -94,9 +94,14 @@ def sniff(path: str) -> str:
     return "json" if head.lstrip()[:1] in (b"{", b"[") else "csv"
 
 
-def reader(path: str, fmt: str) -> exp.Expression:
-    """``read_parquet('/abs/path')`` (or ``read_csv`` / ``read_json``): the path a quoted literal."""
-    return exp.Anonymous(this=READERS[fmt], expressions=[exp.Literal.string(absolute(path))])
+def reader(path: str, fmt: str, types: dict[str, str] | None = None) -> exp.Expression:
+    """``read_parquet('/abs/path')`` (or ``read_csv`` / ``read_json``): the path a quoted literal;
+    ``types`` (CSV): ``types = {'column': 'DOUBLE', ...}``, names and types quoted literals too."""
+    args: list[exp.Expression] = [exp.Literal.string(absolute(path))]
+    if types:
+        pairs = [exp.PropertyEQ(this=exp.Literal.string(n), expression=exp.Literal.string(t)) for n, t in types.items()]
+        args.append(exp.EQ(this=exp.var("types"), expression=exp.Struct(expressions=pairs)))
+    return exp.Anonymous(this=READERS[fmt], expressions=args)
 
 
 def definition_path(output: str | os.PathLike[str]) -> Path:

@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlglot import exp
 
+from . import files
 from .backends import Backend
 from .compiler import Source, Statements, col, compile_sql, compile_statements, ident, table_ref
 from .dialects import get_dialect
+from .errors import InputError, InvalidParameter
+from .ir import Projection
 
 if TYPE_CHECKING:
     from .api import Plan
-
-
 
 _PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 T = TypeVar("T")
@@ -196,3 +199,87 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
             cond = exp.and_(cond, col(key) < exp.Literal.number(repr(edges[i + 1])))
         conds.append(cond)
     return conds
+
+
+# ----------------------------------------------------------------------------------------------
+# files as the output (sqlrp.files)
+
+
+def file_target(db: Backend, path: str, replace: bool, view: bool, incremental: bool) -> Path:
+    """Refuse, before any work, a file output that cannot be written: an engine other than DuckDB,
+    a view or a top-up (files are written whole), a missing folder, or an existing file (or its
+    projection definition) without ``replace``.  Returns the absolute target."""
+    if not hasattr(db, "read_file"):
+        raise files.refuse_engine(db.dialect, f"write the file {path!r}")
+    if view or incremental:
+        raise InvalidParameter(f"{path!r} is a file, written whole: it cannot be a view or topped up (--incremental)")
+    target = Path(files.absolute(path))
+    if not target.parent.is_dir():
+        raise InputError(f"cannot write {path!r}: there is no folder {str(target.parent)!r}")
+    if target.is_dir():
+        raise InputError(f"cannot write {path!r}: it is a folder")
+    if not replace:
+        from .transfer import _refuse_existing
+
+        _refuse_existing([target, files.definition_path(target)])
+    return target
+
+
+def write_file(
+    db: Backend, p: Plan, path: str, compile_opts: dict, replace: bool, check: bool, progress: bool | int = False
+) -> list[Path]:
+    """Write the projection of ``p.source`` to the file ``path`` (``.parquet``, ``.csv``, ``.json``)
+    with DuckDB's ``COPY (query) TO``, and the projection beside it (``<path>.sqlrp.json``, when it is
+    one matrix: :func:`sqlrp.files.definition_path`).  Both are written under temporary names in the
+    target's folder; the output is read back and checked for non-finite values (``check``), and only
+    then are both renamed into place -- a failure leaves no file.  Returns the files written."""
+    from .sources import check_outputs
+    from .transfer import JSON_ENDING, write_projection
+
+    target = file_target(db, path, replace, view=False, incremental=False)
+    fmt = files.output_format(path)
+    assert fmt is not None
+    if files.file_format(p.source.table) is not None and str(target) in files.matching(p.source.table):
+        raise InvalidParameter(f"{path!r} is the input file: sqlrp never writes the source; choose another name")
+    statements = compile_statements(
+        p.projection, p.source, db.dialect, p.output, ordered=False, pretty=False, **compile_opts
+    )
+    stamp = uuid.uuid4().hex[:12]
+    tmp = target.with_name(f".{target.name}.{stamp}.tmp")
+    definition = files.definition_path(target) if isinstance(p.projection, Projection) else None
+    tmp_definition = target.with_name(f".{target.name}.{stamp}{JSON_ENDING}")
+    names = p.output.names(p.projection.k)
+    array = p.output.form == "array"
+
+    def copy(sql: str) -> str:
+        literal = exp.Literal.string(str(tmp)).sql("duckdb")
+        return f"COPY ({sql.rstrip().rstrip(';')}) TO {literal} (FORMAT {fmt})"
+
+    try:
+        if progress is True and db.reports_progress:
+            from tqdm import tqdm
+
+            with tqdm(total=100, desc=f"projecting into {target.name}", unit="%", bar_format=_PERCENT_BAR) as bar:
+                run(
+                    db,
+                    statements,
+                    lambda sql: db.execute_watched(copy(sql), lambda v: bar.update(max(0.0, round(v, 1) - bar.n))),
+                )
+        else:
+            run(db, statements, lambda sql: db.execute(copy(sql)))
+        if check:
+            # read back what was written: CSV has no types, so the values are read as numbers
+            types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
+            written = exp.Table(this=files.reader(str(tmp), fmt, types))
+            key = p.source.group_column or p.source.id_column
+            check_outputs(db, written, key, names, p.projection.k if array else None)
+        if definition is not None:
+            write_projection(p.projection, tmp_definition, replace=True)
+            os.chmod(tmp_definition, os.stat(tmp).st_mode & 0o777)  # as readable as the output DuckDB wrote
+            os.replace(tmp_definition, definition)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        tmp_definition.unlink(missing_ok=True)
+        raise
+    return [target] if definition is None else [target, definition]

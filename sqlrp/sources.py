@@ -16,6 +16,7 @@ from .compiler import Source, as_double, col, dense_source, feature_input, ident
 from .compiler.nodes import Inputs, SignedSum, balanced, gc_paused
 from .dialects import SqlrpDialect, get_dialect
 from .errors import InputError, InvalidParameter
+from .files import file_format, refuse_engine
 from .ir import Projection
 from .lazy import pd
 
@@ -69,6 +70,25 @@ def resolve_source(
         else:
             chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
             if not chosen:
+                arrays = [c.name for c in info.values() if c.numeric_array and c.name not in keys]
+                if len(arrays) == 1:  # one embedding column and nothing else numeric: the array layout
+                    return resolve_source(
+                        db,
+                        table,
+                        id_column,
+                        "array",
+                        None,
+                        arrays[0],
+                        schema=schema,
+                        nulls=nulls,
+                        group_column=group_column,
+                        catalog=catalog,
+                    )
+                if arrays:
+                    raise InputError(
+                        f"{where} has no numeric feature columns besides the id, but {len(arrays)} numeric array "
+                        f"columns ({', '.join(arrays[:10])}): choose one with --layout array --array-column NAME"
+                    )
                 raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
         return Source(
             table,
@@ -125,7 +145,12 @@ def describe(db: Backend, table: str, schema: str | None, catalog: str | None = 
     """The columns of ``[catalog.][schema.]table``.  A catalog needs a backend that can look into
     one (DuckDB: an attached database); elsewhere it is refused -- ``compile --catalog`` still renders it."""
     if catalog is None:
-        return db.columns(table, schema)
+        try:
+            return db.columns(table, schema)
+        except InputError:
+            if schema is None and file_format(table) is not None and not hasattr(db, "read_file"):
+                raise refuse_engine(db.dialect, f"read the file {table!r} as a table") from None
+            raise
     if "catalog" not in inspect.signature(db.columns).parameters:
         raise InvalidParameter(
             f"{db.dialect}: sqlrp cannot look up tables in another catalog here; connect to {catalog!r} "

@@ -311,6 +311,15 @@ def _replacing(target: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def is_projection_file(name: str | os.PathLike[str]) -> bool:
+    """True if ``name`` is a file that may hold a projection: ``*.sqlrp.json``, or an existing
+    ``*.parquet`` / ``*.csv`` export."""
+    path = Path(name)
+    if path.name.lower().endswith(JSON_ENDING):
+        return True
+    return path.suffix.lower() in FORMATS and path.is_file()
+
+
 def read_projection(path: str | os.PathLike[str]) -> Projection:
     """The projection written to ``path`` by :func:`write_projection` (not stored anywhere)."""
     source = Path(path)
@@ -420,6 +429,7 @@ __all__ = [
     "export_projection",
     "from_parts",
     "import_projection",
+    "is_projection_file",
     "matrix_frame",
     "metadata",
     "read_projection",
