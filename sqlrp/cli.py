@@ -17,9 +17,11 @@ from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
 from .errors import InputError, InvalidParameter, exit_status, one_line
+from .files import file_format, output_format, read_input
 from .lazy import pd
 from .methods import METHODS, make_projection
 from .store import Registry
+from .transfer import is_projection_file, read_projection
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -38,8 +40,12 @@ def _add_table(p: argparse.ArgumentParser, db_required: bool = True, table_requi
     """The options that name an input table and its layout (every command that reads one)."""
     _add_db(p)
     p.add_argument(
-        "--table", required=table_required, help="input table, exactly (a dot is part of the name; it is quoted)"
+        "--table",
+        help="input table, exactly (a dot is part of the name; it is quoted); on DuckDB a file or glob that is "
+        "no table: data.parquet, part-*.csv, rows.jsonl",
     )
+    p.add_argument("--input", help="input file or glob, whatever its ending (read by DuckDB; instead of --table)")
+    p.set_defaults(table_required=table_required)
     p.add_argument("--schema", help="schema of the input (and output) tables")
     p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
     p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
@@ -67,9 +73,28 @@ _CREATING = {"create", "migrate", "demo", ("projections", "import")}
 
 def _need_db(args: argparse.Namespace) -> str:
     if not args.db:
+        if _files_only(args):
+            return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
     _check_file_db(args.db, args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING)
     return args.db
+
+
+def _files_only(args: argparse.Namespace) -> bool:
+    """The input is a file and the output a file, stdout or a report folder (``project``,
+    ``compile``, ``evaluate``): no database is needed.  ``project --into TABLE`` without ``--db`` is
+    refused here, naming both ways out."""
+    table = getattr(args, "table", None)
+    if args.command not in ("project", "compile", "evaluate") or getattr(args, "index", None) or not table:
+        return False
+    if not (getattr(args, "input", None) or file_format(table)):
+        return False
+    into = getattr(args, "into", None)
+    if args.command == "project" and into and output_format(into) is None:
+        raise InvalidParameter(
+            f"--into {into!r} writes a table: name the database with --db URL, or write a file (--into out.parquet)"
+        )
+    return True
 
 
 def _check_file_db(url: str, creating: bool) -> None:
@@ -101,7 +126,11 @@ def _check_file_db(url: str, creating: bool) -> None:
 
 def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     _add_table(p, db_required)
-    p.add_argument("--projection", help="stored projection name: reused if it exists, else created and stored")
+    p.add_argument(
+        "--projection",
+        help="stored projection name: reused if it exists, else created and stored; or a projection file "
+        "(NAME.sqlrp.json written beside a projected file, or a projections export)",
+    )
     p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
     p.add_argument("--k", type=int, help="output dimension (new projections)")
     _add_method_params(p)
@@ -193,9 +222,11 @@ def _plan_options(args: argparse.Namespace) -> dict:
 
 
 def _connect(args: argparse.Namespace):
-    return connect(
-        _need_db(args), threads=args.threads, memory_limit=args.memory_limit, temp_directory=args.temp_directory
-    )
+    profile = {name: getattr(args, name, None) for name in ("threads", "memory_limit", "temp_directory")}
+    db = connect(_need_db(args), **profile)
+    if getattr(args, "input", None):  # any ending: read as the table named by the path
+        read_input(db, args.input)
+    return db
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -220,7 +251,9 @@ def cmd_project(args: argparse.Namespace) -> int:
             chunk_rows=None if args.into else args.chunk_rows,
             **_plan_options(args),
         )
-        if args.into:
+        if args.into and output_format(args.into):
+            print(f"wrote {' and '.join(map(str, result))}", file=sys.stderr)
+        elif args.into:
             kind = "view" if args.view else "table"
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)
         else:
@@ -230,7 +263,7 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    if args.db:
+    if args.db or _files_only(args):
         with _connect(args) as db:
             plan = api.plan(db, args.table, args.id_column, args.projection, **_plan_options(args))
             sql = api.compile_projection(
@@ -380,7 +413,7 @@ def _table_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    with connect(_need_db(args)) as db:
+    with _connect(args) as db:
         proj = api.tune(
             db,
             args.table,
@@ -430,12 +463,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elif args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else None
-    with connect(_need_db(args)) as db:
+    with _connect(args) as db:
         report = api.evaluate(
             db,
             args.table,
             args.id_column,
-            args.projection,
+            read_projection(args.projection) if is_projection_file(args.projection) else args.projection,
             out=args.out,
             sample=args.sample,
             queries=args.queries,
@@ -549,9 +582,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("project", help="project a table inside the database (a table, a view, or CSV on stdout)")
     _add_source(p)
-    p.add_argument("--into", help="materialise into this table (default: print CSV)")
+    p.add_argument(
+        "--into",
+        help="materialise into this table, or a file (.parquet, .csv, .json; by DuckDB, with the projection "
+        "beside it in <file>.sqlrp.json; --db may then be omitted) (default: print CSV)",
+    )
     p.add_argument("--view", action="store_true", help="create a view instead of a table")
-    p.add_argument("--replace", action="store_true", help="replace an existing output table")
+    p.add_argument("--replace", action="store_true", help="replace an existing output table or file")
     p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
     p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar")
@@ -703,6 +740,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"projections {args.action} needs a NAME")
     if args.command == "indexes" and args.action == "drop" and not args.name:
         parser.error("indexes drop needs a NAME")
+    if getattr(args, "input", None):
+        if args.table:
+            parser.error("give the input as --table NAME or --input PATH, not both")
+        args.table = args.input
+    if getattr(args, "table_required", False) and not args.table:
+        parser.error("the following arguments are required: --table (or --input PATH)")
     try:
         return args.func(args)
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`

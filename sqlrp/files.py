@@ -104,6 +104,13 @@ def reader(path: str, fmt: str, types: dict[str, str] | None = None) -> exp.Expr
     return exp.Anonymous(this=READERS[fmt], expressions=args)
 
 
+def read_input(db: object, path: str) -> str:
+    """``--input PATH``: the file or glob ``path`` as a table of ``db`` named ``path`` (DuckDB only)."""
+    if not hasattr(db, "read_file"):
+        raise refuse_engine(getattr(db, "dialect", "this engine"), f"read the file {path!r}")
+    return db.read_file(path)  # type: ignore[attr-defined]
+
+
 def definition_path(output: str | os.PathLike[str]) -> Path:
     """Where the projection that wrote ``output`` is kept: ``<output>.sqlrp.json``."""
     p = Path(output)

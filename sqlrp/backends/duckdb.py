@@ -137,7 +137,7 @@ class DuckDBBackend(Backend):
         """The result as ``pyarrow.Table`` chunks of at most ``rows`` rows, streamed from DuckDB's
         Arrow reader (record batches; no pandas on the way)."""
         pa = need("pyarrow", "arrow", "Arrow output")
-        cur = self.con.cursor()
+        cur = self._cursor()
         try:
             reader = cur.sql(sql).to_arrow_reader(int(rows))
             for batch in reader:
@@ -148,7 +148,7 @@ class DuckDBBackend(Backend):
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """Stream the result: DuckDB hands over whole vectors (2,048 rows), re-cut to ``rows``."""
-        cur = self.con.cursor()
+        cur = self._cursor()
         try:
             res = cur.execute(sql)
             vectors = max(1, -(-int(rows) // 2048))
@@ -231,20 +231,30 @@ class DuckDBBackend(Backend):
         want = (key(table), key(schema) if schema is not None else None)
         return [(c, t) for n, s, c, t in found if (key(n), key(s) if schema is not None else None) == want]
 
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor (DuckDB: another connection to the same database) that sees the files read as
+        tables: temporary views belong to one connection, so they are made again on it."""
+        cur = self.con.cursor()
+        for path, (_, fmt) in self._files.items():
+            cur.execute(self._view_sql(path, fmt))
+        return cur
+
+    def _view_sql(self, path: str, fmt: str) -> str:
+        from ..compiler import ident
+
+        name = exp.Table(this=ident(path), db=exp.to_identifier("main"), catalog=exp.to_identifier("temp"))
+        query = exp.select(exp.Star()).from_(exp.Table(this=files.reader(path, fmt)))
+        return f"CREATE OR REPLACE TEMPORARY VIEW {name.sql('duckdb')} AS {query.sql('duckdb')}"
+
     def read_file(self, path: str, fmt: str | None = None) -> str:
         """Make the file (or glob) ``path`` a table named ``path``: a temporary view over
         ``read_parquet`` / ``read_csv`` / ``read_json`` of its absolute path (a quoted literal), in
         the format ``fmt``, its ending, or what its first bytes say (:func:`sqlrp.files.sniff`).
         Returns the name to use as a table.  Missing files are an :class:`InputError`."""
-        from ..compiler import ident
-
         files.check_exists(path)
         fmt = fmt or files.sniff(path)
-        name = exp.Table(this=ident(path), db=exp.to_identifier("main"), catalog=exp.to_identifier("temp"))
-        query = exp.select(exp.Star()).from_(exp.Table(this=files.reader(path, fmt)))
-        sql = f"CREATE OR REPLACE TEMPORARY VIEW {name.sql('duckdb')} AS {query.sql('duckdb')}"
         try:
-            self.con.execute(sql)
+            self.con.execute(self._view_sql(path, fmt))
         except duckdb.Error as exc:
             raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
         self._files[path] = (files.absolute(path), fmt)
