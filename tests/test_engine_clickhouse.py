@@ -15,6 +15,7 @@ Without chdb the tests skip with the pip line, except under ``CI=true``, where t
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -31,7 +32,10 @@ from engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, data, frame, ru
 
 import sqlrp
 from sqlrp.backends.clickhouse import ChdbBackend, ClickHouseServerBackend, bind, column_info, literal, sql_type
-from sqlrp.errors import InvalidParameter
+from sqlrp.compiler import Source, compile_sql, compile_statements
+from sqlrp.dialects import get_dialect
+from sqlrp.errors import EngineLimit, InvalidParameter
+from sqlrp.materialise import run
 from sqlrp.store import Registry, migration_files
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -170,6 +174,60 @@ def test_digits_parity_other_layouts(ch, digits, layout) -> None:
     want = sqlrp.transform(proj, digits)[ids]
     assert len(out) == int(np.any(digits != 0, axis=1).sum())
     assert rel_err(out.drop(columns="id").to_numpy(dtype=float), want) <= RTOL
+
+
+def quarters(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """Multiples of 1/4 in [-2, 2), half of them 0: every sum of them is exact in a double."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-8, 8, size=(n, d)) / 4.0
+    X[rng.random(X.shape) < 0.5] = 0.0
+    return X
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [("achlioptas", {"k": 64, "s": 3}), ("pk-rp", {"k": 4, "degree": 2, "t": 2, "distribution": "gaussian"})],
+)
+@pytest.mark.parametrize("strategy", ["auto", "join"])
+def test_long_inlined_matrix_within_the_plan_limit(ch, method, options, strategy) -> None:
+    """189 x 500 long table, matrix inlined (an unstored projection): Achlioptas k = 64, s = 3 has
+    10,667 non-zeros and failed with TOO_MANY_QUERY_PLAN_OPTIMIZATIONS while the matrix was a
+    UNION ALL of one select per non-zero; as literal arrays under ARRAY JOIN it runs, exactly.
+    PK-RP with Gaussian weights checks that non-integer weights travel exactly too."""
+    X = quarters(189, 500)
+    ch.write_dataframe("t", frame(X, "long", id_name="id"))
+    proj = sqlrp.make_projection(method, 500, seed=1, **options)
+    assert method != "achlioptas" or proj.linear.nnz > 2_500 * 4
+    out = sqlrp.project(ch, "t", "id", proj, layout="long", strategy=strategy)
+    assert "UNION" not in compile_sql(proj, Source("t", "id", "long"), "clickhouse", pretty=False)
+    ids = out["id"].to_numpy() // 3  # frame() numbers rows 1, 4, 7, ...
+    want = sqlrp.transform(proj, X)[ids]
+    assert len(out) == 189
+    assert rel_err(out.drop(columns="id").to_numpy(dtype=float), want) <= RTOL
+
+
+def test_union_branches_over_the_plan_limit_are_refused_or_split(ch) -> None:
+    """With the matrix as ``VALUES`` (one UNION ALL branch per non-zero on ClickHouse, the shape
+    that failed), a statement with more branches than the plan-optimisation limit allows is
+    refused before it runs, naming the engine and the setting, where it cannot be split (a kernel);
+    a linear projection splits into blocks of outputs within it, and runs exactly."""
+    dialect = copy.copy(get_dialect("clickhouse"))
+    dialect.matrix_array_join = False
+    source = Source("t", "id", "long")
+    kernel = sqlrp.make_projection("pk-rp", 500, 8, seed=1, degree=2, t=2, s=3)
+    assert kernel.linear.nnz > 2_500
+    with pytest.raises(EngineLimit, match=r"clickhouse: .* UNION ALL branches.*query_plan_max_optimizations"):
+        compile_sql(kernel, source, dialect, matrix="values", strategy="join", pretty=False)
+    linear = sqlrp.make_projection("achlioptas", 500, 32, seed=1, s=3)
+    assert linear.linear.nnz > 2_500
+    X = quarters(30, 500)
+    ch.write_dataframe("t", frame(X, "long", id_name="id"))
+    statements = compile_statements(
+        linear, source, dialect, matrix="values", strategy="join", pretty=False, ordered=True
+    )
+    assert len(statements.setup) >= 2 and all(s.count("UNION ALL") < 2_500 for s in statements.setup)
+    out = run(ch, statements, ch.query_df)
+    assert rel_err(out.drop(columns="id").to_numpy(dtype=float), sqlrp.transform(linear, X)[out["id"] // 3]) <= RTOL
 
 
 def test_digits_materialised_replaced_streamed(ch, digits_table) -> None:

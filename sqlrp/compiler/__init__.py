@@ -157,6 +157,8 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
             this=parts[-1], db=parts[-2] if len(parts) > 1 else None, catalog=parts[-3] if len(parts) > 2 else None
         )
         return exp.select(*columns).from_(table)
+    if dialect.matrix_array_join:
+        return _matrix_arrays(lin)
     entries = list(zip(lin.vector.tolist(), lin.feature.tolist(), lin.weight.tolist(), strict=True)) or [(-1, -1, 0.0)]
 
     def row(v: int, f: int, w: float) -> exp.Tuple:
@@ -173,6 +175,35 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
     select = exp.select(*columns).from_(exp.Table(this=ident("_m")))
     select.set("with_", exp.With(expressions=[cte]))
     return select
+
+
+def _matrix_arrays(lin: LinearStage) -> exp.Select:
+    """The matrix inlined as three literal arrays unnested in lockstep (ClickHouse's ``ARRAY JOIN``):
+    ``SELECT CAST(vector AS BIGINT) ... FROM system.one ARRAY JOIN [..] AS vector, [..] AS feature,
+    [..] AS weight``.  One plan step and one AST element per array at any size, where ``VALUES``
+    (one ``UNION ALL`` branch per non-zero there) exceeds the plan-optimisation limit from about
+    2,500 non-zeros (``dialects/clickhouse.py``)."""
+    vector, feature, weight = lin.vector.tolist(), lin.feature.tolist(), lin.weight.tolist()
+    if not vector:  # no non-zeros: one entry that matches no feature
+        vector, feature, weight = [-1], [-1], [0.0]
+
+    def array(values: list, name: str) -> exp.Alias:
+        literals = exp.Array(expressions=[exp.Literal.number(repr(v)) for v in values])
+        return exp.alias_(literals, name, quoted=True, copy=False)
+
+    unnest = exp.Join(
+        this=array(vector, "_mv"), expressions=[array(feature, "_mf"), array(weight, "_mw")], kind="ARRAY"
+    )
+    one = exp.Table(this=exp.to_identifier("one"), db=exp.to_identifier("system"))
+    return (
+        exp.select(
+            exp.alias_(exp.cast(col("_mv"), BIGINT), "vector", quoted=True, copy=False),
+            exp.alias_(exp.cast(col("_mf"), BIGINT), "feature", quoted=True, copy=False),
+            exp.alias_(as_double(col("_mw")), "weight", quoted=True, copy=False),
+        )
+        .from_(one, copy=False)
+        .join(unnest, copy=False)
+    )
 
 
 def _long_linear(

@@ -49,6 +49,8 @@ class SqlrpDialect:
     max_statement_bytes: int | None = None  # longest statement the engine accepts
     max_ast_nodes: int | None = None  # most expression nodes in one statement (ClickHouse max_ast_elements)
     max_expression_depth: int | None = None  # deepest expression tree (SQLite: 1,000)
+    # most query-plan optimisations one statement may need (ClickHouse: about 4 per UNION ALL branch)
+    max_plan_optimizations: int | None = None
     table_name_pattern: str | None = None  # what a table name may be (Spark: letters, digits, _)
     split_statement_bytes: int | None = None  # not a limit: larger linear projections run better split
     # longest identifier the engine keeps whole; longer ones are truncated (PostgreSQL) or refused
@@ -60,6 +62,7 @@ class SqlrpDialect:
     filter_clause = True  # ``SUM(x) FILTER (WHERE ...)``; else ``SUM(CASE WHEN ... THEN x END)``
     ordered_array_agg = True  # ``ARRAY_AGG(x ORDER BY y)`` and ``ARRAY_POSITION`` (the ``lookup`` strategy)
     values_column_names = True  # ``(VALUES ...) AS t(a, b, c)`` keeps the names (SQLite drops them)
+    matrix_array_join = False  # an inlined matrix is three literal arrays under ARRAY JOIN (ClickHouse)
     identifier_case: str | None = None  # "upper": unquoted names are stored upper-cased (Snowflake)
     # how two *quoted* names are matched: None exactly (PostgreSQL, ClickHouse); "ascii": A-Z match a-z
     # and nothing else does (DuckDB, SQLite); "unicode": any case (Spark's spark.sql.caseSensitive=false)
