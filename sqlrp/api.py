@@ -38,6 +38,8 @@ from .ir import Composed, Projection
 from .lazy import pd
 from .materialise import file_target, materialise, output_table, run, staged, top_up_through_staging, write_file
 from .methods import make_projection
+from .methods.sparsity import data_sparsity
+from .moments import table_kurtosis
 from .sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
     check_outputs,
@@ -227,6 +229,7 @@ def plan(
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
         d_in = d if d is not None else infer_d(db, source)
         seed = 0 if seed is None else seed
+        params = data_sparsity(method, params, lambda: table_kurtosis(db, source, d_in, standardize))  # issue 24
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:

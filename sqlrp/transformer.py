@@ -22,6 +22,7 @@ from . import reference
 from .errors import InputError
 from .ir import Projection
 from .methods import johnson_lindenstrauss_min_dim, make_projection
+from .methods.sparsity import data_sparsity, kurtosis_of
 
 
 class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -98,6 +99,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             if seed is None:
                 seed = int(np.random.default_rng().integers(2**31 - 1))
             params = {"s": self.s} if self.method == "achlioptas" else {}
+            params = data_sparsity(self.method, params, lambda: kurtosis_of(X))  # s from the data (issue 24)
             self.projection_ = make_projection(self.method, d, k, seed=seed, **params)
         self.n_components_ = self._n_features_out = self.projection_.k
         if self._linear:

@@ -47,11 +47,14 @@ def expected_distortion(k: int) -> float:
     return math.exp(math.log(4.0) + half * math.log(half) - half - math.lgamma(half)) / k
 
 
-def resolve_s(s: float | str, d: int) -> float:
-    """``s`` as a number: ``"auto"`` (or ``"sqrt"``) means ``sqrt(d)``, the very sparse choice."""
+def resolve_s(s: float | str, d: int, kurtosis: float | None = None) -> float:
+    """``s`` as a number: ``"auto"`` (or ``"sqrt"``) means ``sqrt(d)``, the very sparse choice, or with the
+    data's ``kurtosis`` the rule of :func:`sqlrp.methods.sparsity.choose_s` (at most ``sqrt(d)``)."""
     if isinstance(s, str):
         if s.lower() in ("auto", "sqrt", "sqrt(d)"):
-            return math.sqrt(d)
+            from .sparsity import choose_s
+
+            return choose_s(d, kurtosis)
         try:
             s = float(s)
         except ValueError:
@@ -60,6 +63,11 @@ def resolve_s(s: float | str, d: int) -> float:
     if not math.isfinite(s) or s < 1:
         raise InvalidParameter(f"s must be >= 1 (s = 1 dense signs, s = 3 Achlioptas, 'auto' = sqrt(d)); got {s}")
     return s
+
+
+def _kurtosis(kurtosis: float | None) -> dict[str, float]:
+    """The data's kurtosis as stored in a projection's parameters (when the sparsity was chosen from it)."""
+    return {} if kurtosis is None else {"kurtosis": float(kurtosis)}
 
 
 def check_dims(d: int, k: int) -> None:
@@ -88,16 +96,20 @@ def sign_matrix(d: int, p: int, s: float, rng: np.random.Generator) -> LinearSta
     return LinearStage(d=d, p=p, vector=vector, feature=feature, weight=weight)
 
 
-def achlioptas(d: int, k: int, s: float | str = "auto", seed: int | None = 0) -> Projection:
+def achlioptas(
+    d: int, k: int, s: float | str = "auto", seed: int | None = 0, kurtosis: float | None = None
+) -> Projection:
     """Sparse sign random projection ``f(x) = (1/sqrt(k)) x R``.
 
     Distribution (000 Eq. 2-3): ``R_ij = sqrt(s) * {+1 w.p. 1/(2s), 0 w.p. 1 - 1/s, -1 w.p. 1/(2s)}``.
     Stored as signs; the projection is
     ``f_j(x) = sqrt(s)/sqrt(k) * (sum_{i: sigma_ij=+1} x_i - sum_{i: sigma_ij=-1} x_i)``.
-    ``s = 1`` dense signs, ``s = 3`` Achlioptas, ``s = "auto"`` = ``sqrt(d)`` (very sparse).
+    ``s = 1`` dense signs, ``s = 3`` Achlioptas, ``s = "auto"`` = ``sqrt(d)`` (very sparse), or, given the
+    data's ``kurtosis`` (:mod:`sqlrp.methods.sparsity`; ``project`` measures it in SQL), the sparsest ``s``
+    in ``[3, sqrt(d)]`` that Li, Hastie & Church's variance puts within 2.5% of a Gaussian RP.
     """
     check_dims(d, k)
-    s_val = resolve_s(s, d)
+    s_val = resolve_s(s, d, kurtosis)
     rng = np.random.default_rng(seed)
     linear = sign_matrix(d, k, s_val, rng)
     return Projection(
@@ -105,7 +117,7 @@ def achlioptas(d: int, k: int, s: float | str = "auto", seed: int | None = 0) ->
         linear=linear,
         combiner=Combiner.identity(k),
         scale=math.sqrt(s_val) / math.sqrt(k),
-        params={"s": s_val, "s_requested": s if isinstance(s, str) else float(s)},
+        params={"s": s_val, "s_requested": s if isinstance(s, str) else float(s), **_kurtosis(kurtosis)},
         seed=seed,
     )
 

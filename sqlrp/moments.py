@@ -1,0 +1,86 @@
+"""The data's fourth moments in SQL, for the sparsity rule of :mod:`sqlrp.methods.sparsity` (issue 24).
+
+One aggregate pass over the input (in blocks of :data:`BLOCK` columns, so that no statement exceeds
+PostgreSQL's 1,664 select-list entries): ``count(*)`` and, per feature, ``sum(x)``, ``sum(x^2)``,
+``sum(x^3)``, ``sum(x^4)`` as doubles; the long layout groups by feature (absent entries are zeros and
+add nothing).  :func:`sqlrp.methods.sparsity.difference_kurtosis` turns the sums into ``kappa``; the
+NumPy oracle is :func:`sqlrp.methods.sparsity.kurtosis_of`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from .backends import Backend
+from .compiler import Source, as_double, col, dense_source, table_ref
+from .dialects import get_dialect
+from .methods.sparsity import difference_kurtosis
+
+#: feature columns summed per statement (4 sums each, plus the count: 1,025 select-list entries)
+BLOCK = 256
+
+
+def _powers(x: exp.Expression) -> list[exp.Expression]:
+    """``sum(x), sum(x*x), sum(x*x*x), sum(x*x*x*x)`` of the double ``x``."""
+    out = []
+    for j in range(1, 5):
+        term: exp.Expression = x.copy()
+        for _ in range(j - 1):
+            term = exp.Mul(this=term, expression=x.copy())
+        out.append(exp.Sum(this=term))
+    return out
+
+
+def moment_queries(d: int, source: Source, dialect: str) -> list[exp.Select]:
+    """The aggregate statements of :func:`table_moments`: wide/array one row per block of columns
+    (``count(*)`` first), long one row per feature (``feature, sums..``) and a last ``count(distinct id)``."""
+    profile = get_dialect(dialect)
+    if source.layout == "long":
+        v = as_double(col(source.value_column))
+        per_feature = (
+            exp.select(col(source.feature_column), *_powers(v))
+            .from_(table_ref(source))
+            .group_by(col(source.feature_column))
+        )
+        count = exp.select(exp.Count(this=exp.Distinct(expressions=[col(source.id_column)]))).from_(table_ref(source))
+        return [per_feature, count]
+    queries = []
+    for lo in range(0, d, BLOCK):
+        src = dense_source(d, source, profile).subquery("src", copy=False)
+        aggs = [exp.Count(this=exp.Star())]
+        for i in range(lo, min(d, lo + BLOCK)):
+            aggs.extend(_powers(as_double(col(f"_x{i}"))))
+        queries.append(exp.select(*aggs).from_(src))
+    return queries
+
+
+def table_moments(db: Backend, source: Source, d: int) -> tuple[int, np.ndarray]:
+    """``(n, S)``: the row count and the ``4 x d`` sums of ``x, x^2, x^3, x^4`` per feature."""
+    profile = get_dialect(db.dialect)
+    queries = moment_queries(d, source, db.dialect)
+    sums = np.zeros((4, d))
+    if source.layout == "long":
+        for row in db.fetchall(profile.render(queries[0])):
+            f = row[0]
+            if f is not None and 0 <= int(f) < d:
+                sums[:, int(f)] = [np.nan if v is None else float(v) for v in row[1:]]
+        n = int(db.fetchall(profile.render(queries[1]))[0][0] or 0)
+        return n, sums
+    n = 0
+    for q, lo in zip(queries, range(0, d, BLOCK), strict=True):
+        row = db.fetchall(profile.render(q))[0]
+        n = int(row[0] or 0)
+        values = np.array([np.nan if v is None else float(v) for v in row[1:]]).reshape(-1, 4).T
+        sums[:, lo : lo + values.shape[1]] = values
+    return n, sums
+
+
+def table_kurtosis(db: Backend, source: Source, d: int, standardize: bool = False) -> float | None:
+    """``kappa`` of the table's rows (standardised columns with ``standardize``), or ``None`` if it has
+    no rows or a sum is NULL/NaN/infinite (all-NULL column, NaN input: the NULL check refuses those)."""
+    n, sums = table_moments(db, source, d)
+    return difference_kurtosis(n, *sums, standardize=standardize)
+
+
+__all__ = ["BLOCK", "moment_queries", "table_kurtosis", "table_moments"]
