@@ -97,6 +97,16 @@ def _files_only(args: argparse.Namespace) -> bool:
     return True
 
 
+def _input_table(args: argparse.Namespace) -> None:
+    """``--input PATH`` is the table named by the path; one of ``--table`` and ``--input`` is needed."""
+    if getattr(args, "input", None):
+        if args.table:
+            raise InvalidParameter("give the input as --table NAME or --input PATH, not both")
+        args.table = args.input
+    if getattr(args, "table_required", False) and not args.table:
+        raise InvalidParameter("the input is missing: give --table NAME (a table or a file) or --input PATH")
+
+
 def _check_file_db(url: str, creating: bool) -> None:
     """A database file named in ``url`` (``duckdb:///``, ``sqlite:///``, ``chdb:///``) that is not
     there is refused -- connecting would create an empty one -- unless the command makes one; a
@@ -740,13 +750,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"projections {args.action} needs a NAME")
     if args.command == "indexes" and args.action == "drop" and not args.name:
         parser.error("indexes drop needs a NAME")
-    if getattr(args, "input", None):
-        if args.table:
-            parser.error("give the input as --table NAME or --input PATH, not both")
-        args.table = args.input
-    if getattr(args, "table_required", False) and not args.table:
-        parser.error("the following arguments are required: --table (or --input PATH)")
     try:
+        _input_table(args)
         return args.func(args)
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`
         sys.stderr.close()
