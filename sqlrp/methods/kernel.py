@@ -202,18 +202,28 @@ def _compact(linear: LinearStage, used: np.ndarray) -> tuple[LinearStage, np.nda
     return stage, remap
 
 
-def default_s(degree: int) -> float | str:
-    """PK-RP's default sparsity: ``"auto"`` (``sqrt(d)``) for degree 2, 3 for higher degrees.
+#: above this d, degree >= 3 keeps s = 3 (dense signs would cost 3x the additions of s = 3)
+DENSE_SIGNS_MAX_D = 1024
 
-    Measured with ``python examples/kernel_frontier.py OUT --grid sparsity --seeds 30`` (k = 160,
+
+def default_s(degree: int, d: int | None = None) -> float | str:
+    """PK-RP's default sparsity: ``"auto"`` for degree 2 (``sqrt(d)``, or from the data's kurtosis,
+    :mod:`sqlrp.methods.sparsity`); for higher degrees dense signs (``s = 1``) up to
+    :data:`DENSE_SIGNS_MAX_D` features, 3 above.
+
+    Degree 2, measured with ``python examples/kernel_frontier.py OUT --grid sparsity --seeds 30`` (k = 160,
     t = 10, p = g*t*k, standardised digits, breast cancer, wine and 28 x 28 photo patches; mean
     distortion over 30 seeds as a ratio to the author's default configuration -- Gaussian, t = 10,
-    p = 3000, 003 Pseudocode 1 -- on the same rows; worst dataset): degree 2, ``s = sqrt(d)`` 1.012
-    (digits), ``s = 3`` 0.964; degree 3, ``s = sqrt(d)`` 1.055 (digits: over the 5% bar), ``s = 3``
-    0.929.  Sparse vectors lose accuracy on heavy-tailed columns (standardised digits has pixels that
-    are almost always 0), and more so as the degree multiplies the factors' fourth moments.
+    p = 3000, 003 Pseudocode 1 -- on the same rows; worst dataset): ``s = sqrt(d)`` 1.012 (digits),
+    ``s = 3`` 0.964.  Degree 3: ``s = sqrt(d)`` 1.055 (digits: over the 5% bar), ``s = 3`` 0.929 there,
+    but on standardised breast cancer (150 rows, ``bench/defaults.py``) ``s = 3`` gave 1.074x the author's
+    over seeds 0-9 (0.979-0.991x over 30 seeds) and ``s = 1`` 1.016x (0.936-0.945x over 30): a product of
+    ``g`` factors multiplies their fourth moments (``s`` per entry; Gaussian 3), and dense signs have the
+    smallest, 1.  Issue 24.
     """
-    return "auto" if degree <= 2 else 3.0
+    if degree <= 2:
+        return "auto"
+    return 1.0 if d is None or d <= DENSE_SIGNS_MAX_D else 3.0
 
 
 def pk_rp(
@@ -249,14 +259,15 @@ def pk_rp(
     ``g*t*k`` (no vector repetition with ``index="balanced"``); vectors no output uses are dropped.
 
     ``s`` defaults to :func:`default_s`: ``sqrt(d)`` for degree 2 (9x fewer additions than ``s = 3`` at
-    d = 784), 3 above.  Set by the accuracy/cost frontier of ``examples/kernel_frontier.py``.  Given the
-    data's ``kurtosis`` (``project`` measures it in SQL), degree 2's ``sqrt(d)`` becomes the rule of
+    d = 784), dense signs (d <= 1,024) or 3 above; degree 2 set by the accuracy/cost frontier of
+    ``examples/kernel_frontier.py``.  Given the data's ``kurtosis`` (``project`` measures it in SQL),
+    degree 2's ``sqrt(d)`` becomes the rule of
     :mod:`sqlrp.methods.sparsity` (at most ``sqrt(d)``, denser on heavy-tailed inputs: on 200 x 6,000
-    standardised sparse bits ``sqrt(d)`` gave 1.16x the author's distortion, the rule's s = 7 0.96x).
+    standardised sparse bits ``sqrt(d)`` gave 1.16x the author's distortion, s = 6 and 12 0.95-0.96x).
     """
     check_dims(d, k)
     g = _positive_int("degree", degree)
-    s = default_s(g) if s is None else s
+    s = default_s(g, d) if s is None else s
     t = _positive_int("t", t)
     c = _nonnegative("c", c)
     p = g * t * k if p is None else _positive_int("p", p)
