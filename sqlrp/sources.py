@@ -160,7 +160,8 @@ def describe(db: Backend, table: str, schema: str | None, catalog: str | None = 
 
 
 def infer_d(db: Backend, source: Source) -> int:
-    """The input dimension of ``source``: column count (wide), array length, or max feature + 1 (long)."""
+    """The input dimension of ``source``: column count (wide), array length (a fixed-size type's, else
+    one row's), or max feature + 1 (long)."""
     if source.layout == "wide":
         return len(source.columns)
     info = {c.name: c for c in describe(db, source.table, source.schema, source.catalog)}
@@ -170,10 +171,16 @@ def infer_d(db: Backend, source: Source) -> int:
         assert source.array_column is not None
         if info[source.array_column].length:
             return int(info[source.array_column].length)  # type: ignore[arg-type]
-        agg = exp.Max(this=exp.ArraySize(this=col(source.array_column), expression=exp.Literal.number(1)))
+        # one row's length (check_source then requires it of every row): a scan for the longest
+        # would read a whole Parquet file of embeddings once more
+        a = col(source.array_column)
+        length = exp.ArraySize(this=a, expression=exp.Literal.number(1))
+        query = exp.select(length).from_(table).where(exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())))
+        rows = db.fetchall(dialect.render(query.limit(1)))
+        value = rows[0][0] if rows else None
     else:
         agg = exp.Max(this=col(source.feature_column)) + exp.Literal.number(1)
-    value = db.fetchall(dialect.render(exp.select(agg).from_(table)))[0][0]
+        value = db.fetchall(dialect.render(exp.select(agg).from_(table)))[0][0]
     if value is None:
         raise InputError(f"cannot infer d from the empty table {source.table!r}; pass d explicitly (--d)")
     return int(value)

@@ -49,6 +49,10 @@ class DuckDBBackend(Backend):
             # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
             # (results handed to Python are ORDER BY id anyway)
             self.con.execute("SET preserve_insertion_order = false")
+            # read Parquet page by page: prefetching reads each column chunk whole, which for a list of
+            # 384 floats in a row group of 300,000 rows (one pyarrow wrote) asks for 441 MB at once
+            # (the scan then fails under memory_limit 400MB; page by page it peaks at 79 MB RSS)
+            self.con.execute("SET disable_parquet_prefetching = true")
         if temp_directory:
             # where DuckDB spills beyond memory_limit (default: next to the database file, or
             # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
