@@ -183,7 +183,7 @@ def _add_profile(p: argparse.ArgumentParser) -> None:
 
 def _add_method_params(p: argparse.ArgumentParser) -> None:
     """Parameters of the methods; each is passed to the method only when given."""
-    p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, or auto = sqrt(d)); default per method")
+    p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, auto: from the data, <= sqrt(d)); default per method")
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     k.add_argument("--m", type=int, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
     k.add_argument("--degree", type=int, help="pk-rp, maclaurin, craftmap: polynomial degree")
