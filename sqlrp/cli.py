@@ -284,7 +284,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 view=args.view,
                 strategy=args.strategy,
                 block=args.block,
-                matrix=args.matrix,
+                # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
+                matrix="values" if not args.db and args.matrix == "auto" else args.matrix,
             )
     else:
         # no database: the columns (or d) come from the command line; the matrix is inlined

@@ -269,7 +269,8 @@ def test_cli_evaluate_and_compile_a_file(tmp_path, monkeypatch, capsys):
     assert main(["evaluate", *args, "--sample", "60", "--queries", "10"]) == 0
     assert "distortion_mean" in capsys.readouterr().out
     assert main(["compile", *args]) == 0
-    assert '"emb.parquet"' in capsys.readouterr().out  # the file, as the table the SQL reads
+    sql = capsys.readouterr().out
+    assert '"emb.parquet"' in sql and "sqlrp_linear_entry" not in sql  # the file is the table; the matrix inline
 
 
 def test_cli_search_with_a_query_file(tmp_path, capsys):
