@@ -175,7 +175,8 @@ def test_array_layout(engine_db):
 
 
 def test_a_changed_table_warns_and_a_refresh_matches_a_build(engine_db):
-    """Rows deleted, changed and added (the table rewritten): the search warns; a refresh gives the
+    """Rows deleted, changed and added (the table rewritten): the staleness check warns (a strict
+    search refuses); a refresh gives the
     codes NumPy computes on the index's centroids for the new rows, the warning stops, and the search
     matches the oracle again."""
     db = engine_db
@@ -192,10 +193,10 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(engine_db):
     X3 = np.concatenate([X2[keep], new])
     ids3 = np.concatenate([np.flatnonzero(keep), np.arange(1000, 1020)])
     db.write_dataframe("pts", frame(X3, ids=ids3), replace=True)
-    with pytest.warns(UserWarning, match="changed since index 'idx'.*--incremental"):
-        sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2)
+    with pytest.warns(UserWarning, match="changed since index 'idx'.*--incremental"):  # what search checks first
+        assert not sqlrp.index.check_fresh(db, idx)
     with pytest.raises(sqlrp.index.StaleIndex):
-        sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2, strict=True)
+        sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2, strict=True)  # refused before the search
     sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
     assert not _staging_left(db)
     rows = db.query_df("SELECT * FROM idx ORDER BY id")
@@ -263,20 +264,20 @@ def test_a_failed_rebuild_or_refresh_leaves_the_old_index(engine_db):
     db.write_dataframe("pts", frame(X))
     db.write_dataframe("qs", frame(Q, "qid"))
     sqlrp.build_index(db, "pts", "id", "idx", lists=6, bits=64)
-    before = sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2)
+    before = db.query_df("SELECT * FROM idx ORDER BY id")
     tables = _tables(db)
     # the rows table of the new build fails: the old index is untouched and still answers
     with pytest.raises(RuntimeError, match="injected"):
         sqlrp.build_index(failing(db, r'^CREATE TABLE ["`]?_sqlrp_ix_[0-9a-f]{12}["`]? '), "pts", "id", "idx",
                           lists=5, bits=64, replace=True)  # fmt: skip
     assert _tables(db) == tables and not _staging_left(db)
-    pd.testing.assert_frame_equal(sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2), before)
+    pd.testing.assert_frame_equal(db.query_df("SELECT * FROM idx ORDER BY id"), before)
+    assert sqlrp.load_index(db, "idx").lists == 6
     # a refresh whose staging table fails: the index rows are as they were
     db.write_dataframe("pts", frame(np.concatenate([X, clustered(5, 42)])), replace=True)
-    rows = db.query_df("SELECT * FROM idx ORDER BY id")
     with pytest.raises(RuntimeError, match="injected"):
         sqlrp.build_index(failing(db, r"^CREATE TABLE \S*_sqlrp_new_"), "pts", "id", "idx", incremental=True)
-    pd.testing.assert_frame_equal(db.query_df("SELECT * FROM idx ORDER BY id"), rows)
+    pd.testing.assert_frame_equal(db.query_df("SELECT * FROM idx ORDER BY id"), before)
     assert not _staging_left(db)
     # the swap fails after the old index was unregistered: no index at all, nothing half-built left
     with pytest.raises(RuntimeError, match="injected"):
