@@ -5,7 +5,9 @@ against the same projection from a table in a DuckDB file into a table.
     PYTHONPATH=. python bench/files.py --smoke         # 20,000 x 32, seconds (CI)
 
 Each projection is the command a user types, run as a child process (``python -m sqlrp project``),
-so that its peak resident memory is its own: ``os.wait4`` returns the child's ``ru_maxrss``.
+so that its peak resident memory is its own: ``os.wait4`` returns the child's ``ru_maxrss`` (which
+counts the pages a fork shares with its parent: the data is made in another child, so that this
+process stays small).
 
 - ``file``:  ``sqlrp project --table emb.parquet --id-column doc_id --k 64 --into out.parquet``
   (no ``--db``: an in-memory DuckDB reads the file and ``COPY``s the result to a temporary name,
@@ -89,14 +91,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dir", help="where the data goes (default: a temporary folder, removed)")
     parser.add_argument("--smoke", action="store_true", help="20,000 x 32, one round")
+    parser.add_argument("--reuse", action="store_true", help="keep the data already in --dir (same --rows, --d)")
+    parser.add_argument("--generate", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.smoke:
         args.rows, args.d, args.repeat = 20_000, 32, 1
+    if args.generate:  # the child that makes the data: this process stays small, and so do its forks
+        generate(Path(args.generate), args.rows, args.d)
+        return 0
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="sqlrp_files_"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
-        generate(folder, args.rows, args.d)
+        if not (args.reuse and (folder / "emb.parquet").exists() and (folder / "emb.db").exists()):
+            for old in ("emb.parquet", "emb.db"):
+                (folder / old).unlink(missing_ok=True)
+            make = [sys.executable, __file__, "--generate", str(folder), "--rows", str(args.rows), "--d", str(args.d)]
+            subprocess.run(make, check=True)
         size = (folder / "emb.parquet").stat().st_size / 1e9
         made = time.perf_counter() - t0
         print(f"{args.rows:,} x {args.d} FLOAT[{args.d}]: emb.parquet {size:.2f} GB, made in {made:.1f} s")

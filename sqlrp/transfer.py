@@ -259,13 +259,16 @@ def write_projection(
         )
     if not target.parent.is_dir():
         raise InputError(f"cannot write {str(target)!r}: there is no folder {str(target.parent)!r}")
-    frame = matrix_frame(projection)
-    if fmt == "json":
+    if fmt == "json":  # without pandas: written beside every projected file, where nothing else needs it
+        lin = projection.linear
+        order = np.lexsort((lin.feature, lin.vector))
         document = metadata(projection)
-        document["entries"] = {c: frame[c].tolist() for c in COLUMNS}  # Python's float repr: exact doubles
+        columns = (lin.vector[order].astype(int), lin.feature[order].astype(int), lin.weight[order].astype(float))
+        document["entries"] = {c: v.tolist() for c, v in zip(COLUMNS, columns, strict=True)}  # exact doubles
         with _replacing(target) as tmp:
             tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
         return [target]
+    frame = matrix_frame(projection)
     meta = json.dumps(metadata(projection), indent=1)
     if fmt == "parquet":
         pa = need("pyarrow", "parquet", "Parquet export")
