@@ -370,6 +370,10 @@ def _dense_linear(
         return shared, sums
     if strategy == "pairs":
         return _pairs_linear(projection, source, dialect, src)
+    if strategy == "list_transform":
+        from .lists import list_linear
+
+        return list_linear(projection, source, src)
     squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
     return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
 

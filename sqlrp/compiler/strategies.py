@@ -56,7 +56,8 @@ from .pairs import PairsPlan, plan_pairs, plan_pairs_transposed
 
 DENSE_STRATEGIES = ("inline", "mailman", "pairs")
 LONG_STRATEGIES = ("join", "lookup")
-STRATEGIES = ("auto",) + DENSE_STRATEGIES + LONG_STRATEGIES
+LIST_STRATEGIES = ("list_transform",)  # dense layouts, engines with list lambdas (:mod:`.lists`)
+STRATEGIES = ("auto",) + DENSE_STRATEGIES + LONG_STRATEGIES + LIST_STRATEGIES
 
 #: pairs is chosen when its estimated cost is at most this fraction of inline's
 PAIRS_GAIN = 0.8
@@ -309,7 +310,14 @@ def choose(
     allowed = LONG_STRATEGIES if source.layout == "long" else DENSE_STRATEGIES
     if engine.select_unnest and source.layout != "long":
         allowed = allowed + LONG_STRATEGIES  # the wide table unnested (compiler._unnested)
+    if engine.list_lambdas and source.layout != "long":
+        allowed = allowed + LIST_STRATEGIES
     if strategy != "auto":
+        if strategy in LIST_STRATEGIES and not engine.list_lambdas:
+            raise engine.refuse(
+                "the list_transform strategy needs list lambdas (list_transform, list_select, list_sum) as DuckDB "
+                "has them; use --strategy inline"
+            )
         if strategy not in allowed:
             raise InvalidParameter(
                 f"strategy {strategy!r} does not apply to the {source.layout} layout; "

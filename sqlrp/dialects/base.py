@@ -78,11 +78,15 @@ class SqlrpDialect:
     # keeps K rows per query instead of ranking every pair with a window)
     min_by_n = False
     wide_as_long = False  # ``auto`` unnests small wide tables (strategies.prefers_long; measured per engine)
+    list_lambdas = False  # list_transform / list_select / list_sum: the ``list_transform`` strategy (DuckDB)
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
     correlated_subqueries = True  # ``NOT EXISTS (SELECT ... WHERE inner.k = outer.k)`` (incremental top-ups)
     transactional = True  # DDL and DML inside one transaction commit or roll back together
+    # (setting, value) that makes the engine keep each join's sides as written (the right side the hash
+    # table), set for a search and put back after it; None where the planner's own choice stands
+    join_sides_setting: tuple[str, str] | None = None
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
     def array_source(self, column: exp.Expression) -> exp.Expression:

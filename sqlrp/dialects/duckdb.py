@@ -29,10 +29,21 @@ class DuckDBDialect(SqlrpDialect):
     min_by_n = True
     # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench/probes.py small)
     wide_as_long = True
+    # list_transform with a lambda, list_select, list_sum, list_dot_product
+    # (https://duckdb.org/docs/stable/sql/functions/list, https://duckdb.org/docs/stable/sql/functions/lambda):
+    # the list_transform strategy for small tables (compiler/lists.py)
+    list_lambdas = True
     # quoted names match ignoring ASCII case ("Out" is "out"; "É" is not "é"), measured on DuckDB 2.0;
     # https://duckdb.org/docs/stable/sql/dialect/keywords_and_identifiers: resolution is case-insensitive
     quoted_case_fold = "ascii"
     executes = True
+    # A search joins ~150 probed rows of codes to each (query, list) probe.  DuckDB builds its hash
+    # table on the smaller input, the probes, and then copies their 16 plane words into every one of
+    # the 29.7M pairs (200 queries, 1M rows, 126 probes): join and estimate 18.5 CPU-s.  Built on the
+    # codes instead, as search_select writes the join, 5.1 CPU-s (/tmp probe, loaded machine; the
+    # bench's figures are in README).  "SET disabled_optimizers = 'build_side_probe_side'": the right
+    # side of each JOIN is the build side (https://duckdb.org/docs/stable/guides/performance/join_operations)
+    join_sides_setting = ("disabled_optimizers", "build_side_probe_side")
 
     def popcount(self, word: exp.Expression) -> exp.Expression:
         # bit_count() on BIGINT (https://duckdb.org/docs/stable/sql/functions/numeric); it returns

@@ -1,0 +1,155 @@
+"""Small tables, interactively (issue 24): kernel projections through the CLI against a linear one, and
+DuckDB's strategies for small wide tables.
+
+    PYTHONPATH=. python bench/small_tables.py             # both parts, ~5 min on 2 shared cores
+    PYTHONPATH=. python bench/small_tables.py --smoke     # tiny sizes, one run each (~30 s)
+    PYTHONPATH=. python bench/small_tables.py --only cli  # or: strategies, fit
+
+``cli``: wall time of ``sqlrp project --into`` as a user runs it (a new process each, so imports and
+start-up count; best of ``--runs``) on a ~200 x 500 table of a DuckDB file, k = 160: linear
+(Achlioptas, its defaults), P-RP m = 10 and PK-RP degree 2 (their defaults), each with the strategy
+``auto`` picks; ratios to the linear projection measured in the same run.  Then ``python -c "import
+sqlrp.cli"``: the start-up every command pays.
+
+``strategies``: PK-RP degree 2, d = 784, k = 160 (p = 3,200) of a stored projection into a table
+(``sqlrp.project(..., into=...)``, best of ``--runs``) at 189, 2,000 and 5,000 rows: ``list_transform``
+against ``lookup`` (the table unnested) and ``inline``, and what ``auto`` picks.
+
+``fit``: the list_transform time of several matrices and row counts, the figures behind the
+constants of ``sqlrp/compiler/strategies.py`` (:func:`~sqlrp.compiler.strategies.list_transform_seconds`).
+
+Timings are wall seconds on a machine shared with other work: compare ratios within one run.
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import sqlrp  # noqa: E402
+from sqlrp import api  # noqa: E402
+from sqlrp.compiler.strategies import choose  # noqa: E402
+
+
+def best(fn: Callable[[], object], runs: int) -> float:
+    """The fastest of ``runs`` wall times of ``fn`` (the machine is shared)."""
+    spent = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        spent.append(time.perf_counter() - start)
+    return min(spent)
+
+
+def table(rows: int, d: int, seed: int = 0) -> pd.DataFrame:
+    """Standard normal features ``f0 .. f{d-1}`` and an ``id``."""
+    X = np.random.default_rng(seed).standard_normal((rows, d))
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(d)])
+    frame.insert(0, "id", np.arange(rows, dtype=np.int64))
+    return frame
+
+
+def cli(rows: int, d: int, k: int, runs: int) -> None:
+    """Wall seconds of ``sqlrp project`` (new process each) per method, and the ratio to linear."""
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "small.duckdb"
+    db = sqlrp.connect(str(path))
+    db.write_dataframe("t", table(rows, d))
+    db.close()
+    print(f"CLI: sqlrp project --into, {rows} x {d} -> k = {k} in a DuckDB file, wall seconds, best of {runs}")
+    methods = (
+        ("linear", []),
+        ("p-rp m=10", ["--method", "p-rp", "--m", "10"]),
+        ("pk-rp deg 2", ["--method", "pk-rp", "--degree", "2"]),
+    )
+    base = None
+    for label, extra in methods:
+        command = [sys.executable, "-m", "sqlrp", "project", "--db", str(path), "--table", "t", "--id-column", "id",
+                   "--k", str(k), "--into", "o", "--replace", "--no-progress", *extra]
+        subprocess.run(command, check=True, capture_output=True)  # warm the page cache, check it runs
+        spent = best(lambda c=command: subprocess.run(c, check=True, capture_output=True), runs)
+        base = base or spent
+        print(f"  {label:12s} {spent:6.2f} s  {spent / base:5.2f}x linear")
+    start = best(lambda: subprocess.run([sys.executable, "-c", "import sqlrp.cli"], check=True), runs)
+    print(f"  start-up (python -c 'import sqlrp.cli'): {start:.2f} s")
+
+
+def strategies(row_counts: tuple[int, ...], d: int, k: int, runs: int) -> None:
+    """PK-RP degree 2 into a table: list_transform vs lookup vs inline, seconds and auto's choice."""
+    print(f"DuckDB, PK-RP degree 2, d = {d}, k = {k}, stored, into a table: seconds, best of {runs}")
+    for rows in row_counts:
+        db = sqlrp.connect(threads=2)
+        db.write_dataframe("t", table(rows, d))
+        proj = sqlrp.create_projection(db, "pk", "pk-rp", d=d, k=k, seed=0, degree=2)
+        plan = sqlrp.plan(db, "t", "id", "pk")
+        picked = choose(proj, plan.source, "duckdb", matrix="registry")
+        spent = {}
+        for strategy in ("list_transform", "lookup", "inline"):
+            spent[strategy] = best(
+                lambda st=strategy: api.project(db, "t", "id", "pk", into="o", replace=True, strategy=st), runs
+            )
+        fastest = min(spent, key=spent.get)
+        print(f"  rows {rows:5,d}  p {proj.linear.p:5,d}  nnz {proj.linear.nnz:7,d}  "
+              + "  ".join(f"{s} {t:6.2f}" for s, t in spent.items())
+              + f"  fastest {fastest}, auto picks {picked}")
+        db.close()
+
+
+FIT_CASES = (
+    ("pk-rp", 784, 160, {"degree": 2}),
+    ("pk-rp", 500, 160, {"degree": 2}),
+    ("p-rp", 500, 160, {"m": 10}),
+    ("achlioptas", 500, 160, {"s": 3}),
+    ("pk-rp", 100, 64, {"degree": 2, "t": 4}),
+)
+
+
+def fit(row_counts: tuple[int, ...], runs: int) -> None:
+    """list_transform and inline seconds (into a table, check off) over matrices and row counts."""
+    print(f"DuckDB into a table, check off: seconds, best of {runs}")
+    for rows in row_counts:
+        db = sqlrp.connect(threads=2)
+        for method, d, k, params in FIT_CASES:
+            db.write_dataframe("t", table(rows, d), replace=True)
+            proj = sqlrp.make_projection(method, d, k, seed=0, **params)
+            spent = {}
+            for strategy in ("list_transform", "inline"):
+                spent[strategy] = best(
+                    lambda st=strategy: api.project(db, "t", "id", proj, into="o", replace=True, strategy=st,
+                                                    check=False),
+                    runs,
+                )
+            print(f"  rows {rows:5,d}  {method:10s} d {d:4d}  p {proj.linear.p:5,d}  nnz {proj.linear.nnz:7,d}  "
+                  + "  ".join(f"{s} {t:6.2f}" for s, t in spent.items()))
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one run each")
+    parser.add_argument("--only", choices=("cli", "strategies", "fit"), help="one part only")
+    parser.add_argument("--runs", type=int, default=2, help="runs per timing (the best is kept)")
+    args = parser.parse_args()
+    runs = 1 if args.smoke else args.runs
+    if args.only in (None, "cli"):
+        cli(*((40, 50, 16) if args.smoke else (200, 500, 160)), runs=runs)
+    if args.only in (None, "strategies"):
+        strategies((40,) if args.smoke else (189, 2000, 5000), *((50, 16) if args.smoke else (784, 160)), runs=runs)
+    if args.only == "fit":
+        fit((40,) if args.smoke else (189, 1000, 3000), runs=runs)
+
+
+if __name__ == "__main__":
+    main()
