@@ -47,13 +47,9 @@ from .search import (
     ID,
     LIST,
     METRICS,
-    NX,
-    ONES,
     PARENT,
     ROTATED,
     TOP,
-    WORD,
-    G,
     IndexLayout,
     check_search,
     exact_select,
@@ -521,7 +517,7 @@ def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Selec
     dialect = get_dialect(db.dialect)
     layout = index.layout
     fresh = output_table(source, _staging_name())
-    names = [ID, LIST, *[f"{WORD}{w}" for w in range(layout.words)], G, ONES, NX, HASH]
+    names = [e.alias_or_name for e in rows_select(layout, source, dialect).expressions]  # the index rows' columns
     try:
         db.execute(_create(dialect, fresh.copy(), hashed))
         joined = (
