@@ -98,7 +98,7 @@ def strategies(row_counts: tuple[int, ...], d: int, k: int, runs: int) -> None:
         spent = {}
         for strategy in ("list_transform", "lookup", "inline"):
             spent[strategy] = best(
-                lambda st=strategy: api.project(db, "t", "id", "pk", into="o", replace=True, strategy=st), runs
+                lambda st=strategy, b=db: api.project(b, "t", "id", "pk", into="o", replace=True, strategy=st), runs
             )
         fastest = min(spent, key=spent.get)
         print(f"  rows {rows:5,d}  p {proj.linear.p:5,d}  nnz {proj.linear.nnz:7,d}  "
@@ -127,8 +127,8 @@ def fit(row_counts: tuple[int, ...], runs: int) -> None:
             spent = {}
             for strategy in ("list_transform", "inline"):
                 spent[strategy] = best(
-                    lambda st=strategy: api.project(db, "t", "id", proj, into="o", replace=True, strategy=st,
-                                                    check=False),
+                    lambda st=strategy, b=db, p=proj: api.project(b, "t", "id", p, into="o", replace=True,
+                                                                  strategy=st, check=False),
                     runs,
                 )
             print(f"  rows {rows:5,d}  {method:10s} d {d:4d}  p {proj.linear.p:5,d}  nnz {proj.linear.nnz:7,d}  "

@@ -370,10 +370,6 @@ def _dense_linear(
         return shared, sums
     if strategy == "pairs":
         return _pairs_linear(projection, source, dialect, src)
-    if strategy == "list_transform":
-        from .lists import list_linear
-
-        return list_linear(projection, source, src)
     squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(projection.d))
     return src, list(_linear_sums(lin, inputs, squares if lin.power is not None else None))
 
@@ -550,6 +546,12 @@ def compile_select(
             lin_sel, k_cols = _linear_relation(lin_sel, k_exprs, dialect)
             outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
+    elif strategy == "list_transform":  # linear sums and combiner in lists (:mod:`.lists`)
+        from .lists import list_outputs
+
+        relation, outputs = list_outputs(projection, source, dense_source(projection, source, dialect))
+        key_cols = [col("_g")] if pooled else [col("_id")]
+        base = exp.select(*key_cols).from_(relation.subquery("src", copy=False))
     else:
         src, sums = _dense_linear(projection, source, dialect, strategy, block)
         key_cols = [col("_g")] if pooled else [col("_id")]

@@ -65,23 +65,20 @@ def constant(linear: LinearStage) -> exp.Expression:
     """The index lists (and weights) as one string literal cast to a DuckDB list type."""
     lists = positions(linear)
     if linear.is_signs:
-        text = "[" + ",".join("[" + ",".join(map(str, pos)) + "]" for pos in lists) + "]"
-        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("INTEGER[][]", dialect="duckdb"))
+        return _string_list(_nested(lists), "INTEGER[][]")
     parts = []
     for (_, weight), pos in zip(linear.columns(), lists, strict=True):
         w = [repr(float(x)) for x in weight] or ["0.0"]
         parts.append("{'i': [" + ",".join(map(str, pos)) + "], 'w': [" + ",".join(w) + "]}")
-    return exp.Cast(
-        this=exp.Literal.string("[" + ",".join(parts) + "]"),
-        to=exp.DataType.build("STRUCT(i INTEGER[], w DOUBLE[])[]", dialect="duckdb"),
-    )
+    return _string_list("[" + ",".join(parts) + "]", "STRUCT(i INTEGER[], w DOUBLE[])[]")
 
 
 def row_list(linear: LinearStage) -> exp.Expression:
     """``_xs`` built from the row's list ``_xl`` (see the module docstring)."""
     xl = _ref("_xl")
     if not linear.is_signs:  # list_dot_product refuses NULLs: read them as 0, as list_sum does
-        xl = _call("list_transform", xl, _lambda(exp.Coalesce(this=_ref("v"), expressions=[exp.Literal.number(0)]), "v"))
+        zeroed = exp.Coalesce(this=_ref("v"), expressions=[exp.Literal.number(0)])
+        xl = _call("list_transform", xl, _lambda(zeroed, "v"))
     square = exp.Mul(this=_ref("v"), expression=_ref("v"))
     pieces = [xl]
     if linear.is_signs:
@@ -94,30 +91,74 @@ def row_list(linear: LinearStage) -> exp.Expression:
     return _call("list_concat", *pieces)
 
 
-def list_linear(
+def _string_list(text: str, sql_type: str) -> exp.Expression:
+    """A constant list written as one string and cast once (see the module docstring)."""
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(sql_type, dialect="duckdb"))
+
+
+def _nested(lists: list[list[int]]) -> str:
+    return "[" + ",".join("[" + ",".join(map(str, x)) + "]" for x in lists) + "]"
+
+
+def combiner_constants(projection: Projection) -> tuple[str, list[float]]:
+    """The combiner as positions in ``_kw = _kl ++ [w_1, .., w_q, 0.0]``: per component its terms, per
+    term its factors (1-based vector positions, plus the position of the term's weight when it is
+    not 1).  A term without factors is its weight alone; a component without terms is ``[[0.0]]``."""
+    comb, p = projection.combiner, projection.linear.p
+    weights: dict[float, int] = {}
+    per_component: list[list[list[int]]] = [[] for _ in range(comb.k)]
+    for c, w, vectors in comb.terms():
+        factors = [v + 1 for v in vectors]
+        if w != 1.0 or not factors:
+            factors.append(p + 1 + weights.setdefault(float(w), len(weights)))
+        per_component[c].append(factors)
+    zero = p + len(weights) + 1
+    text = "[" + ",".join(_nested(terms or [[zero]]) for terms in per_component) + "]"
+    return text, list(weights)
+
+
+def list_outputs(
     projection: Projection, source: Source, src: exp.Select
 ) -> tuple[exp.Select, list[exp.Expression]]:
-    """The relation ``SELECT _id, [_g,] list_transform(<constant>, ...) AS _kl`` over ``src`` (the
-    dense source, ``_x0 .. _x{d-1}``) and the sums ``_kl[v + 1]`` (plus each vector's bias)."""
+    """The relation ``SELECT _id, [_g,] <list> FROM ...`` over ``src`` (the dense source,
+    ``_x0 .. _x{d-1}``) and the outputs before the scale: ``_kl[v + 1]`` (a linear projection) or
+    ``_ol[c + 1]``, where ``_ol`` is the combiner over the sums, in lists as well::
+
+        _ol = list_transform(T, lambda c: list_sum(list_transform(c, lambda f: list_product(list_select(_kw, f)))))
+
+    with ``T`` from :func:`combiner_constants` (products of sums, 000 Eq. 13 / 003 Eq. 4.11)."""
     lin = projection.linear
     keys = [_ref("_id")] + ([_ref("_g")] if source.group_column else [])
+
+    def over(relation: exp.Select, alias: str, expression: exp.Expression, name: str) -> exp.Select:
+        select = exp.select(*[k.copy() for k in keys], exp.alias_(expression, name, quoted=True, copy=False))
+        return select.from_(relation.subquery(alias, copy=False), copy=False)
+
     features = exp.cast(exp.Array(expressions=[_ref(f"_x{i}") for i in range(lin.d)]), DOUBLE_LIST)
-    rows = exp.select(*[k.copy() for k in keys], exp.alias_(features, "_xl", quoted=True, copy=False))
-    rows = rows.from_(src.subquery("_r", copy=False), copy=False)
-    extended = exp.select(*[k.copy() for k in keys], exp.alias_(row_list(lin), "_xs", quoted=True, copy=False))
-    extended = extended.from_(rows.subquery("_l", copy=False), copy=False)
-    selected = _call("list_select", _ref("_xs"), _ref("c") if lin.is_signs else exp.Dot(this=_ref("c"), expression=exp.to_identifier("i")))
+    extended = over(over(src, "_r", features, "_xl"), "_l", row_list(lin), "_xs")
     if lin.is_signs:
-        body = _call("list_sum", selected)
+        body = _call("list_sum", _call("list_select", _ref("_xs"), _ref("c")))
     else:
-        body = _call("list_dot_product", selected, exp.Dot(this=_ref("c"), expression=exp.to_identifier("w")))
-    sums = _call("list_transform", constant(lin), _lambda(body, "c"))
-    relation = exp.select(*keys, exp.alias_(sums, "_kl", quoted=True, copy=False))
-    relation = relation.from_(extended.subquery("_e", copy=False), copy=False)
-    refs: list[exp.Expression] = []
-    for v in range(lin.p):
-        ref: exp.Expression = exp.Bracket(this=_ref("_kl"), expressions=[exp.Literal.number(v + 1)], offset=1)
-        if lin.vector_bias(v):
-            ref = exp.paren(ref + exp.cast(exp.Literal.number(repr(lin.vector_bias(v))), "DOUBLE"))
-        refs.append(ref)
-    return relation, refs
+        picked = _call("list_select", _ref("_xs"), exp.Dot(this=_ref("c"), expression=exp.to_identifier("i")))
+        body = _call("list_dot_product", picked, exp.Dot(this=_ref("c"), expression=exp.to_identifier("w")))
+    params = ["c"]
+    if lin.bias is not None and np.any(lin.bias):
+        bias = _string_list("[" + ",".join(repr(float(b)) for b in lin.bias) + "]", "DOUBLE[]")
+        body = exp.Add(this=body, expression=exp.Bracket(this=bias, expressions=[_ref("i")], offset=1))
+        params.append("i")
+    sums = _call("list_transform", constant(lin), _lambda(body, *params))
+    comb = projection.combiner
+    if comb.is_identity:
+        relation, name = over(extended, "_e", sums, "_kl"), "_kl"
+    else:
+        text, weights = combiner_constants(projection)
+        tail = _string_list("[" + ",".join(repr(w) for w in [*weights, 0.0]) + "]", "DOUBLE[]")
+        with_weights = over(extended, "_e", _call("list_concat", sums, tail), "_kw")
+        product = _call("list_product", _call("list_select", _ref("_kw"), _ref("f")))
+        term_sum = _call("list_sum", _call("list_transform", _ref("c"), _lambda(product, "f")))
+        combined = _call("list_transform", _string_list(text, "INTEGER[][][]"), _lambda(term_sum, "c"))
+        relation, name = over(with_weights, "_k", combined, "_ol"), "_ol"
+    outputs: list[exp.Expression] = [
+        exp.Bracket(this=_ref(name), expressions=[exp.Literal.number(j + 1)], offset=1) for j in range(projection.k)
+    ]
+    return relation, outputs
