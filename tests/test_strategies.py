@@ -3,6 +3,7 @@ picks the measured rule.  No timings here: those live in ``bench/``."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -15,7 +16,7 @@ from sqlrp.compiler import Source, compile_sql
 from sqlrp.compiler import pairs as pairs_module
 from sqlrp.compiler.pairs import plan_pairs
 from sqlrp.compiler.strategies import PLANNER_SECONDS, best_mailman, best_pairs, choose, plan_mailman, planner_seconds
-from sqlrp.errors import InvalidParameter
+from sqlrp.errors import EngineLimit, InvalidParameter
 from sqlrp.methods import make_projection
 
 
@@ -555,3 +556,103 @@ def test_a_plan_cut_short_is_used_but_not_stored(duck):
     full = api._registry(duck).pairs_plan(proj, "duckdb", seconds=60.0)
     assert full.complete
     assert duck.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'cut'")[0][0] > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# list_transform (DuckDB): every linear sum and the combiner in lists over constant positions
+
+LIST_CASES = [
+    ("achlioptas", {"k": 9, "s": 1}),
+    ("achlioptas", {"k": 9, "s": 3}),
+    ("achlioptas", {"k": 9, "s": "auto"}),
+    ("gaussian", {"k": 5}),  # float weights: list_dot_product
+    ("pk-rp", {"k": 6, "degree": 2, "t": 3, "c": 1.0}),  # a bias per vector
+    ("pk-rp", {"k": 4, "degree": 3, "distribution": "gaussian", "c": 0.5}),  # weights and a bias
+    ("pk-rp", {"k": 7, "degree": 3, "s": 40.0}),  # d = 24: most vectors have no non-zero at all
+    ("p-rp", {"k": 6, "m": 4}),  # term weights -1
+    ("p-rp", {"k": 6, "m": 3, "modified": True}),  # squared features (power 2)
+    ("maclaurin", {"degree": 2, "k": 8}),  # constant terms, outputs without terms
+]
+
+
+def _quarters(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """Multiples of 1/4 in [-2, 2), 40% zero: sums and products of them are exact in doubles."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-8, 8, size=(n, d)) / 4.0
+    X[rng.random(X.shape) < 0.4] = 0.0
+    return X
+
+
+@pytest.mark.parametrize("layout", ["wide", "array"])
+@pytest.mark.parametrize("method, params", LIST_CASES, ids=lambda v: str(v))
+def test_list_transform_matches_reference(duck, method, params, layout):
+    X = _quarters(30, 24)
+    proj = make_projection(method, 24, seed=2, **params)
+    if params.get("s") == 40.0:
+        assert (np.bincount(proj.linear.vector, minlength=proj.linear.p) == 0).any()
+    if layout == "wide":
+        duck.write_dataframe("t", wide_frame(X))
+        opts = {}
+    else:
+        duck.write_dataframe("t", array_frame(X))
+        opts = {"layout": "array", "array_column": "x"}
+    got = api.project(duck, "t", "id", proj, strategy="list_transform", **opts)
+    _close(got[[f"p{j}" for j in range(proj.k)]].to_numpy(), reference.transform(proj, X))
+    sql = api.compile_projection(duck, api.plan(duck, "t", "id", proj, **opts), strategy="list_transform")
+    assert "LIST_TRANSFORM" in sql.upper() and not re.search(r'_x\d+"? [-+] ', sql)  # no sum term by term
+
+
+def test_list_transform_weighted_squares_and_biases(duck):
+    """A stage of float weights with squared features and a bias (no method makes one; the IR
+    allows it): positions into ``x ++ x^2 ++ [0]``, ``list_dot_product``, the bias added by index."""
+    from sqlrp.ir import Combiner, LinearStage, Projection
+
+    rng = np.random.default_rng(4)
+    d, p = 10, 6
+    vector, feature = np.repeat(np.arange(p - 1), 4), rng.integers(0, d, size=4 * (p - 1))
+    linear = LinearStage(d=d, p=p, vector=vector, feature=feature, weight=rng.integers(-8, 8, size=len(vector)) / 8,
+                         bias=np.array([0.5, 0, -1.25, 0, 2, 0.75]), power=np.array([1, 2, 1, 2, 2, 1]))
+    proj = Projection("custom", linear, Combiner.identity(p), scale=0.5)
+    X = _quarters(12, d)
+    duck.write_dataframe("t", wide_frame(X))
+    got = api.project(duck, "t", "id", proj, strategy="list_transform")
+    _close(got[[f"p{j}" for j in range(p)]].to_numpy(), reference.transform(proj, X))
+
+
+def test_list_transform_nulls_pooling_and_standardising(duck):
+    """NULLs as on every path: refused by the check, read as 0 with ``nulls="zero"``; with the check
+    off a NULL counts as 0, as in ``lookup`` on the unnested table; pooled per group; standardised."""
+    X = _quarters(25, 12, seed=5)
+    frame = wide_frame(X)
+    frame["grp"] = np.arange(25) % 4
+    duck.write_dataframe("t", frame)
+    duck.execute('UPDATE "t" SET "f3" = NULL WHERE "id" = 2')
+    proj = sqlrp.create_projection(duck, "lt", "pk-rp", d=12, k=7, seed=3, degree=2, t=2, s=3)
+    columns = [f"f{i}" for i in range(12)]
+    with pytest.raises(sqlrp.SqlrpError, match="NULL"):
+        api.project(duck, "t", "id", "lt", strategy="list_transform", columns=columns)
+    zeroed = X.copy()
+    zeroed[2, 3] = 0.0
+    out = api.project(duck, "t", "id", "lt", strategy="list_transform", nulls="zero", columns=columns)
+    _close(out[[f"p{j}" for j in range(7)]].to_numpy(), reference.transform(proj, zeroed))
+    unchecked = api.project(duck, "t", "id", "lt", strategy="list_transform", check=False, columns=columns)
+    looked_up = api.project(duck, "t", "id", "lt", strategy="lookup", check=False, columns=columns)
+    _close(unchecked.drop(columns="id").to_numpy(), looked_up.drop(columns="id").to_numpy())
+    pooled = api.project(duck, "t", "id", "lt", strategy="list_transform", nulls="zero", columns=columns,
+                         group_column="grp")
+    _close(pooled[[f"p{j}" for j in range(7)]].to_numpy(),
+           reference.transform(proj, zeroed, groups=frame["grp"].to_numpy()))
+    duck.execute('UPDATE "t" SET "f3" = 0 WHERE "id" = 2')
+    standard = api.project(duck, "t", "id", "lt", strategy="list_transform", standardize=True, columns=columns)
+    _close(standard[[f"p{j}" for j in range(7)]].to_numpy(),
+           reference.transform(proj, (zeroed - zeroed.mean(axis=0)) / zeroed.std(axis=0)))
+
+
+def test_list_transform_is_refused_where_it_does_not_apply():
+    proj = make_projection("pk-rp", 20, 4, seed=0, degree=2, t=2)
+    wide = Source("t", "id", "wide", tuple(f"f{i}" for i in range(20)))
+    with pytest.raises(InvalidParameter, match="does not apply to the long layout"):
+        choose(proj, Source("t", "id", "long"), "duckdb", "list_transform")
+    for engine in ("postgres", "sqlite", "clickhouse", "spark"):
+        with pytest.raises(EngineLimit, match=f"{engine}: the list_transform strategy needs list lambdas"):
+            choose(proj, wide, engine, "list_transform")
