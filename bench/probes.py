@@ -947,10 +947,11 @@ def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 
         for qi in range(len(Q)):
             dist = ((Q[qi] - L.leaves) ** 2).sum(axis=1)
             rows_, est_ = [], []
+            planes, lo, delta, hsum = query_planes(RQ[qi])  # once per query, as the SQL
             for lst in np.argsort(dist)[:probes]:
                 rows = np.flatnonzero(codes.lists == lst)
-                planes, lo, delta, usum = query_planes(RQ[qi] - rotated[lst])
                 rows_.append(rows)
+                usum = hsum - rotated[lst].sum()
                 est_.append(estimates(codes, rows, planes, lo, delta, usum, float(dist[lst])))
             rows, est = np.concatenate(rows_), np.concatenate(est_)
             ceiling.append(len(set(rows) & set(truth[qi])) / 10)

@@ -63,6 +63,8 @@ from .store import REGISTRY_TABLES, Registry
 
 INDEX_TABLE = "sqlrp_index"
 KIND = "ivf-rabitq"
+#: the index rows' format: 2 added ``tb`` (queries quantised once, not once per probed list)
+FORMAT = 2
 LISTS_SUFFIX, TOPS_SUFFIX = "__lists", "__tops"
 #: the search's own common table expressions: a user table of that name would be hidden by them
 RESERVED = ("_sqlrp_q", "_sqlrp_planes")
@@ -198,6 +200,11 @@ def load_index(db: Backend, name: str) -> Index:
     src = json.loads(source)
     src["columns"] = tuple(src["columns"])
     p = json.loads(params)
+    if int(p.get("format", 1)) != FORMAT:
+        raise IndexNotFound(
+            f"index {name!r} was built by another version of sqlrp (index format {p.get('format', 1)}, "
+            f"this one reads {FORMAT}): rebuild it with `sqlrp index ... --name {name} --replace`"
+        )
     return Index(
         name,
         Source(**src),
@@ -365,7 +372,8 @@ def build_index(
     centroids = train_lists(_sample(db, source, d, metric, rows, min(want, rows), seed), L, seed)
     signs = rotation_signs(size, seed, ROUNDS)
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
-    params = {"kind": KIND, "d": d, "lists": centroids.count, "bits": size, "rounds": ROUNDS, "seed": int(seed)}
+    params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
+    params |= {"rounds": ROUNDS, "seed": int(seed)}
     params |= {"metric": metric, "probes": int(P), "sample": int(min(want, rows))}
     index = Index(name, source, d, centroids.count, size, metric, int(seed), signs, int(P))
     described = {
@@ -631,8 +639,9 @@ def search(
         if exact
         else search_select(idx.layout, queries, dialect, top, C, P)
     )
+    pinned = contextlib.nullcontext() if exact else _joins_as_written(db, dialect)
     if into is None:
-        with db.transaction():
+        with db.transaction(), pinned:
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             frame = db.query_df(dialect.render(select))
@@ -651,7 +660,7 @@ def search(
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
-        with staged(db, queries, into, exists) as stage:
+        with staged(db, queries, into, exists) as stage, pinned:
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             db.execute(_create(dialect, output_table(queries, stage), select))
@@ -664,10 +673,33 @@ def search(
             )
         if exists:
             db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
-        for statement in dialect.local_settings(src):
-            db.execute(statement)
-        db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
+        with pinned:
+            for statement in dialect.local_settings(src):
+                db.execute(statement)
+            db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
     return None
+
+
+@contextlib.contextmanager
+def _joins_as_written(db: Backend, dialect: SqlrpDialect):  # noqa: ANN202
+    """Run the search with each join's sides as :func:`~sqlrp.search.search_select` writes them, where
+    the dialect names the setting that does so (DuckDB: the right side is the hash table), and put the
+    setting back as it was, whatever happens."""
+    pin = dialect.join_sides_setting
+    if pin is None:
+        yield
+        return
+    setting, optimizer = pin
+    before = str(db.fetchall(f"SELECT current_setting('{setting}')")[0][0] or "")
+    names = [n.strip() for n in before.split(",") if n.strip()]
+    if optimizer in names:
+        yield
+        return
+    db.execute(f"SET {setting} = {dialect.render(exp.Literal.string(','.join([*names, optimizer])))}")
+    try:
+        yield
+    finally:
+        db.execute(f"SET {setting} = {dialect.render(exp.Literal.string(before))}" if before else f"RESET {setting}")
 
 
 def _query_source(

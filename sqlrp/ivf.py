@@ -20,15 +20,21 @@ coordinate, which changes no estimate measurably and makes integer data's sums e
     nx    = |x - c|^2                               (its residual's squared norm, on the features)
     g     = nx / sum_j |y_j - t_j|                  (|o|^2 / |o|_1 of the rotated residual o = y - t)
     ones  = sum_j b_j
+    tb    = sum_j b_j t_j                            (the centroid's rotated coordinates under the bits)
 
-and for a query ``q`` and a probed list, ``u = H(q) - t`` is quantised to ``B = 4`` bits a dimension,
-``u_j ~ lo + delta * k_j`` (``delta = (max u - min u) / 15``, ``k_j = floor((u_j - lo) / delta + 1/2)``),
-stored as ``B`` bit planes.  Then ``sum_{b_j = 1} u_j ~ delta * S + lo * ones`` with
-``S = sum_p 2^p sum_w popcount(word_w AND plane_{p,w})``, and RaBitQ's estimator of ``<o, u>`` is
-``<xbar, u> / <xbar, o/|o|>`` with ``xbar = (2b - 1) / sqrt(D)``, which simplifies to
+and a query ``q`` is rotated once, ``h = H(q)``, and quantised to ``B = 4`` bits a dimension,
+``h_j ~ lo + delta * k_j`` (``delta = (max h - min h) / 15``, ``k_j = floor((h_j - lo) / delta + 1/2)``),
+stored as ``B`` bit planes, once per query (not per probed list: the probe's centroid enters through
+two constants, ``tb`` a row and ``sum t`` a list).  With ``u = h - t``, RaBitQ's estimator of
+``<o, u>`` is ``<xbar, u> / <xbar, o/|o|>`` with ``xbar = (2b - 1) / sqrt(D)``, which simplifies to
+``g * (2 * sum_{b_j = 1} u_j - sum_j u_j)``; and
 
-    <o, u> ~ g * (2 * (delta * S + lo * ones) - usum),   usum = sum_j (lo + delta * k_j)
-    est    = nx + nq - 2 * g * (2 * (delta * S + lo * ones) - usum),   nq = |q - c|^2
+    sum_{b_j = 1} u_j ~ delta * S + lo * ones - tb,   S = sum_p 2^p sum_w popcount(word_w AND plane_{p,w})
+    sum_j u_j         ~ hsum - sum_j t_j,             hsum = sum_j (lo + delta * k_j)
+
+with ``tb = sum_{b_j = 1} t_j`` kept with the row.  So
+
+    est = nx + nq - 2 * g * (2 * (delta * S + lo * ones - tb) - (hsum - sum_j t_j)),   nq = |q - c|^2
 
 an estimate of ``|x - q|^2`` (the rotation keeps inner products) whose error shrinks as
 ``1 / sqrt(D)``.  Every step is a popcount of an AND, a sum or a product of per-row constants: SQL
@@ -191,6 +197,7 @@ class Codes:
     g: np.ndarray
     ones: np.ndarray
     nx: np.ndarray
+    tb: np.ndarray
 
 
 def pack(bits: np.ndarray) -> np.ndarray:
@@ -212,12 +219,13 @@ def reference_codes(X: np.ndarray, lists: Lists, signs: np.ndarray, rotated: np.
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(l1 > 0, nx / np.where(l1 > 0, l1, 1), 0.0)
     bits = o > 0
-    return Codes(at, pack(bits), g, bits.sum(axis=1).astype(np.int64), nx)
+    tb = np.where(bits, rotated[at], 0.0).sum(axis=1)
+    return Codes(at, pack(bits), g, bits.sum(axis=1).astype(np.int64), nx, tb)
 
 
 def query_planes(u: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-    """The quantised query residual ``u`` (D,): its ``QUERY_BITS`` planes (QUERY_BITS x D/64 words),
-    ``lo``, ``delta`` and ``usum`` (module docstring)."""
+    """The quantised rotated query ``u`` (D,): its ``QUERY_BITS`` planes (QUERY_BITS x D/64 words),
+    ``lo``, ``delta`` and ``hsum`` (module docstring)."""
     lo, hi = float(u.min()), float(u.max())
     delta = (hi - lo) / (2**QUERY_BITS - 1)
     if delta == 0:
@@ -235,14 +243,17 @@ def popcount(words: np.ndarray) -> np.ndarray:
     return np.unpackbits(u.view(np.uint8), axis=-1).reshape(len(u), -1).sum(axis=-1).astype(np.int64)
 
 
-def estimates(codes: Codes, rows: np.ndarray, planes: np.ndarray, lo: float, delta: float, usum: float, nq: float):
+def estimates(
+    codes: Codes, rows: np.ndarray, planes: np.ndarray, lo: float, delta: float, usum: float, nq: float
+) -> np.ndarray:
     """The estimated squared distances of ``rows`` (indices into ``codes``, all in one list) to a
-    query whose residual from that list gave ``planes, lo, delta, usum`` and ``nq``."""
+    query whose rotation gave ``planes, lo, delta`` and whose ``usum = hsum - sum_j t_j`` and ``nq``
+    are those of that list (module docstring)."""
     words = codes.words[rows]
     S = np.zeros(len(rows), dtype=np.int64)
     for p in range(QUERY_BITS):
         S += (1 << p) * popcount(np.bitwise_and(words, planes[p][None, :]))
-    inner = codes.g[rows] * (2 * (delta * S + lo * codes.ones[rows]) - usum)
+    inner = codes.g[rows] * (2 * (delta * S + lo * codes.ones[rows] - codes.tb[rows]) - usum)
     return codes.nx[rows] + nq - 2 * inner
 
 

@@ -5,7 +5,7 @@ centroids, and each list's rotated centroid) and ``<name>`` (every row's list, c
 estimator's constants; :mod:`sqlrp.ivf` has the mathematics).  A batch of queries is one ``SELECT``:
 
 1. ``probe``: each query's ``probes`` nearest lists (distances to every list's centroid);
-2. ``planes``: the query's rotated residual from each probed list, quantised to 4 bit planes;
+2. ``planes``: the rotated query, quantised to 4 bit planes (once per query);
 3. ``estimate``: every row of the probed lists, its estimated squared distance from popcounts of its
    code AND the planes (:func:`sqlrp.ivf.estimates`);
 4. ``top``: the ``candidates`` best estimates per query (ties by id);
@@ -40,7 +40,7 @@ METRICS = ("euclidean", "angular")
 RESULT_COLUMNS = ("query_id", "id", "rank", "distance")
 #: the index tables' own column names (sqlrp's tables: fixed names, never the user's)
 ID, LIST, PARENT, TOP, WORD, CENTRE, ROTATED = "id", "list", "parent", "top", "w", "c", "t"
-G, ONES, NX, HASH = "g", "ones", "nx", "h"
+G, ONES, NX, TB, HASH = "g", "ones", "nx", "tb", "h"
 INT = exp.DataType.build("INT")
 BIGINT = exp.DataType.build("BIGINT")
 DOUBLE = exp.DataType.build("DOUBLE")
@@ -73,7 +73,7 @@ class IndexLayout:
 
     d: int
     source: Source  #: the indexed table, re-ranked on its own rows
-    rows: exp.Table  #: ``(id, list, w0 .., g, ones, nx, h)``
+    rows: exp.Table  #: ``(id, list, w0 .., g, ones, nx, tb, h)``
     lists: exp.Table  #: ``(list, parent, c0 .. c{d-1}, t0 .. t{D-1})``
     tops: exp.Table  #: ``(top, c0 .. c{d-1})``
     signs: np.ndarray  #: the rotation's signs (rounds x D)
@@ -333,7 +333,7 @@ def assignment_select(layout: IndexLayout, rows: exp.Select, dialect: SqlrpDiale
 
 
 def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """``SELECT id, list, w0 .., g, ones, nx, h``: the index rows of ``source`` (module docstring of
+    """``SELECT id, list, w0 .., g, ones, nx, tb, h``: the index rows of ``source`` (module docstring of
     :mod:`sqlrp.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
     d, size = layout.d, layout.size
     x = feature_rows(source, d, dialect, layout.metric, hashed=True)
@@ -371,6 +371,13 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
         ],
         exp.Add,
     )
+    tb = balanced(
+        [
+            exp.Case(ifs=[exp.If(this=a.copy(), true=col(f"{ROTATED}{j}", "l"))], default=number(0.0))
+            for j, a in enumerate(above)
+        ],
+        exp.Add,
+    )
     return (
         _select(
             exp.alias_(col("_id", "r"), ID, quoted=True, copy=False),
@@ -382,6 +389,7 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
             exp.alias_(g, G, quoted=True, copy=False),
             exp.alias_(_cast(ones, INT), ONES, quoted=True, copy=False),
             exp.alias_(col("_nx", "r"), NX, quoted=True, copy=False),
+            exp.alias_(tb, TB, quoted=True, copy=False),
             exp.alias_(col("_h", "r"), HASH, quoted=True, copy=False),
         )
         .from_(rotated.subquery("r", copy=False))
@@ -419,29 +427,9 @@ def search_select(
     probe = _nearest(_cte("_sqlrp_q", "r"), leaves, LIST, probes, d, dialect)
     queries_ = _select(exp.Star()).from_(_cte("_sqlrp_q"), copy=False)
     rotated = rotate_select(queries_, [f"_x{i}" for i in range(d)], layout.signs, "_q", ["_id"], dialect.fence)
-    us = [f"_u{j}" for j in range(size)]
-    residual = (
-        _select(
-            exp.alias_(col("_id", "p"), "_qid", quoted=True, copy=False),
-            _named("_list", "p"),
-            exp.alias_(squared_distance(_xs(d, "q"), _xs(d, "l", CENTRE)), "_nq", quoted=True, copy=False),
-            *[
-                exp.alias_(
-                    exp.Sub(this=col(f"_q{j}", "r"), expression=col(f"{ROTATED}{j}", "l")),
-                    us[j],
-                    quoted=True,
-                    copy=False,
-                )
-                for j in range(size)
-            ],
-        )
-        .from_(probe.subquery("p", copy=False))
-        .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_id", "p")), copy=False)
-        .join(rotated.subquery("r", copy=False), on=col("_id", "r").eq(col("_id", "p")), copy=False)
-        .join(layout.lists.copy().as_("l"), on=col(LIST, "l").eq(col("_list", "p")), copy=False)
-    )
-    lo = exp.Least(this=col(us[0]), expressions=[col(u) for u in us[1:]])
-    hi = exp.Greatest(this=col(us[0]), expressions=[col(u) for u in us[1:]])
+    hs = [f"_q{j}" for j in range(size)]  # the rotated query, quantised once per query
+    lo = exp.Least(this=col(hs[0]), expressions=[col(h) for h in hs[1:]])
+    hi = exp.Greatest(this=col(hs[0]), expressions=[col(h) for h in hs[1:]])
     ranged = _select(
         exp.Star(),
         exp.alias_(lo, "_lo", quoted=True, copy=False),
@@ -451,7 +439,7 @@ def search_select(
             quoted=True,
             copy=False,
         ),
-    ).from_(dialect.fence(residual).subquery("_res", copy=False))
+    ).from_(dialect.fence(rotated).subquery("_rot", copy=False))
     ks = [f"_k{j}" for j in range(size)]
     level = [
         exp.Case(
@@ -462,7 +450,7 @@ def search_select(
                         exp.Floor(
                             this=exp.Add(
                                 this=exp.Div(
-                                    this=_p(exp.Sub(this=col(u), expression=col("_lo"))), expression=col("_dl")
+                                    this=_p(exp.Sub(this=col(h), expression=col("_lo"))), expression=col("_dl")
                                 ),
                                 expression=number(0.5),
                             )
@@ -473,12 +461,10 @@ def search_select(
             ],
             default=_cast(exp.Literal.number(0), BIGINT),
         )
-        for u in us
+        for h in hs
     ]
     quantised = _select(
-        col("_qid"),
-        col("_list"),
-        col("_nq"),
+        col("_id"),
         col("_lo"),
         col("_dl"),
         *[exp.alias_(e, k, quoted=True, copy=False) for e, k in zip(level, ks, strict=True)],
@@ -489,17 +475,16 @@ def search_select(
         shifted = _p(exp.BitwiseRightShift(this=col(k), expression=exp.Literal.number(p))) if p else col(k)
         return exp.EQ(this=_p(exp.BitwiseAnd(this=shifted, expression=one.copy())), expression=one.copy())
 
-    usum = exp.Add(
+    hsum = exp.Add(
         this=exp.Mul(this=_cast(_p(balanced([col(k) for k in ks], exp.Add)), DOUBLE), expression=col("_dl")),
         expression=exp.Mul(this=number(float(size)), expression=col("_lo")),
     )
+    plane_columns = [f"_p{p}_{w}" for p in range(QUERY_BITS) for w in range(words)]
     planes = _select(
-        col("_qid"),
-        col("_list"),
-        col("_nq"),
+        exp.alias_(col("_id"), "_qid", quoted=True, copy=False),
         col("_lo"),
         col("_dl"),
-        exp.alias_(usum, "_usum", quoted=True, copy=False),
+        exp.alias_(hsum, "_hsum", quoted=True, copy=False),
         *[
             exp.alias_(
                 _word([plane_bit(ks[j], p) for j in range(w * WORD_BITS, (w + 1) * WORD_BITS)]),
@@ -511,6 +496,33 @@ def search_select(
             for w in range(words)
         ],
     ).from_(dialect.fence(quantised).subquery("_qk", copy=False))
+    # each probed list: the query's squared distance to its centroid, and the sum of its rotation
+    probed = (
+        _select(
+            exp.alias_(col("_id", "p"), "_qid", quoted=True, copy=False),
+            _named("_list", "p"),
+            exp.alias_(squared_distance(_xs(d, "q"), _xs(d, "l", CENTRE)), "_nq", quoted=True, copy=False),
+            exp.alias_(
+                balanced([col(f"{ROTATED}{j}", "l") for j in range(size)], exp.Add), "_tsum", quoted=True, copy=False
+            ),
+        )
+        .from_(probe.subquery("p", copy=False))
+        .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_id", "p")), copy=False)
+        .join(layout.lists.copy().as_("l"), on=col(LIST, "l").eq(col("_list", "p")), copy=False)
+    )
+    per_probe = (
+        _select(
+            _named("_qid", "b"),
+            _named("_list", "b"),
+            _named("_nq", "b"),
+            exp.alias_(exp.Sub(this=col("_hsum", "k"), expression=col("_tsum", "b")), "_us", quoted=True, copy=False),
+            _named("_lo", "k"),
+            _named("_dl", "k"),
+            *[_named(c, "k") for c in plane_columns],
+        )
+        .from_(dialect.fence(probed).subquery("b", copy=False))
+        .join(_cte("_sqlrp_planes", "k"), on=col("_qid", "k").eq(col("_qid", "b")), copy=False)
+    )
     S = balanced(
         [
             exp.Mul(
@@ -526,20 +538,19 @@ def search_select(
         ],
         exp.Add,
     )
+    under = exp.Sub(  # delta * S + lo * ones - tb: the quantised sum of h - t where the code's bits are set
+        this=exp.Add(
+            this=exp.Mul(this=col("_dl", "pr"), expression=_p(S)),
+            expression=exp.Mul(this=col("_lo", "pr"), expression=col(ONES, "i")),
+        ),
+        expression=col(TB, "i"),
+    )
     inner = exp.Mul(
         this=col(G, "i"),
         expression=_p(
             exp.Sub(
-                this=exp.Mul(
-                    this=exp.Literal.number(2),
-                    expression=_p(
-                        exp.Add(
-                            this=exp.Mul(this=col("_dl", "pr"), expression=_p(S)),
-                            expression=exp.Mul(this=col("_lo", "pr"), expression=col(ONES, "i")),
-                        )
-                    ),
-                ),
-                expression=col("_usum", "pr"),
+                this=exp.Mul(this=exp.Literal.number(2), expression=_p(under)),
+                expression=col("_us", "pr"),
             )
         ),
     )
@@ -547,13 +558,15 @@ def search_select(
         this=_p(exp.Add(this=col(NX, "i"), expression=col("_nq", "pr"))),
         expression=exp.Mul(this=exp.Literal.number(2), expression=_p(inner)),
     )
+    # the index's rows joined to the probes as written (the rows on the right: the side DuckDB builds
+    # its hash table on when the dialect pins join sides; see SqlrpDialect.join_sides_as_written)
     estimated = (
         _select(
-            _named("_qid", "pr"),
+            col("_qid", "pr"),
             exp.alias_(col(ID, "i"), "_id", quoted=True, copy=False),
             exp.alias_(estimate, "_e", quoted=True, copy=False),
         )
-        .from_(_cte("_sqlrp_planes", "pr"), copy=False)
+        .from_(dialect.fence(per_probe).subquery("pr", copy=False))
         .join(layout.rows.copy().as_("i"), on=col(LIST, "i").eq(col("_list", "pr")), copy=False)
     )
     best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id", tie_break=False)
@@ -564,9 +577,9 @@ def search_select(
             _named("_id", "t"),
             exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
-        .from_(best.subquery("t", copy=False))
+        .from_(x.subquery("x", copy=False))
+        .join(best.subquery("t", copy=False), on=col("_id", "x").eq(col("_id", "t")), copy=False)
         .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_qid", "t")), copy=False)
-        .join(x.subquery("x", copy=False), on=col("_id", "x").eq(col("_id", "t")), copy=False)
     )
     out = _result(_ranked(rr, top))
     return out.with_("_sqlrp_q", as_=qv, copy=False).with_("_sqlrp_planes", as_=planes, copy=False)
@@ -653,12 +666,12 @@ def reference_search(
         dist = ((Q[qi][None, :] - lists.leaves) ** 2).sum(axis=1)
         probed = np.lexsort((np.arange(len(dist)), dist))[:probes]
         found, est = [], []
+        planes, lo, delta, hsum = query_planes(RQ[qi])
         for lst in probed:
             rows = np.flatnonzero(codes.lists == lst)
-            planes, lo, delta, usum = query_planes(RQ[qi] - rotated[lst])
             nq = ((Q[qi] - lists.leaves[lst]) ** 2).sum()
             found.append(rows)
-            est.append(estimates(codes, rows, planes, lo, delta, usum, nq))
+            est.append(estimates(codes, rows, planes, lo, delta, hsum - rotated[lst].sum(), nq))
         rows, est = np.concatenate(found), np.concatenate(est)
         best = rows[np.lexsort((ids[rows], est))][:candidates]
         if metric == "angular":
