@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
+from . import files
 from .backends import Backend
 from .compiler import Source, col, ident, table_ref
 from .dialects import SqlrpDialect, get_dialect
@@ -352,6 +353,8 @@ def build_index(
         )
     if incremental and existing is not None:
         return _refresh(db, load_index(db, name), check)
+    if schema is None and catalog is None and files.file_format(table) is not None and files.matching(table):
+        table = files.absolute(table)  # a file is kept by its absolute path: searched later from anywhere
     source = resolve_source(
         db, table, id_column, layout, columns, array_column, schema=schema, nulls=nulls, catalog=catalog
     )

@@ -294,3 +294,34 @@ def test_sidecar_is_one_json_document(tmp_path):
         sqlrp.project(db, str(tmp_path / "rows.csv"), "id", k=2, into=str(tmp_path / "o.parquet"))
     document = json.loads(definition_path(tmp_path / "o.parquet").read_text())
     assert document["format"] == "sqlrp-projection" and set(document["entries"]) == {"vector", "feature", "weight"}
+
+
+def test_an_index_of_a_file_is_searched_from_another_folder(tmp_path, monkeypatch):
+    """A file indexed by a relative path is kept by its absolute path: a search from another working
+    folder reads the same file, and finds what NumPy finds."""
+    import duckdb
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    X = rng.integers(-8, 8, size=(300, 16)).astype(np.float64)
+    Q = rng.integers(-8, 8, size=(5, 16)).astype(np.float64)
+    con = duckdb.connect()
+    for name, M, key in (("pts", X, "id"), ("qs", Q, "qid")):
+        frame_ = pd.DataFrame(M, columns=[f"f{i}" for i in range(16)])
+        frame_.insert(0, key, np.arange(len(M)))
+        con.register("_f", frame_)
+        con.execute(f"COPY (SELECT * FROM _f) TO '{data / (name + '.parquet')}' (FORMAT parquet)")
+        con.unregister("_f")
+    url = f"duckdb:///{tmp_path / 'w.db'}"
+    monkeypatch.chdir(data)
+    db = sqlrp.connect(url)
+    sqlrp.build_index(db, "pts.parquet", "id", "pidx", lists=4)
+    db.close()
+    monkeypatch.chdir(tmp_path)
+    db = sqlrp.connect(url)
+    got = sqlrp.search(db, "pidx", str(data / "qs.parquet"), "qid", top=3, exact=True)
+    db.close()
+    dist = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    order = np.lexsort((np.broadcast_to(np.arange(300), dist.shape), dist), axis=1)[:, :3]
+    np.testing.assert_array_equal(got["id"].to_numpy().reshape(5, 3), order)
