@@ -332,8 +332,10 @@ def build_index(
     :func:`~sqlrp.rotation.rotation_size`, 256 for d = 128).  ``probes`` sets the lists a search
     probes by default; ``metric`` is ``euclidean`` or ``angular`` (cosine distance).
 
-    One transaction: a failure leaves no index.  ``incremental=True`` refreshes an existing index
-    from its table (new, changed and deleted rows; same centroids); ``replace=True`` rebuilds it."""
+    One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
+    are staged and swapped in and the registry row written last: :func:`_build_staged`).
+    ``incremental=True`` refreshes an existing index from its table (new, changed and deleted rows;
+    same centroids); ``replace=True`` rebuilds it."""
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
     if metric not in METRICS:
