@@ -15,7 +15,16 @@ from sqlrp import api, reference
 from sqlrp.compiler import Source, compile_sql
 from sqlrp.compiler import pairs as pairs_module
 from sqlrp.compiler.pairs import plan_pairs
-from sqlrp.compiler.strategies import PLANNER_SECONDS, best_mailman, best_pairs, choose, plan_mailman, planner_seconds
+from sqlrp.compiler.strategies import (
+    PLANNER_SECONDS,
+    best_mailman,
+    best_pairs,
+    choose,
+    plan_mailman,
+    planner_seconds,
+    prefers_lists,
+    prefers_long,
+)
 from sqlrp.errors import EngineLimit, InvalidParameter
 from sqlrp.methods import make_projection
 
@@ -499,18 +508,35 @@ def test_a_wide_table_unnested_matches_numpy(db, strategy, method, params):
     assert "UNNEST" in sql.upper() and "sqlrp_linear_entry" in sql
 
 
-def test_auto_unnests_small_tables_of_stored_projections():
+def test_auto_takes_lists_for_small_tables_and_unnests_where_lists_are_missing():
+    """Small tables on DuckDB: ``list_transform`` (any matrix, stored or inlined), outranking the
+    unnested ``lookup`` that :func:`prefers_long` would still take; inline for large or unknown
+    sizes and on engines without list lambdas."""
     proj = make_projection("pk-rp", 500, 160, seed=0)
     assert proj.linear.nnz >= 10_000
     columns = tuple(f"f{i}" for i in range(500))
     small, large = Source("t", "id", "wide", columns, rows=189), Source("t", "id", "wide", columns, rows=50_000)
-    assert choose(proj, small, matrix="registry") == "lookup"
+    assert prefers_long(proj, small, matrix="registry")  # the unnested rule, now outranked by lists
+    assert choose(proj, small, matrix="registry") == "list_transform"
+    assert choose(proj, small, matrix="values") == "list_transform"  # positions are one string either way
     assert choose(proj, large, matrix="registry") == "inline"
-    assert choose(proj, small, matrix="values") == "inline"  # an inlined matrix grows the SQL again
     assert choose(proj, small, "postgres", matrix="registry") == "inline"  # not measured there
     assert choose(proj, Source("t", "id", "wide", columns), matrix="registry") == "inline"  # rows unknown
     tiny = make_projection("achlioptas", 500, 40, seed=0, s="auto")
-    assert choose(tiny, small, matrix="registry") == "inline"  # too few terms to matter
+    assert choose(tiny, small, matrix="registry") == "list_transform"  # binding 900 terms still costs more
+    array = Source("t", "id", "array", array_column="x", rows=189)
+    assert choose(proj, array) == "list_transform"
+    assert choose(proj, Source("t", "id", "long", rows=189)) == "lookup"  # long tables: unchanged
+
+
+def test_list_rule_crossing():
+    """PK-RP degree 2, d = 784, k = 160: ``list_transform`` up to about 2,000 rows (measured on this
+    machine: 0.65 / 2.28 s against 5.45 / 4.05 s inline at 189 / 1,000 rows, about even at 3,000;
+    ``bench/small_tables.py --only fit``), inline from 2,200."""
+    proj = make_projection("pk-rp", 784, 160, seed=0, degree=2)
+    columns = tuple(f"f{i}" for i in range(784))
+    for rows, want in ((189, True), (1_000, True), (2_000, True), (2_200, False), (5_000, False)):
+        assert prefers_lists(proj, Source("t", "id", "wide", columns, rows=rows)) is want, rows
 
 
 def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):
@@ -529,16 +555,17 @@ def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-9)
 
 
-def test_small_standardised_table_is_unnested_and_exact(db):
-    """``standardize=True`` on a small table of a stored projection: the standardised relation is
-    unnested (the rows estimate reaches the rule through the standardising wrapper) and matches NumPy."""
+def test_small_standardised_table_takes_lists_and_is_exact(db):
+    """``standardize=True`` on a small table of a stored projection: the standardised relation goes
+    through ``list_transform`` (the rows estimate reaches the rule through the standardising wrapper)
+    and matches NumPy."""
     X = np.random.default_rng(12).normal(size=(40, 100)) * 3 + 1
     db.write_dataframe("t", wide_frame(X))
     if db.dialect == "postgres":
         db.execute('ANALYZE "t"')
     proj = sqlrp.create_projection(db, "pk", "pk-rp", d=100, k=160, seed=0, s=10.0)
     sql = api.compile_projection(db, api.plan(db, "t", "id", "pk", standardize=True))
-    assert ("UNNEST" in sql.upper()) == (db.dialect == "duckdb")  # auto unnests on DuckDB only
+    assert ("LIST_TRANSFORM" in sql.upper()) == (db.dialect == "duckdb")  # lists on DuckDB only
     out = api.project(db, "t", "id", "pk", standardize=True).drop(columns="id").to_numpy()
     expected = reference.transform(proj, (X - X.mean(axis=0)) / X.std(axis=0))
     np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())

@@ -29,9 +29,19 @@ Long layout (``row_id, feature, value``):
 ``join`` and ``lookup`` also take a wide (or array) table, unnested in SQL (``compiler._unnested``):
 the SQL then grows with d instead of with the matrix.
 
+Lists (DuckDB, :mod:`.lists`):
+
+- ``list_transform`` -- each row's features as one list; every linear sum a ``list_sum(list_select(
+  ...))`` over constant positions, and the combiner's products of sums the same way, all positions
+  in string constants cast once.  Binding costs little at any matrix size, each row about 24 ns per
+  non-zero: the choice for small tables (PK-RP degree 2, d = 784, k = 160 at 189 rows: 0.65 s
+  against 5.45 s inline; ``bench/small_tables.py``).
+
 ``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
 this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
-``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; ``lookup`` on a small wide table of a stored
+``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; ``list_transform`` on a dense table of known size
+where its estimate is below inline's and lookup's (:func:`prefers_lists`: up to about 2,000 rows,
+DuckDB); ``lookup`` on a small wide table of a stored
 projection where the join is estimated cheaper than binding the inline query (:func:`prefers_long`,
 DuckDB); for dense layouts on engines where nested selects
 were measured cheap (DuckDB, PostgreSQL; not Spark, ``../shared/DESIGN.md`` 4b) ``pairs`` when its
@@ -97,6 +107,17 @@ JOIN_ROW_SECONDS = 11e-9
 GROUP_ROW_SECONDS = 1.2e-6
 #: ... but only once the inline query is big enough for its binding time to matter
 LONG_MIN_TERMS = 10_000
+#: the list_transform query (:mod:`.lists`) costs about LIST_BIND_SECONDS per non-zero once (compiling,
+#: and DuckDB casting the one string of positions) and LIST_ROW_SECONDS per non-zero and row (a
+#: list_select per vector), fitted on ``PYTHONPATH=. python bench/small_tables.py --only fit`` (best of 2,
+#: into a table, a shared machine): 20-26 ns per non-zero and row from the slopes between 1,000 and
+#: 3,000 rows (PK-RP degree 2, d = 784 and 500, k = 160: 2.2 and 1.5 ms a row; P-RP m = 10: 7.0 ms;
+#: Achlioptas s = 3, k = 160: 0.52 ms), 3-5 us per non-zero at 189 rows once the rows are taken
+#: off.  Inline's measured times in the same run (5.45 / 4.05 / 6.35 s for PK-RP d = 784 at 189 /
+#: 1,000 / 3,000 rows against 0.65 / 2.28 / 6.62 s) put the crossing near 3,000 rows, where the rule
+#: (against TERM_BIND_SECONDS and TERM_ROW_SECONDS) puts it at 2,100
+LIST_BIND_SECONDS = 4e-6
+LIST_ROW_SECONDS = 24e-9
 
 
 @dataclass
@@ -294,6 +315,31 @@ def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb"
     return terms >= LONG_MIN_TERMS and joined < terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)
 
 
+def list_transform_seconds(linear: LinearStage, rows: int) -> float:
+    """Estimated seconds of the ``list_transform`` query on ``rows`` rows (:data:`LIST_BIND_SECONDS`,
+    :data:`LIST_ROW_SECONDS`)."""
+    return inline_cost(linear) * (LIST_BIND_SECONDS + rows * LIST_ROW_SECONDS)
+
+
+def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
+    """``auto``'s rule for ``list_transform``: a dense layout of known size on an engine with list
+    lambdas (DuckDB), where its estimate (:func:`list_transform_seconds`) is below the inline query's
+    (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term) and below the
+    unnested ``lookup``'s where :func:`prefers_long` would take that.  In effect: small tables (up to
+    about 2,000 rows), at any matrix size."""
+    from ..dialects import get_dialect  # late: the dialects package imports the compiler
+
+    engine, rows = get_dialect(dialect), source.rows
+    if not (engine.list_lambdas and source.layout != "long" and rows is not None):
+        return False
+    linear, terms = projection.linear, inline_cost(projection.linear)
+    lists = list_transform_seconds(linear, rows)
+    rivals = [terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)]
+    if prefers_long(projection, source, dialect, matrix):
+        rivals.append(rows * (terms * JOIN_ROW_SECONDS + linear.p * GROUP_ROW_SECONDS))
+    return lists < min(rivals)
+
+
 def choose(
     projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto", matrix: str = "values"
 ) -> str:
@@ -335,6 +381,8 @@ def choose(
         return strategy
     if source.layout == "long":
         return "lookup" if engine.ordered_array_agg else "join"
+    if prefers_lists(projection, source, dialect, matrix):
+        return "list_transform"
     if prefers_long(projection, source, dialect, matrix):
         return "lookup"
     if not engine.nested_plans or not pairs_worth_planning(projection.linear):
@@ -349,11 +397,13 @@ __all__ = [
     "DENSE_STRATEGIES",
     "LONG_STRATEGIES",
     "STRATEGIES",
+    "LIST_STRATEGIES",
     "MailmanPlan",
     "best_mailman",
     "best_pairs",
     "choose",
     "planner_seconds",
+    "prefers_lists",
     "prefers_long",
     "plan_mailman",
 ]
