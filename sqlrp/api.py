@@ -308,14 +308,14 @@ def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> Non
     """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
     :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
     plan it once and store it there (:meth:`Registry.pairs_plan`)."""
-    from .compiler.strategies import pairs_worth_planning, planner_seconds, prefers_long
+    from .compiler.strategies import pairs_worth_planning, planner_seconds, prefers_lists, prefers_long
 
     proj = p.projection
     if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
         return
     nested = get_dialect(dialect).nested_plans
-    if strategy == "auto" and prefers_long(proj, p.source, dialect):
-        return  # the compiler unnests this small table: no pairs
+    if strategy == "auto" and (prefers_lists(proj, p.source, dialect) or prefers_long(proj, p.source, dialect)):
+        return  # the compiler takes lists or unnests this small table: no pairs
     if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
         _registry(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
 

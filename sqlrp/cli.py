@@ -162,7 +162,8 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
         "--strategy",
         choices=list(STRATEGIES),
         default="auto",
-        help="SQL formulation: auto (measured rule), inline, pairs or mailman (wide/array), join or lookup (long)",
+        help="SQL formulation: auto (measured rule), inline, pairs, mailman or list_transform (DuckDB) (wide/array), "
+        "join or lookup (long)",
     )
     p.add_argument("--block", type=int, help="mailman strategy: features per block (default: chosen)")
     p.add_argument(
