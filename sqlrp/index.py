@@ -92,6 +92,7 @@ class Index:
     seed: int
     signs: np.ndarray
     probes: int  #: the search's default number of probed lists
+    word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
 
     @property
     def layout(self) -> IndexLayout:
@@ -103,6 +104,7 @@ class Index:
             output_table(self.source, self.name + TOPS_SUFFIX),
             self.signs,
             self.metric,
+            self.word_bits,
         )
 
 
@@ -216,6 +218,7 @@ def load_index(db: Backend, name: str) -> Index:
         int(p["seed"]),
         rotation_signs(int(p["bits"]), int(p["seed"]), int(p["rounds"])),
         int(p["probes"]),
+        int(p.get("word_bits", 64)),
     )
 
 
@@ -378,9 +381,9 @@ def build_index(
     signs = rotation_signs(size, seed, ROUNDS)
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
-    params |= {"rounds": ROUNDS, "seed": int(seed)}
+    params |= {"rounds": ROUNDS, "seed": int(seed), "word_bits": dialect.code_word_bits}
     params |= {"metric": metric, "probes": int(P), "sample": int(min(want, rows))}
-    index = Index(name, source, d, centroids.count, size, metric, int(seed), signs, int(P))
+    index = Index(name, source, d, centroids.count, size, metric, int(seed), signs, int(P), dialect.code_word_bits)
     described = {
         "table": source.table,
         "id_column": source.id_column,

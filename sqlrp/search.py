@@ -78,6 +78,7 @@ class IndexLayout:
     tops: exp.Table  #: ``(top, c0 .. c{d-1})``
     signs: np.ndarray  #: the rotation's signs (rounds x D)
     metric: str = "euclidean"
+    word_bits: int = WORD_BITS  #: bits of a stored code word (the dialect's ``code_word_bits``)
 
     @property
     def size(self) -> int:
@@ -85,7 +86,11 @@ class IndexLayout:
 
     @property
     def words(self) -> int:
-        return self.size // WORD_BITS
+        return -(-self.size // self.word_bits)
+
+    def word(self, w: int, bits: Sequence[exp.Expression], dialect: SqlrpDialect) -> exp.Expression:
+        """Word ``w`` of ``bits`` (conditions, one a code bit) packed as the dialect's code word."""
+        return _word(bits[w * self.word_bits : (w + 1) * self.word_bits], dialect.code_word_type(self.word_bits))
 
 
 def check_search(top: int, candidates: int, probes: int | None, metric: str) -> None:
@@ -260,18 +265,26 @@ def _result(final: exp.Select) -> exp.Select:
     return out.order_by(col("query_id"), col("rank"), copy=False)
 
 
-def _bit(b: int) -> exp.Expression:
-    """``2^b`` as a BIGINT; ``b = 63`` is the sign bit, ``-9223372036854775807 - 1``."""
-    if b < WORD_BITS - 1:
-        return _cast(exp.Literal.number(1 << b), BIGINT)
-    return _cast(exp.Sub(this=exp.Literal.number(-(2**63 - 1)), expression=exp.Literal.number(1)), BIGINT)
+def _bit(b: int, word: exp.DataType = BIGINT, width: int = WORD_BITS) -> exp.Expression:
+    """``2^b`` as a signed ``width``-bit integer; ``b = width - 1`` is the sign bit, ``-2^(width-1)``.
+    Beyond 64 bits the value is cast from a string (a literal that large is no engine's integer)."""
+    value = 1 << b if b < width - 1 else -(1 << (width - 1))
+    if width <= 64:
+        if b < width - 1:
+            return _cast(exp.Literal.number(value), word)
+        return _cast(exp.Sub(this=exp.Literal.number(value + 1), expression=exp.Literal.number(1)), word)
+    return _cast(exp.Literal.string(str(value)), word)
 
 
-def _word(conditions: Sequence[exp.Expression]) -> exp.Expression:
-    """64 conditions packed as a BIGINT, bit ``b`` set where condition ``b`` holds (a balanced sum of
-    ``CASE``: each partial sum joins consecutive bits, so none overflows)."""
-    zero = _cast(exp.Literal.number(0), BIGINT)
-    bits = [exp.Case(ifs=[exp.If(this=c, true=_bit(b))], default=zero.copy()) for b, c in enumerate(conditions)]
+def _word(conditions: Sequence[exp.Expression], word: tuple[exp.DataType, int] = (BIGINT, WORD_BITS)) -> exp.Expression:
+    """Up to ``width`` conditions packed as one signed integer of type ``word = (type, width)``, bit
+    ``b`` set where condition ``b`` holds (a balanced sum of ``CASE``: each partial sum joins
+    consecutive bits, so none overflows)."""
+    kind, width = word
+    zero = _cast(exp.Literal.number(0), kind)
+    bits = [
+        exp.Case(ifs=[exp.If(this=c, true=_bit(b, kind, width))], default=zero.copy()) for b, c in enumerate(conditions)
+    ]
     return balanced(bits, exp.Add)
 
 
@@ -383,7 +396,7 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
             exp.alias_(col("_id", "r"), ID, quoted=True, copy=False),
             exp.alias_(col("_list", "r"), LIST, quoted=True, copy=False),
             *[
-                exp.alias_(_word(above[w * WORD_BITS : (w + 1) * WORD_BITS]), f"{WORD}{w}", quoted=True, copy=False)
+                exp.alias_(layout.word(w, above, dialect), f"{WORD}{w}", quoted=True, copy=False)
                 for w in range(layout.words)
             ],
             exp.alias_(g, G, quoted=True, copy=False),
@@ -487,7 +500,7 @@ def search_select(
         exp.alias_(hsum, "_hsum", quoted=True, copy=False),
         *[
             exp.alias_(
-                _word([plane_bit(ks[j], p) for j in range(w * WORD_BITS, (w + 1) * WORD_BITS)]),
+                layout.word(w, [plane_bit(k, p) for k in ks], dialect),
                 f"_p{p}_{w}",
                 quoted=True,
                 copy=False,

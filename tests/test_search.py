@@ -51,6 +51,22 @@ def replay(db, name, X, ids, Q, qids, top, candidates, probes):  # noqa: ANN001
     return reference_search(X, ids, Q, qids, load_lists(db, idx), idx.signs, top, candidates, probes, idx.metric)
 
 
+def stored_words(db, table: str, idx) -> np.ndarray:  # noqa: ANN001
+    """The index rows' code words (by id) as NumPy's 64-bit words, whatever the engine's word width
+    (DuckDB keeps 128-bit ``INT128`` words: read as text, split in two)."""
+    words = [f'CAST("w{w}" AS VARCHAR)' for w in range(idx.layout.words)]
+    rows = db.fetchall(f'SELECT {", ".join(words)} FROM "{table}" ORDER BY "id"')
+    per, count = idx.word_bits // 64, idx.bits // 64
+    out = np.zeros((len(rows), count), dtype=np.uint64)
+    for i, row in enumerate(rows):
+        for w, text in enumerate(row):
+            value = int(text) % (1 << idx.word_bits)
+            for half in range(per):
+                if w * per + half < count:
+                    out[i, w * per + half] = (value >> (64 * half)) & ((1 << 64) - 1)
+    return out.view(np.int64)
+
+
 def same_ranks(got: pd.DataFrame, ref: pd.DataFrame) -> None:
     assert len(got) == len(ref) > 0
     np.testing.assert_array_equal(
@@ -98,12 +114,12 @@ def test_stored_rows_equal_numpy(indexed):
     lists = load_lists(db, idx)
     codes = reference_codes(X[order], lists, idx.signs, rotate(lists.leaves, idx.signs))
     np.testing.assert_array_equal(rows["list"].to_numpy(), codes.lists)
-    np.testing.assert_array_equal(rows[["w0"]].to_numpy(), codes.words)
+    np.testing.assert_array_equal(stored_words(db, "pts_idx", idx), codes.words)
     np.testing.assert_array_equal(rows["ones"].to_numpy(), codes.ones)
     np.testing.assert_array_equal(rows["nx"].to_numpy(), codes.nx)
     np.testing.assert_array_equal(rows["g"].to_numpy(), codes.g)
     np.testing.assert_array_equal(rows["tb"].to_numpy(), codes.tb)
-    assert (rows["w0"] < 0).any() and (rows["w0"] > 0).any() and len(np.unique(codes.lists)) > 8
+    assert (codes.words < 0).any() and (codes.words > 0).any() and len(np.unique(codes.lists)) > 8
     stored = db.query_df('SELECT * FROM "pts_idx__lists" ORDER BY "list"')
     np.testing.assert_array_equal(stored[[f"t{j}" for j in range(64)]].to_numpy(), rotate(lists.leaves, idx.signs))
 
@@ -309,7 +325,7 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(db, change):
     rows = db.query_df('SELECT * FROM "idx" ORDER BY "id"')
     np.testing.assert_array_equal(rows["id"].to_numpy(), now["id"].to_numpy())
     np.testing.assert_array_equal(rows["list"].to_numpy(), codes.lists)
-    np.testing.assert_array_equal(rows[["w0"]].to_numpy(), codes.words)
+    np.testing.assert_array_equal(stored_words(db, "idx", idx), codes.words)
     np.testing.assert_array_equal(rows["nx"].to_numpy(), codes.nx)
     same_ranks(after, replay(db, "idx", Xnow, now["id"].to_numpy(), Q, np.arange(20), 5, 20, 3))
 
@@ -485,3 +501,20 @@ def test_an_index_of_another_format_is_refused(duck):
     duck.execute(f"UPDATE sqlrp_index SET params = {older} WHERE name = 'eidx'")
     with pytest.raises(IndexNotFound, match=r"rebuild it with `sqlrp index \.\.\. --name eidx --replace`"):
         sqlrp.search(duck, "eidx", "eq", "qid", top=10)
+
+
+def test_wide_code_words_equal_numpy(db):
+    """256-bit codes of float rows: DuckDB's two INT128 words a row (PostgreSQL's four BIGINT) are
+    NumPy's words bit for bit, sign bits included, and a search gives the oracle's ranks."""
+    both = embedding_like(530, 8, d=40)
+    X, Q = both[:500], both[500:]
+    db.write_dataframe("wide_pts", frame(X))
+    db.write_dataframe("wide_qs", frame(Q, "qid"))
+    idx = sqlrp.build_index(db, "wide_pts", "id", "widx", lists=6, bits=256)
+    assert idx.bits == 256 and idx.word_bits == (128 if db.dialect == "duckdb" else 64)
+    lists = load_lists(db, idx)
+    codes = reference_codes(X, lists, idx.signs, rotate(lists.leaves, idx.signs))
+    np.testing.assert_array_equal(stored_words(db, "widx", idx), codes.words)
+    assert (codes.words[:, 1] < 0).any() and (codes.words[:, 3] < 0).any()  # both INT128 sign bits
+    got = sqlrp.search(db, "widx", "wide_qs", "qid", top=5, candidates=25, probes=3)
+    same_ranks(got, replay(db, "widx", X, np.arange(500), Q, np.arange(30), 5, 25, 3))

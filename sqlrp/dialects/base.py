@@ -84,6 +84,9 @@ class SqlrpDialect:
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
     correlated_subqueries = True  # ``NOT EXISTS (SELECT ... WHERE inner.k = outer.k)`` (incremental top-ups)
     transactional = True  # DDL and DML inside one transaction commit or roll back together
+    # bits of a stored code word of a search index: 64 (BIGINT) everywhere, more where the engine has
+    # a wider integer that AND and its bit count take (fewer columns joined and ANDed per pair)
+    code_word_bits = 64
     # (setting, value) that makes the engine keep each join's sides as written (the right side the hash
     # table), set for a search and put back after it; None where the planner's own choice stands
     join_sides_setting: tuple[str, str] | None = None
@@ -102,6 +105,14 @@ class SqlrpDialect:
         expressions into the outer query (PostgreSQL pulls sub-queries up; an OFFSET stops it, see
         ``dialects/postgres.py``).  A fence must not change the rows, nor forbid a parallel plan."""
         return select
+
+    def code_word_type(self, bits: int) -> tuple[exp.DataType, int]:
+        """``(SQL type, bits)`` of a search index's ``bits``-bit code word: a signed integer, two's
+        complement (``BIGINT`` for 64, ``INT128`` for 128)."""
+        names = {64: "BIGINT", 128: "INT128"}
+        if bits not in names:
+            raise self.refuse(f"sqlrp knows no {bits}-bit integer for code words on this engine")
+        return exp.DataType.build(names[bits]), bits
 
     def popcount(self, word: exp.Expression) -> exp.Expression:
         """The number of set bits of a BIGINT (two's complement, all 64 bits), as an INTEGER: the
