@@ -530,13 +530,16 @@ def test_auto_takes_lists_for_small_tables_and_unnests_where_lists_are_missing()
 
 
 def test_list_rule_crossing():
-    """PK-RP degree 2, d = 784, k = 160: ``list_transform`` up to about 2,000 rows (measured on this
-    machine: 0.65 / 2.28 s against 5.45 / 4.05 s inline at 189 / 1,000 rows, about even at 3,000;
-    ``bench/small_tables.py --only fit``), inline from 2,200."""
+    """PK-RP degree 2, d = 784, k = 160: ``list_transform`` up to about 4,000 rows, inline above (the
+    constants' docstrings in ``strategies.py`` give the timings); P-RP m = 10 at 200 rows of a stored
+    projection: lists, not the unnested lookup (1.06 s against 1.58 s measured)."""
     proj = make_projection("pk-rp", 784, 160, seed=0, degree=2)
     columns = tuple(f"f{i}" for i in range(784))
-    for rows, want in ((189, True), (1_000, True), (2_000, True), (2_200, False), (5_000, False)):
+    for rows, want in ((189, True), (2_000, True), (3_900, True), (4_200, False), (5_000, False)):
         assert prefers_lists(proj, Source("t", "id", "wide", columns, rows=rows)) is want, rows
+    prp = make_projection("p-rp", 500, 160, seed=0, m=10)
+    small = Source("t", "id", "wide", tuple(f"f{i}" for i in range(500)), rows=200)
+    assert prefers_long(prp, small, matrix="registry") and choose(prp, small, matrix="registry") == "list_transform"
 
 
 def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):

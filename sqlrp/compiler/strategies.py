@@ -33,14 +33,14 @@ Lists (DuckDB, :mod:`.lists`):
 
 - ``list_transform`` -- each row's features as one list; every linear sum a ``list_sum(list_select(
   ...))`` over constant positions, and the combiner's products of sums the same way, all positions
-  in string constants cast once.  Binding costs little at any matrix size, each row about 24 ns per
+  in string constants cast once.  Binding costs little at any matrix size, each row about 14 ns per
   non-zero: the choice for small tables (PK-RP degree 2, d = 784, k = 160 at 189 rows: 0.65 s
   against 5.45 s inline; ``bench/small_tables.py``).
 
 ``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
 this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
 ``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; ``list_transform`` on a dense table of known size
-where its estimate is below inline's and lookup's (:func:`prefers_lists`: up to about 2,000 rows,
+where its estimate is below inline's and lookup's (:func:`prefers_lists`: up to about 4,000 rows,
 DuckDB); ``lookup`` on a small wide table of a stored
 projection where the join is estimated cheaper than binding the inline query (:func:`prefers_long`,
 DuckDB); for dense layouts on engines where nested selects
@@ -109,15 +109,21 @@ GROUP_ROW_SECONDS = 1.2e-6
 LONG_MIN_TERMS = 10_000
 #: the list_transform query (:mod:`.lists`) costs about LIST_BIND_SECONDS per non-zero once (compiling,
 #: and DuckDB casting the one string of positions) and LIST_ROW_SECONDS per non-zero and row (a
-#: list_select per vector), fitted on ``PYTHONPATH=. python bench/small_tables.py --only fit`` (best of 2,
-#: into a table, a shared machine): 20-26 ns per non-zero and row from the slopes between 1,000 and
-#: 3,000 rows (PK-RP degree 2, d = 784 and 500, k = 160: 2.2 and 1.5 ms a row; P-RP m = 10: 7.0 ms;
-#: Achlioptas s = 3, k = 160: 0.52 ms), 3-5 us per non-zero at 189 rows once the rows are taken
-#: off.  Inline's measured times in the same run (5.45 / 4.05 / 6.35 s for PK-RP d = 784 at 189 /
-#: 1,000 / 3,000 rows against 0.65 / 2.28 / 6.62 s) put the crossing near 3,000 rows, where the rule
-#: (against TERM_BIND_SECONDS and TERM_ROW_SECONDS) puts it at 2,100
-LIST_BIND_SECONDS = 4e-6
-LIST_ROW_SECONDS = 24e-9
+#: list_select per vector).  Compile, EXPLAIN and CREATE TABLE AS timed apart on 100 / 400 / 1,600 x 500
+#: rows, k = 160 (one quiet moment of a shared machine): P-RP m = 10 (266,425 non-zeros) 0.57 / 1.82 /
+#: 6.21 s to run, 13.7 ns per non-zero and row; PK-RP degree 2 (71,390) 0.19 / 0.50 / 1.78 s, 15.0 ns;
+#: Achlioptas s = 3 (26,823) 0.11 / 0.19 / 0.63 s, 13.6 ns; compile plus EXPLAIN 0.23, 0.15 and
+#: 0.09 s.  Against inline's TERM_BIND_SECONDS and TERM_ROW_SECONDS the two cross at about 4,000
+#: rows, as issue 24 reports; under heavier load (``PYTHONPATH=. python bench/small_tables.py --only
+#: fit``) both sides slowed and the crossing measured near 3,000 rows for PK-RP d = 784 and 500
+LIST_BIND_SECONDS = 1.2e-6
+LIST_ROW_SECONDS = 14e-9
+#: the unnested lookup reads and hashes the stored matrix once: about LOOKUP_BIND_SECONDS per non-zero
+#: on top of its per-row cost (JOIN_ROW_SECONDS, GROUP_ROW_SECONDS), from the same tables through
+#: ``sqlrp.project`` into a table (lookup against list_transform, seconds at 100 / 400 / 1,600 rows:
+#: P-RP 1.00 / 2.52 / 8.16 against 0.77 / 1.80 / 6.67; PK-RP 0.63 / 1.32 / 4.20 against 0.28 / 0.62 /
+#: 1.97; Achlioptas s = 3 0.16 / 0.36 / 0.95 against 0.15 / 0.28 / 0.71)
+LOOKUP_BIND_SECONDS = 1.3e-6
 
 
 @dataclass
@@ -325,8 +331,8 @@ def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb
     """``auto``'s rule for ``list_transform``: a dense layout of known size on an engine with list
     lambdas (DuckDB), where its estimate (:func:`list_transform_seconds`) is below the inline query's
     (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term) and below the
-    unnested ``lookup``'s where :func:`prefers_long` would take that.  In effect: small tables (up to
-    about 2,000 rows), at any matrix size."""
+    unnested ``lookup``'s where :func:`prefers_long` would take that.  In effect: tables up to about
+    4,000 rows, at any matrix size."""
     from ..dialects import get_dialect  # late: the dialects package imports the compiler
 
     engine, rows = get_dialect(dialect), source.rows
@@ -336,7 +342,7 @@ def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb
     lists = list_transform_seconds(linear, rows)
     rivals = [terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)]
     if prefers_long(projection, source, dialect, matrix):
-        rivals.append(rows * (terms * JOIN_ROW_SECONDS + linear.p * GROUP_ROW_SECONDS))
+        rivals.append(terms * LOOKUP_BIND_SECONDS + rows * (terms * JOIN_ROW_SECONDS + linear.p * GROUP_ROW_SECONDS))
     return lists < min(rivals)
 
 
