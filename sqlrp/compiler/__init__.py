@@ -502,8 +502,8 @@ def compile_select(
     ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
     ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
     projection has a stored name.  ``strategy``: ``auto`` (measured rule, :mod:`.strategies`) or one
-    of ``inline`` / ``pairs`` / ``mailman`` (wide, array) and ``join`` / ``lookup`` (long); ``block`` forces the
-    mailman block size.
+    of ``inline`` / ``pairs`` / ``mailman`` / ``list_transform`` (wide, array; the last on DuckDB,
+    :mod:`.lists`) and ``join`` / ``lookup`` (long); ``block`` forces the mailman block size.
     """
     dialect = get_dialect(dialect)
     if source.standardize is not None:
