@@ -13,6 +13,7 @@ from conftest import array_frame, long_frame, wide_frame
 import sqlrp
 from sqlrp import api, reference
 from sqlrp.compiler import Source, compile_sql
+from sqlrp.compiler import lists as lists_module
 from sqlrp.compiler import pairs as pairs_module
 from sqlrp.compiler.pairs import plan_pairs
 from sqlrp.compiler.strategies import (
@@ -540,6 +541,21 @@ def test_list_rule_crossing():
     prp = make_projection("p-rp", 500, 160, seed=0, m=10)
     small = Source("t", "id", "wide", tuple(f"f{i}" for i in range(500)), rows=200)
     assert prefers_long(prp, small, matrix="registry") and choose(prp, small, matrix="registry") == "list_transform"
+    # the sums' form: positions for sparse matrices, dense rows from about 1 in 12
+    assert not lists_module.dense_rows(proj.linear) and lists_module.dense_rows(prp.linear)
+    assert lists_module.dense_rows(make_projection("achlioptas", 500, 40, seed=0, s=3).linear)
+    assert not lists_module.dense_rows(make_projection("achlioptas", 500, 40, seed=0, s=20.0).linear)
+
+
+def test_list_rule_against_pairs():
+    """Dense rows against ``pairs`` (estimated at most :data:`PAIRS_GAIN` of inline): Achlioptas
+    s = 1, d = 500, k = 64 on 20,000 rows takes lists (0.83 s against pairs 1.04 s measured); s = 3
+    with k = 160 and 200,000 rows does not (the dense rows' per-row cost overtakes)."""
+    columns = tuple(f"f{i}" for i in range(500))
+    dense = make_projection("achlioptas", 500, 64, seed=0, s=1)
+    assert choose(dense, Source("t", "id", "wide", columns, rows=20_000)) == "list_transform"
+    s3 = make_projection("achlioptas", 500, 160, seed=0, s=3)
+    assert choose(s3, Source("t", "id", "wide", columns, rows=200_000)) in ("pairs", "inline")
 
 
 def test_a_named_projection_stored_elsewhere_is_inlined_not_joined(db):
@@ -613,9 +629,16 @@ def _quarters(n: int, d: int, seed: int = 0) -> np.ndarray:
     return X
 
 
+@pytest.fixture(params=["positions", "dense"])
+def list_form(request, monkeypatch):
+    """Each list_transform test in both forms of the sums: by positions, and dense weight rows."""
+    monkeypatch.setattr(lists_module, "dense_rows", lambda linear: request.param == "dense")
+    return request.param
+
+
 @pytest.mark.parametrize("layout", ["wide", "array"])
 @pytest.mark.parametrize("method, params", LIST_CASES, ids=lambda v: str(v))
-def test_list_transform_matches_reference(duck, method, params, layout):
+def test_list_transform_matches_reference(duck, method, params, layout, list_form):
     X = _quarters(30, 24)
     proj = make_projection(method, 24, seed=2, **params)
     if params.get("s") == 40.0:
@@ -630,16 +653,19 @@ def test_list_transform_matches_reference(duck, method, params, layout):
     _close(got[[f"p{j}" for j in range(proj.k)]].to_numpy(), reference.transform(proj, X))
     sql = api.compile_projection(duck, api.plan(duck, "t", "id", proj, **opts), strategy="list_transform")
     assert "LIST_TRANSFORM" in sql.upper() and not re.search(r'_x\d+"? [-+] ', sql)  # no sum term by term
+    assert ("LIST_SELECT(_XS" in sql.upper()) == (list_form == "positions")  # the sums' form
 
 
-def test_list_transform_weighted_squares_and_biases(duck):
-    """A stage of float weights with squared features and a bias (no method makes one; the IR
-    allows it): positions into ``x ++ x^2 ++ [0]``, ``list_dot_product``, the bias added by index."""
+def test_list_transform_weighted_squares_and_biases(duck, list_form):
+    """A stage of float weights with squared features, a bias and an entry given twice (no method
+    makes one; the IR allows it): positions into ``x ++ x^2 ++ [0]`` or dense rows over ``x ++ x^2``,
+    ``list_dot_product``, the bias added by index."""
     from sqlrp.ir import Combiner, LinearStage, Projection
 
     rng = np.random.default_rng(4)
     d, p = 10, 6
     vector, feature = np.repeat(np.arange(p - 1), 4), rng.integers(0, d, size=4 * (p - 1))
+    feature[1] = feature[0]  # vector 0 lists one feature twice
     linear = LinearStage(d=d, p=p, vector=vector, feature=feature, weight=rng.integers(-8, 8, size=len(vector)) / 8,
                          bias=np.array([0.5, 0, -1.25, 0, 2, 0.75]), power=np.array([1, 2, 1, 2, 2, 1]))
     proj = Projection("custom", linear, Combiner.identity(p), scale=0.5)
@@ -649,7 +675,7 @@ def test_list_transform_weighted_squares_and_biases(duck):
     _close(got[[f"p{j}" for j in range(p)]].to_numpy(), reference.transform(proj, X))
 
 
-def test_list_transform_nulls_pooling_and_standardising(duck):
+def test_list_transform_nulls_pooling_and_standardising(duck, list_form):
     """NULLs as on every path: refused by the check, read as 0 with ``nulls="zero"``; with the check
     off a NULL counts as 0, as in ``lookup`` on the unnested table; pooled per group; standardised."""
     X = _quarters(25, 12, seed=5)

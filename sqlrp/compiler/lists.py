@@ -91,6 +91,41 @@ def row_list(linear: LinearStage) -> exp.Expression:
     return _call("list_concat", *pieces)
 
 
+def dense_rows(linear: LinearStage) -> bool:
+    """True if the sums are cheaper as dot products of the row with dense weight rows than by
+    positions (:func:`~.strategies.list_row_seconds`): matrices denser than about 1 in 12."""
+    from .strategies import list_row_seconds
+
+    return list_row_seconds(linear, dense=True) < list_row_seconds(linear, dense=False)
+
+
+def dense_constant(linear: LinearStage) -> exp.Expression:
+    """The matrix as ``p`` dense weight rows over ``x`` (and ``x^2`` where a vector sums squares),
+    one string cast to ``DOUBLE[][]``; integer weights (signs) are written as integers.  An entry
+    listed twice adds up, as in the sums by positions."""
+    d = linear.d
+    width = 2 * d if linear.power is not None else d
+    W = np.zeros((linear.p, width))
+    shift = np.where(linear.power[linear.vector] == 2, d, 0) if linear.power is not None else 0
+    np.add.at(W, (linear.vector, linear.feature + shift), linear.weight)  # an entry given twice adds up
+    if np.array_equal(W, np.round(W)) and np.abs(W).max(initial=0) < 2**53:  # integers (signs): short text
+        text = "[" + ",".join("[" + ",".join(map(str, row)) + "]" for row in W.astype(np.int64).tolist()) + "]"
+    else:
+        text = "[" + ",".join("[" + ",".join(map(repr, row)) + "]" for row in W.tolist()) + "]"
+    return _string_list(text, "DOUBLE[][]")
+
+
+def dense_row_list(linear: LinearStage) -> exp.Expression:
+    """``_xs`` for dense rows: ``x`` (NULL read as 0: ``list_dot_product`` refuses NULLs), then ``x^2``
+    where a vector sums squares."""
+    zeroed = exp.Coalesce(this=_ref("v"), expressions=[exp.Literal.number(0)])
+    xl = _call("list_transform", _ref("_xl"), _lambda(zeroed, "v"))
+    if linear.power is None:
+        return xl
+    square = exp.Mul(this=_ref("v"), expression=_ref("v"))
+    return _call("list_concat", xl, _call("list_transform", xl.copy(), _lambda(square, "v")))
+
+
 def _string_list(text: str, sql_type: str) -> exp.Expression:
     """A constant list written as one string and cast once (see the module docstring)."""
     return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(sql_type, dialect="duckdb"))
@@ -135,8 +170,11 @@ def list_outputs(
         return select.from_(relation.subquery(alias, copy=False), copy=False)
 
     features = exp.cast(exp.Array(expressions=[_ref(f"_x{i}") for i in range(lin.d)]), DOUBLE_LIST)
-    extended = over(over(src, "_r", features, "_xl"), "_l", row_list(lin), "_xs")
-    if lin.is_signs:
+    dense = dense_rows(lin)
+    extended = over(over(src, "_r", features, "_xl"), "_l", dense_row_list(lin) if dense else row_list(lin), "_xs")
+    if dense:
+        body = _call("list_dot_product", _ref("_xs"), _ref("c"))
+    elif lin.is_signs:
         body = _call("list_sum", _call("list_select", _ref("_xs"), _ref("c")))
     else:
         picked = _call("list_select", _ref("_xs"), exp.Dot(this=_ref("c"), expression=exp.to_identifier("i")))
@@ -146,7 +184,7 @@ def list_outputs(
         bias = _string_list("[" + ",".join(repr(float(b)) for b in lin.bias) + "]", "DOUBLE[]")
         body = exp.Add(this=body, expression=exp.Bracket(this=bias, expressions=[_ref("i")], offset=1))
         params.append("i")
-    sums = _call("list_transform", constant(lin), _lambda(body, *params))
+    sums = _call("list_transform", dense_constant(lin) if dense else constant(lin), _lambda(body, *params))
     comb = projection.combiner
     if comb.is_identity:
         relation, name = over(extended, "_e", sums, "_kl"), "_kl"

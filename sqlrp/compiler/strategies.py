@@ -32,19 +32,20 @@ the SQL then grows with d instead of with the matrix.
 Lists (DuckDB, :mod:`.lists`):
 
 - ``list_transform`` -- each row's features as one list; every linear sum a ``list_sum(list_select(
-  ...))`` over constant positions, and the combiner's products of sums the same way, all positions
-  in string constants cast once.  Binding costs little at any matrix size, each row about 14 ns per
-  non-zero: the choice for small tables (PK-RP degree 2, d = 784, k = 160 at 189 rows: 0.65 s
-  against 5.45 s inline; ``bench/small_tables.py``).
+  ...))`` over constant positions (sparse matrices) or a ``list_dot_product`` with a dense weight row
+  (denser than about 1 in 12), and the combiner's products of sums by positions too, every constant
+  one string cast once.  Binding costs little at any matrix size, each row about 14 ns per non-zero
+  (1.1 ns per dense entry): the choice for small tables (PK-RP degree 2, d = 784, k = 160 at 189
+  rows: 0.58 s against 1.03 s lookup and 3.43 s inline; ``bench/small_tables.py``), and for dense
+  matrices well beyond.
 
 ``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
 this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
 ``ARRAY_AGG`` (DuckDB, PostgreSQL), else ``join``; ``list_transform`` on a dense table of known size
-where its estimate is below inline's and lookup's (:func:`prefers_lists`: up to about 4,000 rows,
-DuckDB); ``lookup`` on a small wide table of a stored
-projection where the join is estimated cheaper than binding the inline query (:func:`prefers_long`,
-DuckDB); for dense layouts on engines where nested selects
-were measured cheap (DuckDB, PostgreSQL; not Spark, ``../shared/DESIGN.md`` 4b) ``pairs`` when its
+where its estimate is below inline's, pairs' and lookup's (:func:`prefers_lists`, DuckDB); ``lookup``
+on a small wide table of a stored projection where the join is estimated cheaper than binding the
+inline query (:func:`prefers_long`, DuckDB); for dense layouts on engines where nested selects were
+measured cheap (DuckDB, PostgreSQL; not Spark, ``../shared/DESIGN.md`` 4b) ``pairs`` when its
 estimated cost (:func:`pairs_cost`) is at most 0.8 of ``inline``'s, else ``inline``.  ``mailman``
 is never chosen by ``auto`` any more (``pairs`` was faster for ``s = 1`` and ``s = 3``; at
 ``s = sqrt(d)`` neither beats ``inline``) but can still be forced.  Kernel methods (PK-RP and friends)
@@ -118,6 +119,14 @@ LONG_MIN_TERMS = 10_000
 #: fit``) both sides slowed and the crossing measured near 3,000 rows for PK-RP d = 784 and 500
 LIST_BIND_SECONDS = 1.2e-6
 LIST_ROW_SECONDS = 14e-9
+#: ... and, for denser matrices, as dot products of the row with dense weight rows
+#: (``list_dot_product``): LIST_DENSE_ROW_SECONDS per entry of the dense matrix and row, and
+#: LIST_DENSE_BIND_SECONDS per entry once.  P-RP m = 10 (s = 3, d = 500, 800,000 entries, 266,425
+#: non-zeros) on 200 rows: 0.40 s, of which EXPLAIN 0.22 s, against about 0.9 s by positions
+#: (a hand-written probe of the sums alone): 1.1 ns an entry, so dense rows pay from a density of
+#: about 1.1 / 14 = 1 in 12 (s = 3 and s = 1; not s = sqrt(d) beyond d = 150)
+LIST_DENSE_ROW_SECONDS = 1.1e-9
+LIST_DENSE_BIND_SECONDS = 0.3e-6
 #: the unnested lookup reads and hashes the stored matrix once: about LOOKUP_BIND_SECONDS per non-zero
 #: on top of its per-row cost (JOIN_ROW_SECONDS, GROUP_ROW_SECONDS), from the same tables through
 #: ``sqlrp.project`` into a table (lookup against list_transform, seconds at 100 / 400 / 1,600 rows:
@@ -321,18 +330,36 @@ def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb"
     return terms >= LONG_MIN_TERMS and joined < terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)
 
 
+def list_row_seconds(linear: LinearStage, dense: bool) -> float:
+    """Estimated seconds per row of ``list_transform``'s sums: by positions (:data:`LIST_ROW_SECONDS`
+    per non-zero) or as dot products with dense weight rows (:data:`LIST_DENSE_ROW_SECONDS` per
+    entry of the dense matrix, twice as wide where a vector sums squares)."""
+    if not dense:
+        return inline_cost(linear) * LIST_ROW_SECONDS
+    width = 2 * linear.d if linear.power is not None else linear.d
+    return width * linear.p * LIST_DENSE_ROW_SECONDS
+
+
 def list_transform_seconds(linear: LinearStage, rows: int) -> float:
-    """Estimated seconds of the ``list_transform`` query on ``rows`` rows (:data:`LIST_BIND_SECONDS`,
-    :data:`LIST_ROW_SECONDS`)."""
-    return inline_cost(linear) * (LIST_BIND_SECONDS + rows * LIST_ROW_SECONDS)
+    """Estimated seconds of the ``list_transform`` query on ``rows`` rows, in the cheaper of its two
+    forms (:data:`LIST_BIND_SECONDS` and :data:`LIST_ROW_SECONDS`; dense rows:
+    :data:`LIST_DENSE_BIND_SECONDS` and :data:`LIST_DENSE_ROW_SECONDS`)."""
+    width = 2 * linear.d if linear.power is not None else linear.d
+    positions = inline_cost(linear) * LIST_BIND_SECONDS + rows * list_row_seconds(linear, dense=False)
+    dense = width * linear.p * LIST_DENSE_BIND_SECONDS + rows * list_row_seconds(linear, dense=True)
+    return dense if list_row_seconds(linear, True) < list_row_seconds(linear, False) else positions
 
 
 def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
     """``auto``'s rule for ``list_transform``: a dense layout of known size on an engine with list
     lambdas (DuckDB), where its estimate (:func:`list_transform_seconds`) is below the inline query's
-    (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term) and below the
-    unnested ``lookup``'s where :func:`prefers_long` would take that.  In effect: tables up to about
-    4,000 rows, at any matrix size."""
+    (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term), below
+    :data:`PAIRS_GAIN` of it where ``pairs`` may be planned, and below the unnested ``lookup``'s where
+    :func:`prefers_long` would take that.  In effect: sparse matrices (by positions) up to about
+    4,000 rows; denser ones (dense rows, ``s = 3`` or ``1``) far beyond (Achlioptas s = 3, d = 500,
+    k = 160 on 20,000 rows: 1.85 s against pairs 1.76 s and inline 2.09 s, estimated 1.78, 1.9 and
+    2.4 s; s = 1, k = 64: 0.83 s against pairs 1.04 s; P-RP m = 10 on 5,000 rows: 4.78 s against
+    inline 16.35 s)."""
     from ..dialects import get_dialect  # late: the dialects package imports the compiler
 
     engine, rows = get_dialect(dialect), source.rows
@@ -340,7 +367,10 @@ def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb
         return False
     linear, terms = projection.linear, inline_cost(projection.linear)
     lists = list_transform_seconds(linear, rows)
-    rivals = [terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)]
+    inline = terms * (TERM_BIND_SECONDS + rows * TERM_ROW_SECONDS)
+    rivals = [inline]
+    if engine.nested_plans and pairs_worth_planning(linear):
+        rivals.append(PAIRS_GAIN * inline)  # the most pairs may cost and still be chosen (planning aside)
     if prefers_long(projection, source, dialect, matrix):
         rivals.append(terms * LOOKUP_BIND_SECONDS + rows * (terms * JOIN_ROW_SECONDS + linear.p * GROUP_ROW_SECONDS))
     return lists < min(rivals)
