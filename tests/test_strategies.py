@@ -246,12 +246,12 @@ def test_stored_projection_keeps_its_pairs_plan(db, monkeypatch):
     db.write_dataframe("t", wide_frame(X))
     calls = _counting_planner(monkeypatch)
     proj = sqlrp.create_projection(db, "p3", "achlioptas", d=50, k=40, seed=1, s=1)
-    api.project(db, "t", "id", "p3", into="out1")
+    api.project(db, "t", "id", "p3", into="out1", strategy="pairs")  # auto takes lists at 30 rows on DuckDB
     assert calls == [1]
     stored = db.fetchall("SELECT count(*), count(DISTINCT node) FROM sqlrp_pairs_entry WHERE projection = 'p3'")[0]
     assert stored[0] > 0 and stored[1] > 40  # 40 outputs plus the partials
     again = sqlrp.load_projection(db, "p3")  # a new object: nothing memoised for it
-    out = api.project(db, "t", "id", again)
+    out = api.project(db, "t", "id", again, strategy="pairs")
     assert calls == [1]  # read from the registry, not planned again
     expected = reference.transform(proj, X)
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-9, atol=1e-12)
@@ -299,7 +299,7 @@ def test_a_plan_made_before_storing_is_stored_once(db, monkeypatch):
 
     monkeypatch.setattr(db, "execute", counting)
     for _ in range(3):
-        out = api.project(db, "t", "id", proj)
+        out = api.project(db, "t", "id", proj, strategy="pairs")  # auto takes lists at 20 rows on DuckDB
     assert sum("DELETE FROM sqlrp_pairs_entry" in sql for sql in statements) == 1  # stored by the first run only
     assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'early'")[0][0] > 0
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9, atol=1e-12)
