@@ -1,20 +1,29 @@
-"""Strategy ``list_transform`` (DuckDB): every linear sum of a row in one lambda over constant index lists.
+"""Strategy ``list_transform`` (DuckDB): every sum of a row in one lambda over constant lists.
 
-Each row's features become one list ``_xs`` (``x``, then ``-x`` for sign matrices, then ``x^2`` and
-``-x^2`` when some vector sums squares, then one ``0.0``); vector ``v``'s sum
-``K[v] = sum_f w_{fv} x_f`` (000 Eq. 2, the linear stage of every method) is then
+Each row's features become one list ``_xs``; vector ``v``'s sum ``K[v] = sum_f w_{fv} x_f`` (000
+Eq. 2, the linear stage of every method) is computed in one of two forms, whichever
+:func:`~.strategies.list_row_seconds` estimates cheaper:
 
-    sign matrices:  K[v] = list_sum(list_select(_xs, I_v))        -- additions only
-    other weights:  K[v] = list_dot_product(list_select(_xs, I_v), W_v)
+- **positions** (sparse matrices): ``_xs = x ++ -x [++ x^2 ++ -x^2] ++ [0.0]`` (the squares where a
+  vector sums them, the negations for sign matrices), and
 
-where ``I_v`` holds 1-based positions in ``_xs`` (``f + 1`` for ``+x_f``, ``d + f + 1`` for
-``-x_f``, the trailing zero for a vector without non-zeros).  All ``p`` index lists travel as **one
-string constant** cast to ``INTEGER[][]`` (``STRUCT(i INTEGER[], w DOUBLE[])[]`` with weights):
-DuckDB parses one string token and casts it once, so the statement binds in a time nearly
-independent of the matrix (PK-RP degree 2, d = 784, k = 160, 89,385 non-zeros: 0.14 s for
-``EXPLAIN``, against 1.45 s for the same lists written as list literals), and the row work is one
-``list_select`` per vector.  It wins on small tables, where binding the ``inline`` query (one sum
-term per non-zero) dominates; the rule is :func:`~.strategies.list_transform_seconds`.
+      sign matrices:  K[v] = list_sum(list_select(_xs, I_v))        -- additions only
+      other weights:  K[v] = list_dot_product(list_select(_xs, I_v), W_v)
+
+  where ``I_v`` holds 1-based positions in ``_xs`` (``f + 1`` for ``+x_f``, ``d + f + 1`` for
+  ``-x_f``, the trailing zero for a vector without non-zeros): about 14 ns per non-zero and row.
+- **dense rows** (denser than about 1 in 12: ``s = 3``, ``s = 1``, Gaussian):
+  ``K[v] = list_dot_product(_xs, W_v)`` with ``_xs = x [++ x^2]`` and ``W_v`` the v-th row of the
+  dense matrix: about 1.1 ns per entry and row.
+
+The combiner's products of sums (000 Eq. 13, 003 Eq. 4.11) are positions as well, into
+``_kw = K ++ [term weights] ++ [0.0]`` (:func:`combiner_constants`).  Every constant travels as
+**one string** cast to a list type (``INTEGER[][]``, ``DOUBLE[][]``, ``STRUCT(i INTEGER[], w
+DOUBLE[])[]``): DuckDB parses one string token and casts it once, so the statement binds in a time
+nearly independent of the matrix (PK-RP degree 2, d = 784, k = 160, 89,385 non-zeros: 0.14 s for
+``EXPLAIN`` of the sums, against 1.45 s for the same lists written as list literals).  It wins on
+small tables, where binding the ``inline`` query (one sum term per non-zero) dominates, and with
+dense rows well beyond; the rule is :func:`~.strategies.prefers_lists`.
 
 NULLs: as with ``lookup`` on an unnested wide table, a NULL feature counts as 0 (``list_sum`` skips
 it; weighted stages map NULL to 0 before ``list_dot_product``, which refuses NULLs) -- reachable
