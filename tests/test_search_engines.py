@@ -94,7 +94,12 @@ def engine_db(request) -> Iterator:
         return
     db = request.getfixturevalue("spark_session_db")
     before = set(db.table_names())
+    registered = "sqlrp_index" in {t.lower() for t in before}  # an earlier test module made the registry
+    indexes = set(sqlrp.list_indexes(db)["name"]) if registered else set()
     yield db
+    if registered:  # the registry outlives the test: forget the indexes it made
+        for name in set(sqlrp.list_indexes(db)["name"]) - indexes:
+            sqlrp.drop_index(db, name)
     for table in set(db.table_names()) - before:  # the session outlives the test: drop what it made
         db.execute(f"DROP TABLE IF EXISTS `{table}`")
 
