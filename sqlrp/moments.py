@@ -3,8 +3,12 @@
 One aggregate pass over the input (in blocks of :data:`BLOCK` columns, so that no statement exceeds
 PostgreSQL's 1,664 select-list entries): ``count(*)`` and, per feature, ``sum(x)``, ``sum(x^2)``,
 ``sum(x^3)``, ``sum(x^4)`` as doubles; the long layout groups by feature (absent entries are zeros and
-add nothing).  :func:`sqlrp.methods.sparsity.difference_kurtosis` turns the sums into ``kappa``; the
-NumPy oracle is :func:`sqlrp.methods.sparsity.kurtosis_of`.
+add nothing).  On DuckDB, whose select unnests lists side by side, a wide or array table is
+unnested into ``(feature, value)`` (``list_value``, ``range``) and grouped likewise: one short
+statement, where the blocks' 2,000 sums of products took 0.27 s to write and 0.40 s to run for a
+200 x 500 table (``bench/small_tables.py``'s profile), most of a small table's projection.
+:func:`sqlrp.methods.sparsity.difference_kurtosis` turns the sums into ``kappa``; the NumPy oracle
+is :func:`sqlrp.methods.sparsity.kurtosis_of`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,17 @@ def moment_queries(d: int, source: Source, dialect: str) -> list[exp.Select]:
         )
         count = exp.select(exp.Count(this=exp.Distinct(expressions=[col(source.id_column)]))).from_(table_ref(source))
         return [per_feature, count]
+    if profile.name == "duckdb":  # (feature, value) pairs, unnested side by side, grouped by feature
+        values = exp.Anonymous(this="list_value", expressions=[as_double(col(f"_x{i}")) for i in range(d)])
+        features = exp.Anonymous(this="range", expressions=[exp.Literal.number(d)])
+        pairs = exp.select(
+            exp.alias_(exp.Unnest(expressions=[features]), "_f", quoted=True),
+            exp.alias_(exp.Unnest(expressions=[values]), "_v", quoted=True),
+        ).from_(dense_source(d, source, profile).subquery("src", copy=False))
+        grouped = exp.select(col("_f"), exp.Count(this=exp.Star()), *_powers(col("_v"))).from_(
+            pairs.subquery("_pairs", copy=False)
+        )
+        return [grouped.group_by(col("_f"))]
     queries = []
     for lo in range(0, d, BLOCK):
         src = dense_source(d, source, profile).subquery("src", copy=False)
@@ -68,6 +83,11 @@ def table_moments(db: Backend, source: Source, d: int) -> tuple[int, np.ndarray]
         n = int(db.fetchall(profile.render(queries[1]))[0][0] or 0)
         return n, sums
     n = 0
+    if profile.name == "duckdb":  # (feature, count, sums..) a row
+        for row in db.fetchall(profile.render(queries[0])):
+            n = int(row[1])
+            sums[:, int(row[0])] = [np.nan if v is None else float(v) for v in row[2:]]
+        return n, sums
     for q, lo in zip(queries, range(0, d, BLOCK), strict=True):
         row = db.fetchall(profile.render(q))[0]
         n = int(row[0] or 0)
