@@ -44,6 +44,7 @@ from .errors import InvalidParameter
 from .evaluation.metrics import cdist, pdist  # scipy on first use
 from .ir import Combiner, LinearStage, Projection
 from .methods.linear import achlioptas, check_dims, resolve_s
+from .methods.sparsity import kurtosis_of
 
 __all__ = [
     "TuneResult",
@@ -114,7 +115,8 @@ def tune_matrix(
     """Tune a d x k sparse sign matrix on the sample ``X`` with DT-RP (002 Section 3, Algorithm 1).
 
     The start is the Achlioptas matrix :func:`sqlrp.methods.linear.achlioptas` draws for the same
-    ``(d, k, s, seed)``, so DT-RP is compared with "its" plain RP run for run.  With ``record`` the
+    ``(d, k, s, seed)``, so DT-RP is compared with "its" plain RP run for run.  ``s="auto"`` is chosen
+    from the sample's kurtosis (:func:`sqlrp.methods.sparsity.choose_s`), as every sparse default is.  With ``record`` the
     loss after every accepted proposal is kept in ``history`` as ``(iteration, loss)``.
     ``cache_mb`` bounds the memory for caching ``D(P[:, c])`` of all k columns (``8 k n (n-1) / 2``
     bytes: 200 MB at n = 500, k = 200); above it each proposal recomputes ``D(P[:, c])``.  Either way
@@ -126,7 +128,7 @@ def tune_matrix(
     check_dims(d, k)
     if int(iterations) != iterations or iterations < 0:
         raise InvalidParameter(f"iterations must be a whole number >= 0, got {iterations}")
-    s_val = resolve_s(s, d)
+    s_val = resolve_s(s, d, kurtosis_of(X) if isinstance(s, str) else None)  # auto: from the sample
     scale = math.sqrt(s_val) / math.sqrt(k)
     dx, w, m = _pair_weights(X)
     R = achlioptas(d, k, s=s_val, seed=seed).linear.dense()
@@ -227,7 +229,7 @@ def best_of_n(
     check_dims(d, k)
     if n is None and time_budget is None:
         raise InvalidParameter("best_of_n needs n draws or a time budget")
-    s_val = resolve_s(s, d)
+    s_val = resolve_s(s, d, kurtosis_of(X) if isinstance(s, str) else None)  # auto: from the sample
     scale = math.sqrt(s_val) / math.sqrt(k)
     X = _check_sample(X)
     dx, w, m = _pair_weights(X)

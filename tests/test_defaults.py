@@ -157,3 +157,18 @@ def test_evaluate_uses_the_projections_kernel(tmp_path, capsys):
         report = sqlrp.evaluate(db, "t", "id", "pk", sample=150, queries=50)
         assert report.metrics["kernel"]["degree"] == 2
         assert report.metrics["distortion_mean"] == pytest.approx(default, rel=1e-5)  # printed rounded
+
+
+def test_dtrp_sparsity_from_the_sample_kurtosis():
+    """DT-RP's ``s="auto"`` follows the same rule on its sample: sparse binary rows (kurtosis ~26) get
+    a much denser matrix than a Gaussian sample (kurtosis 3), and both at most ``sqrt(d)``."""
+    from sqlrp.methods.sparsity import choose_s
+    from sqlrp.tuning import tune_matrix
+
+    rng = np.random.default_rng(0)
+    binary = (rng.random((120, 400)) < 0.02).astype(np.float64)
+    got = tune_matrix(binary, 16, iterations=0)
+    assert got.s == choose_s(400, kurtosis_of(binary)) < np.sqrt(400)
+    gaussian = rng.standard_normal((120, 400))
+    dense = tune_matrix(gaussian, 16, iterations=0).s
+    assert dense == choose_s(400, kurtosis_of(gaussian)) and 3 * got.s < dense <= np.sqrt(400)
