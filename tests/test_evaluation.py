@@ -230,7 +230,7 @@ def test_duplicate_rows_are_excluded_not_divided_by(digits):
 def test_best_of_n_keeps_the_lowest_loss(digits):
     X = digits[:80]
     res = best_of_n(X, 10, n=8, seed=2)
-    losses = [dtrp_loss(X, achlioptas(64, 10, seed=2 + i).linear.dense(), res.s) for i in range(8)]
+    losses = [dtrp_loss(X, achlioptas(64, 10, s=res.s, seed=2 + i).linear.dense(), res.s) for i in range(8)]
     assert math.isclose(res.loss, min(losses), rel_tol=1e-9)
     assert res.iterations == 8
 
