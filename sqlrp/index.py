@@ -647,9 +647,8 @@ def search(
         if exact
         else search_select(idx.layout, queries, dialect, top, C, P)
     )
-    pinned = contextlib.nullcontext() if exact else _joins_as_written(db, dialect)
     if into is None:
-        with db.transaction(), pinned:
+        with db.transaction():
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             frame = db.query_df(dialect.render(select))
@@ -668,7 +667,7 @@ def search(
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
-        with staged(db, queries, into, exists) as stage, pinned:
+        with staged(db, queries, into, exists) as stage:
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             db.execute(_create(dialect, output_table(queries, stage), select))
@@ -681,33 +680,10 @@ def search(
             )
         if exists:
             db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
-        with pinned:
-            for statement in dialect.local_settings(src):
-                db.execute(statement)
-            db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
+        for statement in dialect.local_settings(src):
+            db.execute(statement)
+        db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
     return None
-
-
-@contextlib.contextmanager
-def _joins_as_written(db: Backend, dialect: SqlrpDialect):  # noqa: ANN202
-    """Run the search with each join's sides as :func:`~sqlrp.search.search_select` writes them, where
-    the dialect names the setting that does so (DuckDB: the right side is the hash table), and put the
-    setting back as it was, whatever happens."""
-    pin = dialect.join_sides_setting
-    if pin is None:
-        yield
-        return
-    setting, optimizer = pin
-    before = str(db.fetchall(f"SELECT current_setting('{setting}')")[0][0] or "")
-    names = [n.strip() for n in before.split(",") if n.strip()]
-    if optimizer in names:
-        yield
-        return
-    db.execute(f"SET {setting} = {dialect.render(exp.Literal.string(','.join([*names, optimizer])))}")
-    try:
-        yield
-    finally:
-        db.execute(f"SET {setting} = {dialect.render(exp.Literal.string(before))}" if before else f"RESET {setting}")
 
 
 def _query_source(

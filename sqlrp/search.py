@@ -571,8 +571,9 @@ def search_select(
         this=_p(exp.Add(this=col(NX, "i"), expression=col("_nq", "pr"))),
         expression=exp.Mul(this=exp.Literal.number(2), expression=_p(inner)),
     )
-    # the index's rows joined to the probes as written (the rows on the right: the side DuckDB builds
-    # its hash table on when the dialect pins join sides; see SqlrpDialect.join_sides_as_written)
+    # the index's rows joined to the probes: the engine picks the sides.  (Pinning DuckDB's hash table
+    # to the rows, so that a pair copies a row's 7 columns rather than a probe's 13, made that join
+    # one thread: 3.0-3.7 s against 1.9-2.2 s for 200 queries at P = 126, C = 200 on 1M rows.)
     estimated = (
         _select(
             col("_qid", "pr"),

@@ -116,8 +116,8 @@ def tune_matrix(
 
     The start is the Achlioptas matrix :func:`sqlrp.methods.linear.achlioptas` draws for the same
     ``(d, k, s, seed)``, so DT-RP is compared with "its" plain RP run for run.  ``s="auto"`` is chosen
-    from the sample's kurtosis (:func:`sqlrp.methods.sparsity.choose_s`), as every sparse default is.  With ``record`` the
-    loss after every accepted proposal is kept in ``history`` as ``(iteration, loss)``.
+    from the sample's kurtosis (:func:`sqlrp.methods.sparsity.choose_s`), as every sparse default is.
+    With ``record`` the loss after every accepted proposal is kept in ``history`` as ``(iteration, loss)``.
     ``cache_mb`` bounds the memory for caching ``D(P[:, c])`` of all k columns (``8 k n (n-1) / 2``
     bytes: 200 MB at n = 500, k = 200); above it each proposal recomputes ``D(P[:, c])``.  Either way
     the result is the same.

@@ -474,26 +474,6 @@ def test_cli_index_search_evaluate_and_drop(tmp_path, capsys):
     db.close()
 
 
-def test_join_sides_pinned_for_the_search_and_put_back(duck):
-    """DuckDB searches with each join's sides as written, and the session's own setting comes back
-    after the search, after a search into a table, and after a failed one."""
-    X, Q, exact = indexed_embeddings(duck, 6)
-    setting = "SELECT current_setting('disabled_optimizers')"
-    before = duck.fetchall(setting)[0][0]  # the backend's own choice (see backends/duckdb.py)
-    assert "build_side_probe_side" not in before
-    sqlrp.search(duck, "eidx", "eq", "qid", top=10)
-    assert duck.fetchall(setting)[0][0] == before
-    duck.execute("SET disabled_optimizers = 'top_n'")
-    got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=40, probes=5)
-    assert duck.fetchall(setting)[0][0] == "top_n"
-    same_ranks(got, replay(duck, "eidx", X, np.arange(2000), Q, np.arange(100), 10, 40, 5))
-    sqlrp.search(duck, "eidx", "eq", "qid", top=10, into="found")
-    assert duck.fetchall(setting)[0][0] == "top_n" and duck.fetchall("SELECT count(*) FROM found")[0][0] == 1000
-    with pytest.raises(ProjectionExists):
-        sqlrp.search(duck, "eidx", "eq", "qid", top=10, into="found")
-    assert duck.fetchall(setting)[0][0] == "top_n"
-
-
 def test_an_index_of_another_format_is_refused(duck):
     """An index whose rows lack what this version's estimate reads is refused with the rebuild line."""
     indexed_embeddings(duck, 7)

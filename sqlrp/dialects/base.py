@@ -87,9 +87,6 @@ class SqlrpDialect:
     # bits of a stored code word of a search index: 64 (BIGINT) everywhere, more where the engine has
     # a wider integer that AND and its bit count take (fewer columns joined and ANDed per pair)
     code_word_bits = 64
-    # (setting, value) that makes the engine keep each join's sides as written (the right side the hash
-    # table), set for a search and put back after it; None where the planner's own choice stands
-    join_sides_setting: tuple[str, str] | None = None
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
     def array_source(self, column: exp.Expression) -> exp.Expression:

@@ -37,16 +37,9 @@ class DuckDBDialect(SqlrpDialect):
     # https://duckdb.org/docs/stable/sql/dialect/keywords_and_identifiers: resolution is case-insensitive
     quoted_case_fold = "ascii"
     executes = True
-    # A search joins ~150 probed rows of codes to each (query, list) probe.  DuckDB builds its hash
-    # table on the smaller input, the probes, and then copies their 16 plane words into every one of
-    # the 29.7M pairs (200 queries, 1M rows, 126 probes): join and estimate 18.5 CPU-s.  Built on the
-    # codes instead, as search_select writes the join, 5.1 CPU-s (/tmp probe, loaded machine; the
-    # bench's figures are in README).  "SET disabled_optimizers = 'build_side_probe_side'": the right
-    # side of each JOIN is the build side (https://duckdb.org/docs/stable/guides/performance/join_operations)
-    join_sides_setting = ("disabled_optimizers", "build_side_probe_side")
     # HUGEINT code words: bit_count and & take them (https://duckdb.org/docs/stable/sql/functions/numeric);
-    # 2 words a row for 256 bits instead of 4: join and estimate of 29.7M pairs 4.3 s against 6.2 s
-    # (/tmp probe, loaded machine)
+    # 2 words a row for 256 bits instead of 4: the join and estimate of 29.7M (query, row) pairs
+    # (200 queries, 1M rows, 126 probes) took 4.3 s against 6.2 s (a throw-away probe, loaded machine)
     code_word_bits = 128
 
     def popcount(self, word: exp.Expression) -> exp.Expression:
