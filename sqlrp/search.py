@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
-from .compiler import Source, col, dense_source, number
+from .compiler import Source, col, dense_source, number, table_ref
 from .compiler.nodes import balanced
 from .dialects import SqlrpDialect
 from .errors import InvalidParameter
@@ -181,6 +181,23 @@ def _with_vector(select: exp.Select, d: int, dialect: SqlrpDialect, prefix: str 
     return _select(exp.Star(), exp.alias_(vector, "_vec", quoted=True, copy=False)).from_(
         select.subquery("_v", copy=False)
     )
+
+
+def _rerank_rows(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
+    """``(_id, .., _vec)``: the table's rows as the exact re-rank reads them.  An array column of
+    Euclidean rows is cast whole to the engine's vector where it can be (DuckDB), rather than read
+    element by element through :func:`feature_rows`: the same values (NULLs are refused by the
+    source check, or read as zeros: that, standardising and groups take the element path)."""
+    src, d = layout.source, layout.d
+    plain = src.layout == "array" and layout.metric == "euclidean" and src.nulls == "error"
+    whole = dialect.whole_vector(col(src.array_column), d) if plain and not src.standardize else None
+    if whole is None or src.group_column is not None:
+        return _with_vector(feature_rows(src, d, dialect, layout.metric), d, dialect)
+    select = _select(
+        exp.alias_(col(src.id_column), "_id", quoted=True, copy=False),
+        exp.alias_(whole, "_vec", quoted=True, copy=False),
+    ).from_(table_ref(src), copy=False)
+    return select.where(src.row_filter.copy(), copy=False) if src.row_filter is not None else select
 
 
 def _distance_key(d: int, dialect: SqlrpDialect, left: str, right: str, right_prefix: str) -> exp.Expression:
@@ -584,7 +601,7 @@ def search_select(
         .join(layout.rows.copy().as_("i"), on=col(LIST, "i").eq(col("_list", "pr")), copy=False)
     )
     best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id", tie_break=False)
-    x = _with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
+    x = _rerank_rows(layout, dialect)
     rr = (
         _select(
             _named("_qid", "t"),

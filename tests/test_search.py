@@ -269,6 +269,27 @@ def test_array_layout(duck):
     same_ranks(got, replay(duck, "aidx", X, np.arange(200), Q, np.arange(10), 3, 20, 3))
 
 
+def test_float_array_column_re_ranked_whole(duck):
+    """A ``FLOAT[d]`` column (how embeddings are stored) is re-ranked by one cast of the column to
+    ``DOUBLE[d]``, with the values element-by-element reading gives: the oracle's ranks and distances."""
+    from sqlrp.dialects import get_dialect
+    from sqlrp.index import _query_source
+    from sqlrp.search import search_select
+
+    both = embedding_like(330, 9, d=16).astype(np.float32).astype(np.float64)
+    X, Q = both[:300], both[300:]
+    duck.write_dataframe("farr", array_frame(X))
+    duck.write_dataframe("fq", array_frame(Q).rename(columns={"id": "qid"}))
+    for table in ("farr", "fq"):
+        duck.execute(f"CREATE TABLE {table}_f AS SELECT * REPLACE (CAST(x AS FLOAT[16]) AS x) FROM {table}")
+    idx = sqlrp.build_index(duck, "farr_f", "id", "fidx", lists=6, layout="array", array_column="x")
+    got = sqlrp.search(duck, "fidx", "fq_f", "qid", top=5, candidates=30, probes=3)
+    same_ranks(got, replay(duck, "fidx", X, np.arange(300), Q, np.arange(30), 5, 30, 3))
+    dialect = get_dialect("duckdb")
+    sql = dialect.render(search_select(idx.layout, _query_source(duck, idx, "fq_f", "qid", None, None), dialect))
+    assert 'CAST("x" AS DOUBLE[16])' in sql
+
+
 # ----------------------------------------------------------------------------------------------
 # an index that knows its table (issue 26)
 

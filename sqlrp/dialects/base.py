@@ -134,6 +134,11 @@ class SqlrpDialect:
         (:meth:`vector_distance`), or None where sums over the columns are the way."""
         return None
 
+    def whole_vector(self, array: exp.Expression, d: int) -> exp.Expression | None:
+        """An array column of ``d`` numbers as one :meth:`vector`, in one cast, or None where its
+        elements are read one by one (:meth:`vector` of the elements)."""
+        return None
+
     def vector_distance(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
         """The Euclidean distance of two :meth:`vector` values."""
         raise self.refuse("no native vector distance")
