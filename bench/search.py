@@ -182,6 +182,7 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
         {
             max(1, index.probes // 2),
             index.probes,
+            min(index.lists, 3 * index.probes // 2),
             min(index.lists, 2 * index.probes),
             min(index.lists, 4 * index.probes),
         }
