@@ -16,7 +16,7 @@ coordinate, which changes no estimate measurably and makes integer data's sums e
 **Codes** (RaBitQ, Section 3).  With ``H`` the randomized Hadamard rotation (:mod:`sqlrp.rotation`),
 ``y = H(x)`` and ``t = H(c)`` for the row's centroid ``c``, the row keeps
 
-    bits  b_j = [y_j > t_j]                         (D bits in D/64 BIGINT words)
+    bits  b_j = [y_j > t_j]                         (D bits in BIGINT words; INT128 on DuckDB)
     nx    = |x - c|^2                               (its residual's squared norm, on the features)
     g     = nx / sum_j |y_j - t_j|                  (|o|^2 / |o|_1 of the rotated residual o = y - t)
     ones  = sum_j b_j
