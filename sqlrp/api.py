@@ -382,12 +382,13 @@ def project(
             length = p.projection.k if p.output.form == "array" else None
             check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
-    compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block)
+    compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block, bind=db.binds_constants)
     if into is not None and files.output_format(into) is not None:
         return write_file(db, p, into, compile_opts, replace, check, progress)
     if into is None:
         statements = compile_statements(
-            p.projection, p.source, db.dialect, p.output, ordered=ordered, pretty=False, **compile_opts
+            p.projection, p.source, db.dialect, p.output, ordered=ordered, pretty=False,
+            **{**compile_opts, "bind": compile_opts["bind"] and not chunk_rows},  # chunks outlive run()
         )
         if chunk_rows:
             if statements.setup:
@@ -452,7 +453,8 @@ def project(
             kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
             db.execute(dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
         if view:
-            db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **compile_opts))
+            text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # a view outlives the bound constants
+            db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **text_opts))
         else:
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
             written(into)

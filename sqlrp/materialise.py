@@ -31,11 +31,13 @@ T = TypeVar("T")
 
 def run(db: Backend, statements: Statements, action: Callable[[str], T]) -> T:
     """Run ``statements.setup``, then ``action(statements.main)``, then the cleanup -- also after a
-    failure, when its own errors are ignored so that the first error is the one raised."""
+    failure, when its own errors are ignored so that the first error is the one raised.  The
+    statements' bound constants are registered meanwhile (``Backend.bound``)."""
     try:
-        for sql in statements.setup:
-            db.execute(sql)
-        result = action(statements.main)
+        with db.bound(statements.constants):
+            for sql in statements.setup:
+                db.execute(sql)
+            result = action(statements.main)
     except BaseException:
         for sql in statements.cleanup:
             with contextlib.suppress(Exception):
@@ -105,7 +107,8 @@ def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) 
         run(db, statements, db.execute)
         return
     staging = f"_sqlrp_staging_{uuid.uuid4().hex[:12]}"
-    db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=staging, temporary=True, **compile_opts))
+    text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # SQL text stands alone
+    db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=staging, temporary=True, **text_opts))
     names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
     target = exp.Schema(this=output_table(p.source, into), expressions=names)
     copy = exp.select(*[exp.Column(this=n.copy()) for n in names]).from_(exp.Table(this=ident(staging)))

@@ -712,3 +712,34 @@ def test_list_transform_is_refused_where_it_does_not_apply():
     for engine in ("postgres", "sqlite", "clickhouse", "spark"):
         with pytest.raises(EngineLimit, match=f"{engine}: the list_transform strategy needs list lambdas"):
             choose(proj, wide, engine, "list_transform")
+
+
+@pytest.mark.parametrize("method, params", [("p-rp", {"m": 4, "s": 3}), ("gaussian", {})])
+def test_dense_rows_bound_to_the_statement_equal_numpy(method, params):
+    """DuckDB's ``list_transform`` with dense weight rows: executed, the matrix is read from a relation
+    registered while the statement runs (no string literal, none left registered after); as text
+    (``compile``), the literal.  Both equal the NumPy reference."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 20))
+    db = sqlrp.connect()
+    db.write_dataframe("t", wide_frame(X))
+    proj = sqlrp.create_projection(db, "dense", method, d=20, k=6, seed=2, **params)
+    columns = [f"f{i}" for i in range(20)]
+    source = Source("t", "id", "wide", columns)
+    assert lists_module.dense_rows(proj.linear)
+    bound = sqlrp.compiler.compile_statements(proj, source, "duckdb", strategy="list_transform", bind=True)
+    assert len(bound.constants) == 1 and "DOUBLE[][]" not in bound.main
+    (name, W), = bound.constants.items()
+    assert name in bound.main and W.shape == (proj.linear.p, 20)
+    text = compile_sql(proj, source, "duckdb", strategy="list_transform")
+    assert "DOUBLE[][]" in text and "_sqlrp_w_" not in text
+    want = reference.transform(proj, X)
+    names = [f"p{j}" for j in range(6)]
+    out = api.project(db, "t", "id", "dense", strategy="list_transform", columns=columns)
+    _close(out[names].to_numpy(), want)
+    api.project(db, "t", "id", "dense", strategy="list_transform", columns=columns, into="o")
+    stored = np.array(db.fetchall(f'SELECT {", ".join(names)} FROM "o" ORDER BY "id"'))
+    _close(stored, want)
+    _close(np.array(db.fetchall(text.rstrip().rstrip(";") + ' ORDER BY "id"'))[:, 1:], want)
+    left = db.fetchall("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '_sqlrp_w_%'")
+    assert left == [(0,)]

@@ -51,6 +51,7 @@ class Backend(ABC):
     reports_progress = False  # the engine reports a running statement's progress (execute_watched)
     transactional = True  # statements inside ``transaction()`` commit or roll back together
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
+    binds_constants = False  # statements may read dense matrices from relations registered by bound()
 
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
@@ -61,6 +62,14 @@ class Backend(ABC):
         ``reports_progress``); by default only once, with 100, when it is done."""
         self.execute(sql)
         report(100.0)
+
+    @contextlib.contextmanager
+    def bound(self, constants: dict[str, Any]) -> Iterator[None]:
+        """Register ``constants`` (name -> 2-D array) as relations ``(_r, c0 .. c{d-1})`` while the
+        block runs (:func:`sqlrp.compiler.lists.binding`); only backends with ``binds_constants``."""
+        if constants:
+            raise NotImplementedError(f"{type(self).__name__} does not bind constants")
+        yield
 
     def lock(self, key: str) -> None:
         """Wait for, then hold until the current transaction ends, an exclusive lock named ``key``

@@ -85,6 +85,19 @@ class DuckDBBackend(Backend):
         self.con.execute(sql, params) if params is not None else self.con.execute(sql)
 
     reports_progress = True
+    binds_constants = True
+
+    @contextlib.contextmanager
+    def bound(self, constants: dict[str, Any]) -> Iterator[None]:
+        """Each matrix as a registered relation ``(_r, c0 .. c{d-1})`` (NumPy columns, no copy through
+        Python objects) for the block's statements: :func:`sqlrp.compiler.lists.binding`."""
+        for name, W in constants.items():
+            self.con.register(name, {"_r": np.arange(len(W)), **{f"c{i}": W[:, i].copy() for i in range(W.shape[1])}})
+        try:
+            yield
+        finally:
+            for name in constants:
+                self.con.unregister(name)
 
     def execute_watched(self, sql: str, report: Callable[[float], None], every: float = 0.25) -> None:
         """Run ``sql`` on a worker thread (DuckDB releases the GIL) and poll ``query_progress()``.

@@ -29,6 +29,7 @@ from ..errors import EngineLimit, InvalidParameter, refuse_nul
 from ..ir import Composed, LinearStage, Projection
 from .layout import LAYOUTS, Output, Source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
+from .lists import binding
 from .nodes import Inputs, SignedSum, gc_paused
 from .strategies import LONG_STRATEGIES, best_mailman, best_pairs, choose, planner_seconds
 
@@ -627,10 +628,35 @@ def compile_statements(
     insert: bool = False,
     temporary: bool = False,
     ordered: bool = False,
+    bind: bool = False,
 ) -> Statements:
     """The projection as statements within the engine's limits: one, or -- for a linear projection
     too large for one statement -- blocks of outputs staged in tables and joined on the id
-    (:mod:`.limits`).  Raises :class:`~sqlrp.errors.EngineLimit` naming the engine otherwise."""
+    (:mod:`.limits`).  Raises :class:`~sqlrp.errors.EngineLimit` naming the engine otherwise.
+    ``bind``: dense weight matrices go in ``Statements.constants`` instead of the text
+    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.materialise.run` does)."""
+    with binding(bind and not view) as bound:
+        statements = _statements(
+            projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary, ordered
+        )
+    return dataclasses.replace(statements, constants=bound) if bound else statements
+
+
+def _statements(
+    projection: Projection | Composed,
+    source: Source,
+    dialect: str | SqlrpDialect,
+    output: Output | None,
+    into: str | None,
+    view: bool,
+    matrix: str,
+    pretty: bool,
+    strategy: str,
+    block: int | None,
+    insert: bool,
+    temporary: bool,
+    ordered: bool,
+) -> Statements:
     dialect = get_dialect(dialect)
     output = output or Output()
     source, output = fold_names(source, output, dialect)

@@ -71,11 +71,14 @@ def check(dialect, statement: exp.Expression, sql: str) -> str:  # noqa: ANN001 
 @dataclass
 class Statements:
     """What to run: ``setup`` (staging tables), then ``main`` (a SELECT, or the CREATE/INSERT),
-    then ``cleanup`` (dropping the staging tables, also after a failure)."""
+    then ``cleanup`` (dropping the staging tables, also after a failure).  ``constants``: dense
+    matrices the statements read from relations of these names, registered while they run
+    (:func:`sqlrp.compiler.lists.binding`; only for backends with ``binds_constants``)."""
 
     main: str
     setup: list[str] = field(default_factory=list)
     cleanup: list[str] = field(default_factory=list)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
 
     def script(self) -> str:
         return ";\n\n".join([*self.setup, self.main, *self.cleanup]).rstrip(";") + ";"
