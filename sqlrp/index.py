@@ -109,10 +109,11 @@ class Index:
 
 
 def default_candidates(top: int) -> int:
-    """``C``: the rows re-ranked exactly per query by default, ``20 * top``.  On the embedding-like
-    1,000,000 x 128 table at the default probes, C = 100 / 200 / 400 gave Recall@10 0.871 / 0.922 /
-    0.940 in 10.44 / 12.39 / 13.58 s (``PYTHONPATH=. python bench/search.py``)."""
-    return 20 * top
+    """``C``: the rows re-ranked exactly per query by default, ``30 * top``.  On the embedding-like
+    1,000,000 x 128 table (1,000 lists, 1,000 queries), 84 probes and C = 200 / 300 gave Recall@10
+    0.942 / 0.956; 80 probes, C = 300, 0.953 (``/tmp`` probes of 2026-11-25 beside
+    ``PYTHONPATH=. python bench/search.py``, whose grid measures them again)."""
+    return 30 * top
 
 
 def _check_engine(db: Backend) -> SqlrpDialect:
@@ -614,7 +615,7 @@ def search(
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
 
     Each query probes its ``probes`` nearest lists (default: the index's), ranks their rows by the
-    codes' distance estimate, and re-ranks the ``candidates`` best (default ``20 * top``) exactly on
+    codes' distance estimate, and re-ranks the ``candidates`` best (default ``30 * top``) exactly on
     the table's current rows.  Recall rises with both.  The query table holds the index's feature
     columns (or array column) and its own id column.  The index is checked against its table first
     (:func:`check_fresh`; ``strict=True`` refuses a stale index).
