@@ -170,7 +170,7 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
     line(
         rows,
         "sqlrp DuckDB",
-        f"defaults (P {index.probes}, C {20 * K})",
+        f"defaults (P {index.probes}, C {sqlrp.index.default_candidates(K)})",
         recall_at_k(ids, truth),
         seconds,
         build,
@@ -181,14 +181,14 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
     grid_p = sorted(
         {
             max(1, index.probes // 2),
+            max(1, 3 * index.probes // 4),
             index.probes,
             min(index.lists, 3 * index.probes // 2),
             min(index.lists, 2 * index.probes),
-            min(index.lists, 4 * index.probes),
         }
     )
     for probes in grid_p if not args.smoke else [index.probes, index.lists]:
-        for c in (100, 200, 400, 800) if not args.smoke else (20, 100):
+        for c in (100, 200, 300, 400, 800) if not args.smoke else (20, 100):
             ids, seconds = sqlrp_search(db, len(Q), probes=probes, candidates=c)
             line(
                 rows,
