@@ -1,0 +1,318 @@
+"""MkDocs hook: the pages that are read off the code at build time, so that they cannot drift from it.
+
+- ``reference/cli.md``: ``sqlrp --help`` and ``sqlrp <command> --help`` of every command that
+  ``sqlrp --help`` lists, as the installed CLI prints them (``sqlrp.cli.main``, 100 columns).
+- ``reference/engines.md``: every engine profile in ``sqlrp/dialects/`` (each
+  :class:`~sqlrp.dialects.base.SqlrpDialect` subclass a dialect file defines, as
+  ``sqlrp.dialects.get_dialect(name)`` returns it), its features and limits, with the meaning of
+  each attribute taken from the comments of ``sqlrp/dialects/base.py``.
+- ``reference/modules.md``: every module of the ``sqlrp`` package with the first paragraph of its
+  docstring, read with :mod:`ast` (nothing imported).
+
+Registered in ``mkdocs.yml`` under ``hooks:``; MkDocs calls :func:`on_files` before it builds the nav.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import inspect
+import io
+import os
+import pkgutil
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+WIDTH = "100"  # columns argparse wraps --help at
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # document the working tree's sqlrp, as mkdocstrings (paths: [.]) does
+    sys.path.insert(0, str(ROOT))
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated pages to the site's files (before the nav is read, so it may name them)."""
+    for path, text in (
+        ("reference/cli.md", cli_page()),
+        ("reference/engines.md", engines_page()),
+        ("reference/methods.md", methods_page()),
+        ("reference/modules.md", modules_page()),
+    ):
+        files.append(File.generated(config, path, content=text))
+    return files
+
+
+def on_page_markdown(markdown: str, page: object, config: MkDocsConfig, files: Files) -> str:
+    """The API reference gains every name of ``sqlrp.__all__`` that its sections do not list."""
+    if page.file.src_uri != "reference/api.md":
+        return markdown
+    import sqlrp
+
+    listed = {name.rsplit(".", 1)[-1] for name in re.findall(r"^::: ([\w.]+)", markdown, re.M)}
+    missing = [name for name in sqlrp.__all__ if name not in listed]
+    if not missing:
+        return markdown
+    return markdown + "\n\n## Other names\n\n" + "\n\n".join(f"::: sqlrp.{name}" for name in missing) + "\n"
+
+
+# ---------------------------------------------------------------- the CLI reference
+
+
+def help_text(*argv: str) -> str:
+    """What ``sqlrp *argv --help`` prints, from the CLI's own entry point."""
+    from sqlrp.cli import main
+
+    saved = {key: os.environ.get(key) for key in ("COLUMNS", "NO_COLOR")}
+    os.environ.update(COLUMNS=WIDTH, NO_COLOR="1")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            main([*argv, "--help"])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    text = out.getvalue().rstrip()
+    if not text.startswith("usage:"):
+        raise RuntimeError(f"sqlrp {' '.join(argv)} --help printed no usage:\n{text}")
+    return text
+
+
+def commands(top: str) -> list[str]:
+    """The commands ``sqlrp --help`` lists, in its order (argparse's ``{a,b,c}``)."""
+    found = re.search(r"\{([a-z0-9_,-]+)\}", top)
+    if not found:
+        raise RuntimeError(f"no commands in sqlrp --help:\n{top}")
+    return found.group(1).split(",")
+
+
+def cli_page() -> str:
+    top = help_text()
+    lines = [
+        "# CLI reference",
+        "",
+        "Generated when the site is built, from `sqlrp --help` and `sqlrp COMMAND --help` of the installed",
+        "CLI: what is here is what the command takes. The [command-line guide](../guide/cli.md) shows them in use.",
+        "",
+        "## sqlrp",
+        "",
+        "```text",
+        top,
+        "```",
+        "",
+    ]
+    for name in commands(top):
+        lines += [f"## sqlrp {name}", "", "```text", help_text(name), "```", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the engines table
+
+
+def profiles() -> list[object]:
+    """One profile per dialect file's class, as ``get_dialect`` returns it, in the files' order."""
+    import sqlrp.dialects as package
+    from sqlrp.dialects import get_dialect
+    from sqlrp.dialects.base import SqlrpDialect
+
+    found: dict[str, object] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, SqlrpDialect) and cls is not SqlrpDialect and cls.__module__ == module.__name__:
+                profile = get_dialect(cls.name)
+                found.setdefault(profile.name, profile)
+    ordered = sorted(found.values(), key=lambda p: (not p.executes, p.name != "duckdb", p.name))
+    return [*ordered, get_dialect("oracle")]  # a dialect sqlglot knows and sqlrp has no profile of
+
+
+def attribute_notes() -> dict[str, str]:
+    """``attribute -> meaning``: the comments above and beside each attribute of the base profile."""
+    from sqlrp.dialects.base import SqlrpDialect
+
+    notes: dict[str, str] = {}
+    above: list[str] = []
+    for line in inspect.getsource(SqlrpDialect).splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("# ----"):
+            above = []
+        elif stripped.startswith("#"):
+            above.append(stripped.lstrip("# "))
+        elif match := re.match(r"^    (\w+)\s*(?::[^=]*)?=\s*[^#]*?(?:#\s*(.*))?$", line):
+            text = " ".join([*above, match.group(2) or ""]).strip()
+            if text:
+                notes[match.group(1)] = text
+            above = []
+        else:
+            above = []
+    return notes
+
+
+def _searchable(profile: object) -> bool:
+    """True if the engine has the bit count and row hash that similarity search needs."""
+    from sqlglot import exp
+
+    from sqlrp.errors import SqlrpError
+
+    try:
+        profile.popcount(exp.column("w"))
+        profile.row_hash([exp.column("a")])
+    except SqlrpError:
+        return False
+    return True
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"`{value}`"
+
+
+FEATURES = [
+    "executes",
+    "arrays",
+    "array_base",
+    "float32",
+    "transactional",
+    "filter_clause",
+    "ordered_array_agg",
+    "values_column_names",
+    "nested_plans",
+    "wide_as_long",
+    "list_lambdas",
+    "select_unnest",
+    "code_word_bits",
+    "identifier_case",
+    "quoted_case_fold",
+]
+LIMITS = [
+    "max_columns",
+    "max_statement_bytes",
+    "max_ast_nodes",
+    "max_expression_depth",
+    "max_plan_optimizations",
+    "max_identifier_bytes",
+    "split_statement_bytes",
+    "table_name_pattern",
+]
+
+
+def _label(profile: object) -> str:
+    return f"`{profile.name}`" if profile.name != "oracle" else "other"
+
+
+def _table(rows: list[object], attributes: dict[str, object]) -> list[str]:
+    """One row per attribute, one column per engine (``attributes``: name -> value of a profile)."""
+    lines = ["| | " + " | ".join(_label(p) for p in rows) + " |", "|---|" + "---|" * len(rows)]
+    for attribute, value in attributes.items():
+        lines.append(f"| [`{attribute}`](#{attribute}) | " + " | ".join(_cell(value(p)) for p in rows) + " |")
+    return lines
+
+
+def _getter(attribute: str) -> object:
+    return lambda profile: getattr(profile, attribute)
+
+
+def engines_page() -> str:
+    rows = profiles()
+    notes = attribute_notes()
+    notes["search"] = (
+        "the engine has the bit count and the row hash that a [similarity search](../guide/search.md) needs "
+        "(`popcount` and `row_hash` of its profile)"
+    )
+    lines = [
+        "# Engines table",
+        "",
+        "Generated when the site is built from each engine's profile: the classes of `sqlrp/dialects/*.py`,",
+        "read through `sqlrp.dialects.get_dialect(name)`. A profile is what the compiler asks before it",
+        "emits SQL (see [Engines](../guide/engines.md)); `-` means no limit that sqlrp knows of. The column",
+        "`other` is what `sqlrp compile --dialect X` uses for a sqlglot dialect sqlrp has no profile of",
+        "(here `oracle`): the portable constructs only.",
+        "",
+        "## Features",
+        "",
+        *_table(rows, {"search": _searchable, **{a: _getter(a) for a in FEATURES}}),
+        "",
+        "## Limits",
+        "",
+        *_table(rows, {a: _getter(a) for a in LIMITS}),
+        "",
+        "## What each attribute means",
+        "",
+        "From the comments of `sqlrp/dialects/base.py`, where each default is set; each dialect file gives",
+        "the source (the engine's documentation, or a measurement) of the values it changes.",
+        "",
+    ]
+    for attribute in ["search", *FEATURES, *LIMITS]:
+        lines += [f"### `{attribute}` {{#{attribute}}}", "", notes.get(attribute, "(no comment in base.py)"), ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the methods
+
+
+def methods_page() -> str:
+    """Every ``--method`` of ``sqlrp.methods.METHODS``, its generator's docstring."""
+    from sqlrp.methods import METHODS
+
+    lines = [
+        "# Methods reference",
+        "",
+        "Generated when the site is built: every name `--method` (and `method=`) takes, from",
+        "`sqlrp.methods.METHODS`, with the docstring of the function that draws its matrix. The",
+        "[methods guide](../guide/methods.md) says which to use; DT-RP is [`sqlrp.tune`](api.md#sqlrp.tune).",
+        "",
+    ]
+    for name, function in METHODS.items():
+        lines += [
+            f"## `{name}`",
+            "",
+            f"::: {function.__module__}.{function.__qualname__}",
+            "    options:",
+            "      heading_level: 3",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the code's layout
+
+
+def _first_paragraph(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def modules_page() -> str:
+    root = ROOT / "sqlrp"
+    lines = [
+        "# Modules",
+        "",
+        "Generated when the site is built: every module of the `sqlrp` package, with the first paragraph",
+        "of its docstring. The [API reference](api.md) documents the public functions.",
+        "",
+        "| module | what it holds |",
+        "|---|---|",
+    ]
+    for path in sorted(root.rglob("*.py"), key=lambda p: (len(p.relative_to(root).parts), str(p))):
+        if "__pycache__" in path.parts:
+            continue
+        relative = path.relative_to(root.parent).as_posix()
+        text = _first_paragraph(path).replace("|", "\\|")
+        lines.append(f"| `{relative}` | {text} |")
+    lines.append("")
+    return "\n".join(lines)
