@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, need
+from ..errors import InputError, InvalidParameter, need
 from ..lazy import pd
 
 _NUMERIC = re.compile(
@@ -17,6 +17,14 @@ _NUMERIC = re.compile(
     r"int2|int4|int8|float|float4|float8|real|double|double precision|decimal|numeric)\b",
     re.IGNORECASE,
 )
+
+
+def memory_size(text: str) -> str:
+    """A memory size such as ``1GB`` or ``512MB`` (``memory_limit=`` of :func:`sqlrp.connect`),
+    checked before it goes into a SET statement; :class:`InvalidParameter` otherwise."""
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", text, re.IGNORECASE):
+        raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {text!r}")
+    return text.strip()
 
 
 def is_numeric_type(type_name: str) -> bool:

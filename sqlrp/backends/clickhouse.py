@@ -42,6 +42,7 @@ import numpy as np
 from ..errors import InputError, InvalidParameter
 from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
+from .values import is_array, missing, py, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -197,13 +198,6 @@ def column_info(name: str, clickhouse_type: str) -> ColumnInfo:
 # DataFrames to Arrow (the bulk-load path of both drivers)
 
 
-def _missing(value: Any) -> bool:
-    """pandas' missing values: None, NaN, ``pd.NA``, ``pd.NaT`` (not arrays)."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return False
-    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and np.isnan(value))
-
-
 def arrow_column(series: pd.Series) -> tuple[pa.Array, str]:
     """``series`` as an Arrow array and the ClickHouse type of a column that holds it.
 
@@ -233,14 +227,14 @@ def arrow_column(series: pd.Series) -> tuple[pa.Array, str]:
         values = series.to_numpy(dtype="datetime64[us]")
         return typed(values, pa.timestamp("us"), "DateTime64(6)", np.isnat(values))
     values = series.tolist()
-    missing = np.array([_missing(v) for v in values], dtype=bool)
+    nulls = np.array([missing(v) for v in values], dtype=bool)
     kind = getattr(dtype, "kind", "O") if isinstance(dtype, pd.api.extensions.ExtensionDtype) else "O"
     if kind in ("f", "i", "u", "b"):  # pandas' masked dtypes (Float64, Int64, boolean ...)
         base = {"f": "Float64", "i": "Int64", "u": "UInt64", "b": "Bool"}[kind]
         arrow_type = {"f": pa.float64(), "i": pa.int64(), "u": pa.uint64(), "b": pa.bool_()}[kind]
-        clean = [None if m else v for v, m in zip(values, missing, strict=True)]
-        return typed(clean, arrow_type, base, missing)
-    arrays = [isinstance(v, (list, tuple, np.ndarray)) for v in values]
+        clean = [None if m else v for v, m in zip(values, nulls, strict=True)]
+        return typed(clean, arrow_type, base, nulls)
+    arrays = [is_array(v) for v in values]
     if any(arrays):
         if not all(arrays):
             raise InputError(
@@ -249,19 +243,16 @@ def arrow_column(series: pd.Series) -> tuple[pa.Array, str]:
             )
         flat = [np.asarray(v, dtype=np.float64).tolist() for v in values]
         return pa.array(flat, pa.list_(pa.float64())), "Array(Float64)"
-    clean = [
-        None if m else (v.item() if isinstance(v, np.generic) else v) for v, m in zip(values, missing, strict=True)
-    ]
-    present = [v for v in clean if v is not None]
-    if all(isinstance(v, bool) for v in present) and present:
-        return typed(clean, pa.bool_(), "Bool", missing)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        if present and all(isinstance(v, int) for v in present):
-            return typed(clean, pa.int64(), "Int64", missing)
-        floats = [None if v is None else float(v) for v in clean]
-        return typed(floats, pa.float64(), "Float64", missing)  # all missing: a NULL number column
+    clean = [None if m else py(v) for v, m in zip(values, nulls, strict=True)]
+    what = value_kind(series)
+    if what == "boolean":
+        return typed(clean, pa.bool_(), "Bool", nulls)
+    if what == "bigint":
+        return typed([None if v is None else int(v) for v in clean], pa.int64(), "Int64", nulls)
+    if what == "double" or nulls.all():  # all missing: a NULL number column
+        return typed([None if v is None else float(v) for v in clean], pa.float64(), "Float64", nulls)
     texts = [None if v is None else str(v) for v in clean]
-    return typed(texts, pa.string(), "String", missing)
+    return typed(texts, pa.string(), "String", nulls)
 
 
 def arrow_stream(df: pd.DataFrame) -> tuple[bytes, list[str]]:
@@ -286,25 +277,6 @@ def _rows(table: pa.Table) -> list[tuple]:
     """The rows of an Arrow table as tuples of Python values (NULL -> None, arrays -> lists)."""
     columns = [column.to_pylist() for column in table.columns]
     return list(zip(*columns, strict=True)) if columns else []
-
-
-def _recut(frames: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
-    """``frames`` re-cut into DataFrames of exactly ``rows`` rows (the last one shorter)."""
-    pending: list[pd.DataFrame] = []
-    have = 0
-    for chunk in frames:
-        if not len(chunk):
-            continue
-        pending.append(chunk)
-        have += len(chunk)
-        while have >= rows:
-            frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
-            yield frame.iloc[:rows].reset_index(drop=True)
-            rest = frame.iloc[rows:]
-            pending, have = ([rest] if len(rest) else []), len(rest)
-    if have:
-        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
-        yield frame.reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -518,7 +490,7 @@ class ChdbBackend(_ClickHouse):
         try:
             stream = sibling.send_query(sql, "DataFrame")
             try:
-                yield from _recut(iter(stream), int(rows))
+                yield from recut(iter(stream), int(rows))
             finally:
                 stream.close()
         finally:
@@ -646,7 +618,7 @@ class ClickHouseServerBackend(_ClickHouse):
         the caller reads the chunks (one HTTP session runs one query at a time)."""
         client = self._stream_client()
         with client.query_df_stream(sql) as stream:
-            yield from _recut(iter(stream), int(rows))
+            yield from recut(iter(stream), int(rows))
 
     def _stream_client(self) -> Any:
         if self._kwargs is None:

@@ -16,7 +16,8 @@ from .. import files
 from ..dialects import get_dialect
 from ..errors import InputError, need
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, memory_size, missing_table
+from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
@@ -45,7 +46,7 @@ class DuckDBBackend(Backend):
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
             self.con.execute("SELECT current_setting('memory_limit')")  # validates the connection
-            self.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+            self.con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
             # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
             # (results handed to Python are ORDER BY id anyway)
             self.con.execute("SET preserve_insertion_order = false")
@@ -169,20 +170,12 @@ class DuckDBBackend(Backend):
         try:
             res = cur.execute(sql)
             vectors = max(1, -(-int(rows) // 2048))
-            pending: list[pd.DataFrame] = []
-            have = 0
-            while True:
-                chunk = res.fetch_df_chunk(vectors)
-                if len(chunk):
-                    pending.append(chunk)
-                    have += len(chunk)
-                while have >= rows or (have and not len(chunk)):
-                    frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
-                    yield frame.iloc[:rows].reset_index(drop=True)
-                    rest = frame.iloc[rows:]
-                    pending, have = ([rest] if len(rest) else []), len(rest)
-                if not len(chunk):
-                    break
+
+            def chunks() -> Iterator[pd.DataFrame]:
+                while len(chunk := res.fetch_df_chunk(vectors)):
+                    yield chunk
+
+            yield from recut(chunks(), int(rows))
         finally:
             cur.close()
 
@@ -334,15 +327,6 @@ class DuckDBBackend(Backend):
     def close(self) -> None:
         if self.owns_connection:
             self.con.close()
-
-
-def _size(text: str) -> str:
-    """Validate a memory size such as ``1GB`` or ``512MB`` before it goes into a SET statement."""
-    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", text, re.IGNORECASE):
-        from ..errors import InvalidParameter
-
-        raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {text!r}")
-    return text.strip()
 
 
 def _setting(value: object) -> str:

@@ -11,13 +11,23 @@ import numpy as np
 import psycopg
 
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, memory_size, missing_table
+from .values import py, value_kind
 
 # what psycopg's placeholder parser must not see: string literals, quoted identifiers and comments
 # (standard_conforming_strings: no backslash escapes), and the ``?`` and ``%`` outside them
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|[?%]", re.DOTALL)
 
-_PG_TYPES = {"f": "double precision", "i": "bigint", "u": "bigint", "b": "boolean"}
+#: the column type of each kind of DataFrame column (:func:`~sqlrp.backends.values.value_kind`)
+_PG_TYPES = {
+    "double": "double precision",
+    "bigint": "bigint",
+    "boolean": "boolean",
+    "array": "double precision[]",
+    "timestamp": "text",
+    "blob": "bytea",
+    "text": "text",
+}
 
 # Results of fixed-width numeric columns are read as binary COPY and parsed by NumPy in one pass
 # (:func:`_binary_columns`).  The format (PostgreSQL 15 docs, COPY, "Binary Format"): an 11-byte
@@ -75,9 +85,7 @@ class PostgresBackend(Backend):
         if threads:
             self.execute(f"SET max_parallel_workers_per_gather = {max(0, int(threads) - 1)}")
         if memory_limit:
-            from .duckdb import _size
-
-            size = _size(memory_limit).upper().replace("IB", "B").replace(" ", "").replace("KB", "kB")
+            size = memory_size(memory_limit).upper().replace("IB", "B").replace(" ", "").replace("KB", "kB")
             self.execute(f"SET work_mem = '{size}'")
 
     @staticmethod
@@ -215,35 +223,16 @@ class PostgresBackend(Backend):
                 copy.write(block)
                 return
             for row in df.itertuples(index=False, name=None):
-                copy.write_row([_py(v) for v in row])
+                copy.write_row([py(v) for v in row])
 
     def close(self) -> None:
         if self.owns_connection:
             self.conn.close()
 
 
-def _py(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [_py(v) for v in value.tolist()]
-    if isinstance(value, list):
-        return [_py(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    return value
-
-
 def _pg_type(series: pd.Series) -> str:
-    kind = series.dtype.kind
-    if kind in _PG_TYPES:
-        return _PG_TYPES[kind]
-    first = series.dropna().iloc[0] if series.notna().any() else None
-    if isinstance(first, (list, np.ndarray)):
-        return "double precision[]"
-    if isinstance(first, (int, np.integer)):
-        return "bigint"
-    if isinstance(first, (float, np.floating)):
-        return "double precision"
-    return "text"
+    """The PostgreSQL type of a DataFrame column (:func:`~sqlrp.backends.values.value_kind`)."""
+    return _PG_TYPES[value_kind(series)]
 
 
 def _binary_columns(data: bytearray, names: list[str], types: list[str]) -> dict[str, np.ndarray] | None:

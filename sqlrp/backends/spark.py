@@ -43,10 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameter, MissingExtra
+from ..errors import InvalidParameter, MissingExtra, need
 from ..lazy import pd
-from . import need
 from .base import Backend, ColumnInfo, missing_table
+from .values import column_values, missing, py, value_kind
 
 _LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
 _DELETE = re.compile(r"^\s*DELETE\s+FROM\s", re.IGNORECASE)
@@ -184,7 +184,7 @@ class SparkBackend(Backend):
         with _names_checked():
             if params is None:
                 return self.spark.sql(sql)
-            return self.spark.sql(sql, args=[_plain(v) for v in params])
+            return self.spark.sql(sql, args=[py(v) for v in params])
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run a statement.  Commands run when submitted; a query is computed in full and its rows
@@ -364,34 +364,25 @@ def _quote(name: str) -> str:
     return ident(name).sql("spark")
 
 
-def _plain(value: Any) -> Any:
-    """A parameter as a plain Python value (NumPy scalars become int/float/bool)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _spark_type(types: Any, series: pd.Series) -> tuple[Any, Any]:
-    """The Spark type of a pandas column and its values converted to fit it."""
-    dtype = series.dtype
-    if pd.api.types.is_bool_dtype(dtype):
-        return types.BooleanType(), series
-    if pd.api.types.is_integer_dtype(dtype):
-        return types.LongType(), series.astype("Int64") if series.isna().any() else series.astype(np.int64)
-    if pd.api.types.is_float_dtype(dtype):
-        return types.DoubleType(), series.astype(np.float64)
-    cells = [v for v in series if not _missing(v)]
-    if cells and all(isinstance(v, list | tuple | np.ndarray) for v in cells):
-        values = [None if _missing(v) else [float(x) for x in v] for v in series]
+    """The Spark type of a pandas column (:func:`~sqlrp.backends.values.value_kind`) and its values
+    converted to fit it: integers BIGINT, floats DOUBLE, booleans BOOLEAN, list/array cells
+    ``ARRAY<DOUBLE>``, anything else STRING."""
+    kind = value_kind(series)
+    if kind == "boolean":
+        if getattr(series.dtype, "kind", "O") == "b":
+            return types.BooleanType(), series
+        return types.BooleanType(), pd.Series([None if missing(v) else bool(v) for v in series], dtype=object)
+    if kind == "bigint":
+        if getattr(series.dtype, "kind", "O") in "iu" and not series.isna().any():
+            return types.LongType(), series.astype(np.int64)
+        return types.LongType(), pd.Series(pd.array([None if missing(v) else int(v) for v in series], dtype="Int64"))
+    if kind == "double":
+        return types.DoubleType(), pd.Series(column_values(series), dtype=np.float64)
+    if kind == "array":
+        values = [None if missing(v) else [float(x) for x in v] for v in series]
         return types.ArrayType(types.DoubleType(), containsNull=True), pd.Series(values, dtype=object)
-    return types.StringType(), pd.Series([None if _missing(v) else str(v) for v in series], dtype=object)
-
-
-def _missing(value: Any) -> bool:
-    """True for a missing cell: None, NaN, ``pd.NA``, ``pd.NaT`` (not for a list or array cell)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float | np.floating) and bool(np.isnan(value))
+    return types.StringType(), pd.Series([None if missing(v) else str(v) for v in series], dtype=object)
 
 
 def _find_spec(util: Any, module: str) -> Any:

@@ -30,11 +30,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import InvalidParameter, MissingExtra
 from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
+from .values import column_values, py, value_kind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -189,17 +188,6 @@ def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple
                 out.append(bind)
             out.append(part)
     return "".join(out), names
-
-
-def _py(value: Any) -> Any:
-    """A value the DBAPI takes: NumPy scalars and arrays as Python numbers and lists."""
-    if isinstance(value, np.ndarray):
-        return [_py(v) for v in value.tolist()]
-    if isinstance(value, (list, tuple)):
-        return [_py(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -376,7 +364,7 @@ class SQLAlchemyBackend(Backend):
         if len(names) != len(values):
             raise InvalidParameter(f"the statement has {len(names)} placeholders but {len(values)} parameters")
         # untyped binds: the driver gets the Python values as they are (like the other backends)
-        binds = [bindparam(n, _py(v), type_=NULLTYPE) for n, v in zip(names, values, strict=True)]
+        binds = [bindparam(n, py(v), type_=NULLTYPE) for n, v in zip(names, values, strict=True)]
         return self.conn.execute(text(named).bindparams(*binds), execution_options=options)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
@@ -493,17 +481,12 @@ class SQLAlchemyBackend(Backend):
                 return False
 
     def _sa_type(self, series: pd.Series) -> Any:
+        """The SQLAlchemy type of a DataFrame column (:func:`~sqlrp.backends.values.value_kind`);
+        list-valued columns only on PostgreSQL (``DOUBLE PRECISION[]``)."""
         from sqlalchemy import types as t
 
-        kind = series.dtype.kind
-        if kind == "f":
-            return t.Double()
-        if kind in "iu":
-            return t.BigInteger()
-        if kind == "b":
-            return t.Boolean()
-        first = series.dropna().iloc[0] if series.notna().any() else None
-        if isinstance(first, (list, tuple, np.ndarray)):
+        kind = value_kind(series)
+        if kind == "array":
             from ..dialects import get_dialect
 
             dialect = get_dialect(self.dialect)
@@ -512,13 +495,8 @@ class SQLAlchemyBackend(Backend):
             from sqlalchemy.dialects.postgresql import ARRAY
 
             return ARRAY(t.Double())
-        if isinstance(first, (bool, np.bool_)):
-            return t.Boolean()
-        if isinstance(first, (int, np.integer)):
-            return t.BigInteger()
-        if isinstance(first, (float, np.floating)):
-            return t.Double()
-        return t.Text()
+        kinds = {"double": t.Double, "bigint": t.BigInteger, "boolean": t.Boolean, "blob": t.LargeBinary}
+        return kinds.get(kind, t.Text)()
 
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
         """``CREATE TABLE`` from the DataFrame's dtypes (floats ``DOUBLE``, integers ``BIGINT``,
@@ -548,7 +526,7 @@ class SQLAlchemyBackend(Backend):
         if not len(df):
             return
         names = [str(c) for c in df.columns]
-        values = [_column_values(df[c]) for c in df.columns]
+        values = [column_values(df[c], nan_as_null=False) for c in df.columns]
         statement = target.insert()
         for start in range(0, len(df), _ROWS_PER_INSERT):
             stop = start + _ROWS_PER_INSERT
@@ -566,13 +544,6 @@ class SQLAlchemyBackend(Backend):
             self.conn.close()
         if self._engine_owned:
             self.engine.dispose()
-
-
-def _column_values(series: pd.Series) -> list[Any]:
-    """A column as Python values; missing values (None, NaT, pd.NA) as None, NaN floats kept."""
-    if series.dtype.kind in "fiub":
-        return series.to_numpy().tolist()
-    return [None if (v is None or v is pd.NA or v is pd.NaT) else _py(v) for v in series.tolist()]
 
 
 __all__ = ["DIALECTS", "NON_TRANSACTIONAL", "SQLAlchemyBackend", "sqlrp_dialect", "to_named"]

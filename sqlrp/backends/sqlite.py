@@ -26,19 +26,24 @@ What differs from the other backends, and why:
 from __future__ import annotations
 
 import contextlib
-import datetime
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..errors import EngineLimit, InputError, InvalidParameter
 from ..lazy import pd
 from .base import Backend, ColumnInfo, missing_table
+from .values import column_values, py, value_kind
 
-#: storage class of a DataFrame column by its NumPy dtype kind
-_SQLITE_TYPES = {"f": "REAL", "i": "INTEGER", "u": "INTEGER", "b": "INTEGER"}
+#: storage class of a DataFrame column by what it holds (:func:`~sqlrp.backends.values.value_kind`)
+_SQLITE_TYPES = {
+    "double": "REAL",
+    "bigint": "INTEGER",
+    "boolean": "INTEGER",
+    "timestamp": "TEXT",
+    "blob": "BLOB",
+    "text": "TEXT",
+}
 UNTYPED = "(no declared type)"
 
 
@@ -254,7 +259,7 @@ class SQLiteBackend(Backend):
             _sqlite_type(df[c], str(c))  # refuses list-valued columns before anything is written
         cols = ", ".join(_q(str(c)) for c in df.columns)
         marks = ", ".join("?" for _ in df.columns)
-        values = [_column_values(df[c]) for c in df.columns]
+        values = [column_values(df[c], dates_as_text=True) for c in df.columns]
         with self.transaction():
             self.con.executemany(f"INSERT INTO {_q(table)} ({cols}) VALUES ({marks})", zip(*values, strict=True))
 
@@ -268,70 +273,22 @@ class SQLiteBackend(Backend):
 
 
 def _params(params: Sequence[Any] | None) -> Sequence[Any]:
-    """Bind parameters as ``sqlite3`` accepts them (NumPy scalars as Python numbers)."""
+    """Bind parameters as ``sqlite3`` accepts them (NumPy scalars as Python numbers, dates as text)."""
     if params is None:
         return ()
-    return [_py(v) for v in params]
-
-
-def _py(value: Any) -> Any:
-    """A value ``sqlite3`` can bind: Python numbers for NumPy scalars, ``None`` for missing values,
-    ISO text for dates and times."""
-    if value is None:
-        return None
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, (pd.Timestamp, datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
-    if isinstance(value, pd.Timedelta):
-        return str(value)
-    if value is pd.NA or value is pd.NaT:
-        return None
-    return value
-
-
-def _column_values(series: pd.Series) -> list[Any]:
-    """The values of ``series`` as Python objects ``sqlite3`` binds (NaN -> ``NULL``: SQLite stores
-    a NaN as ``NULL`` anyway)."""
-    kind = series.dtype.kind
-    missing = series.isna().to_numpy()
-    if kind in "iub" and not missing.any():
-        return series.to_numpy().tolist()
-    if kind == "f":
-        out = series.to_numpy(dtype=np.float64, na_value=np.nan).tolist()
-        for i in np.flatnonzero(missing).tolist():
-            out[i] = None
-        return out
-    return [None if _missing(v) else _py(v) for v in series.tolist()]
-
-
-def _missing(value: Any) -> bool:
-    """True for ``None``, NaN, ``pd.NA`` and ``pd.NaT`` (not for lists or arrays)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and value != value
+    return [py(v, dates_as_text=True) for v in params]
 
 
 def _sqlite_type(series: pd.Series, name: str) -> str:
-    """The declared type of a DataFrame column; :class:`EngineLimit` for list-valued columns."""
-    kind = series.dtype.kind
-    if kind in _SQLITE_TYPES:
-        return _SQLITE_TYPES[kind]
-    if kind in "mM":
-        return "TEXT"
-    present = [v for v in series.tolist() if not _missing(v)]
-    if any(isinstance(v, (list, tuple, np.ndarray)) for v in present):
+    """The declared type of a DataFrame column (:func:`~sqlrp.backends.values.value_kind`);
+    :class:`EngineLimit` for list-valued columns."""
+    kind = value_kind(series)
+    if kind == "array":
         raise EngineLimit(
             f"sqlite: column {name!r} holds lists, and SQLite has no array type; store one column per "
             "feature (the wide layout) or (id, feature, value) rows (the long layout)"
         )
-    if present and all(isinstance(v, (bool, int, np.integer)) for v in present):
-        return "INTEGER"
-    if present and all(isinstance(v, (int, float, np.integer, np.floating)) for v in present):
-        return "REAL"
-    if present and all(isinstance(v, (bytes, bytearray, memoryview)) for v in present):
-        return "BLOB"
-    return "TEXT"
+    return _SQLITE_TYPES[kind]
 
 
 def _affinity_type(declared: str | None) -> str | None:
