@@ -28,10 +28,13 @@ from pathlib import Path
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
-WIDTH = "100"  # columns argparse wraps --help at
+WIDTH = "96"  # columns argparse wraps --help at
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # document the working tree's sqlrp, as mkdocstrings (paths: [.]) does
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, Path(__file__).resolve().parent):  # the working tree's sqlrp, as mkdocstrings reads it
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from rst_roles import plain  # noqa: E402 - found through the path above
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -47,16 +50,26 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: object, config: MkDocsConfig, files: Files) -> str:
-    """The API reference gains every name of ``sqlrp.__all__`` that its sections do not list."""
+    """The API reference: each ``::: sqlrp.NAME`` points at the object ``sqlrp.NAME`` is at run time
+    (where it is defined: ``sqlrp.search`` is the function of that name, not the module), and every name
+    of ``sqlrp.__all__`` that no section lists is added at the end."""
     if page.file.src_uri != "reference/api.md":
         return markdown
     import sqlrp
 
     listed = {name.rsplit(".", 1)[-1] for name in re.findall(r"^::: ([\w.]+)", markdown, re.M)}
     missing = [name for name in sqlrp.__all__ if name not in listed]
-    if not missing:
-        return markdown
-    return markdown + "\n\n## Other names\n\n" + "\n\n".join(f"::: sqlrp.{name}" for name in missing) + "\n"
+    if missing:
+        markdown += "\n\n## Other names\n\n" + "\n\n".join(f"::: sqlrp.{name}" for name in missing) + "\n"
+    return re.sub(r"^::: sqlrp\.(\w+)$", lambda m: f"::: {defined_at(m.group(1))}", markdown, flags=re.M)
+
+
+def defined_at(name: str) -> str:
+    """Where ``sqlrp.<name>`` is defined, as a dotted path (``sqlrp.index.search``)."""
+    import sqlrp
+
+    obj = getattr(sqlrp, name)
+    return f"{obj.__module__}.{obj.__qualname__}"
 
 
 # ---------------------------------------------------------------- the CLI reference
@@ -243,13 +256,36 @@ def engines_page() -> str:
         "`other` is what `sqlrp compile --dialect X` uses for a sqlglot dialect sqlrp has no profile of",
         "(here `oracle`): the portable constructs only.",
         "",
-        "## Features",
+    ]
+    runs = [p for p in rows if p.executes]
+    renders = [p for p in rows if not p.executes]
+    features = {"search": _searchable, **{a: _getter(a) for a in FEATURES}}
+    limits = {a: _getter(a) for a in LIMITS}
+    lines += [
+        "## Engines sqlrp runs",
         "",
-        *_table(rows, {"search": _searchable, **{a: _getter(a) for a in FEATURES}}),
+        "Each has a backend, and its tests compare every result with the NumPy reference.",
         "",
-        "## Limits",
+        "### Features",
         "",
-        *_table(rows, {a: _getter(a) for a in LIMITS}),
+        *_table(runs, features),
+        "",
+        "### Limits",
+        "",
+        *_table(runs, limits),
+        "",
+        "## Engines sqlrp renders for",
+        "",
+        "SQL for these is rendered (`sqlrp compile --dialect NAME`) and run through SQLAlchemy with the",
+        "engine's own driver; their profiles come from the engines' documentation.",
+        "",
+        "### Features",
+        "",
+        *_table(renders, features),
+        "",
+        "### Limits",
+        "",
+        *_table(renders, limits),
         "",
         "## What each attribute means",
         "",
@@ -274,7 +310,8 @@ def methods_page() -> str:
         "",
         "Generated when the site is built: every name `--method` (and `method=`) takes, from",
         "`sqlrp.methods.METHODS`, with the docstring of the function that draws its matrix. The",
-        "[methods guide](../guide/methods.md) says which to use; DT-RP is [`sqlrp.tune`](api.md#sqlrp.tune).",
+        "[methods guide](../guide/methods.md) says which to use; DT-RP is",
+        f"[`sqlrp.tune`](api.md#{defined_at('tune')}).",
         "",
     ]
     for name, function in METHODS.items():
@@ -294,7 +331,14 @@ def methods_page() -> str:
 
 def _first_paragraph(path: Path) -> str:
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return " ".join(doc.strip().split("\n\n")[0].split())
+    text = plain(" ".join(doc.strip().split("\n\n")[0].split()))
+    return re.sub(r"``([^`]+)``", r"`\1`", text)  # one backtick a side: what a table cell's code span needs
+
+
+def _table_cell(text: str) -> str:
+    """``text`` for a Markdown table cell: pipes outside code spans escaped (inside, the table keeps them)."""
+    parts = text.split("`")
+    return "`".join(part.replace("|", "\\|") if i % 2 == 0 else part for i, part in enumerate(parts))
 
 
 def modules_page() -> str:
@@ -302,17 +346,21 @@ def modules_page() -> str:
     lines = [
         "# Modules",
         "",
-        "Generated when the site is built: every module of the `sqlrp` package, with the first paragraph",
-        "of its docstring. The [API reference](api.md) documents the public functions.",
+        "Generated when the site is built: every module of the `sqlrp` package, folder by folder, with the",
+        "first paragraph of its docstring. The [API reference](api.md) documents the public functions.",
         "",
-        "| module | what it holds |",
-        "|---|---|",
     ]
-    for path in sorted(root.rglob("*.py"), key=lambda p: (len(p.relative_to(root).parts), str(p))):
-        if "__pycache__" in path.parts:
-            continue
-        relative = path.relative_to(root.parent).as_posix()
-        text = _first_paragraph(path).replace("|", "\\|")
-        lines.append(f"| `{relative}` | {text} |")
-    lines.append("")
+    folders = sorted({p.parent for p in root.rglob("*.py") if "__pycache__" not in p.parts})
+    for folder in folders:
+        relative = folder.relative_to(ROOT).as_posix()
+        lines += [f"## `{relative}/`", ""]
+        init = folder / "__init__.py"
+        if folder != root and init.exists() and _first_paragraph(init):
+            lines += [_first_paragraph(init), ""]
+        lines += ["| module | what it holds |", "|---|---|"]
+        for path in sorted(folder.glob("*.py"), key=lambda p: (p.name != "__init__.py", p.name)):
+            if folder != root and path.name == "__init__.py":
+                continue
+            lines.append(f"| `{path.name}` | {_table_cell(_first_paragraph(path)) or '-'} |")
+        lines.append("")
     return "\n".join(lines)
