@@ -59,8 +59,9 @@ EXIT_USAGE = 2  # a bad option or parameter (argparse uses 2 as well)
 EXIT_INPUT = 3  # the data or the stored projections do not fit the request
 EXIT_ENGINE = 4  # the database refused or failed (a limit, a lock, a constraint, a lost connection)
 
-# modules whose exceptions are the database's own errors
-_DRIVERS = ("duckdb", "_duckdb", "psycopg", "sqlite3", "pyspark", "py4j", "chdb", "clickhouse_connect", "sqlalchemy")
+#: modules whose exceptions are the database's own errors: each backend's registration adds its
+#: drivers when its class is made (``sqlrp.backends.base.Registration.drivers``)
+DRIVER_MODULES: set[str] = set()
 
 # what the engine's words mean for the user: (pattern in the message, the fix)
 _HINTS = (
@@ -85,7 +86,7 @@ def exit_status(exc: BaseException) -> int | None:
         return EXIT_ENGINE
     if isinstance(exc, SqlrpError):
         return EXIT_INPUT
-    if type(exc).__module__.split(".")[0] in _DRIVERS:
+    if type(exc).__module__.split(".")[0] in DRIVER_MODULES:
         return EXIT_ENGINE
     if isinstance(exc, OSError):  # files: --out, --to, a database path
         return EXIT_INPUT

@@ -1,4 +1,5 @@
-"""What a backend does: run SQL, describe tables, load DataFrames, stream results."""
+"""What a backend does: run SQL, describe tables, load DataFrames, stream results -- and how
+:func:`sqlrp.connect` reaches it (its :class:`Registration`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,94 @@ import contextlib
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from ..errors import InputError, InvalidParameter, need
+from ..errors import DRIVER_MODULES, InputError, InvalidParameter, need
 from ..lazy import pd
+
+
+@dataclass(frozen=True)
+class Registration:
+    """How :func:`sqlrp.connect` reaches one backend, declared by the backend class itself
+    (``registration = Registration(...)`` in its body) and nowhere else: ``connect`` walks the
+    registrations, so no table of engines is kept anywhere.  Strings are matched without importing
+    any driver: a URL by its scheme, a bare string by :attr:`patterns` then by its file ending, a
+    connection object by the module of its class."""
+
+    name: str  # the engine, as messages name it ("PostgreSQL")
+    schemes: tuple[str, ...] = ()  # URL schemes before "://" (a "+driver" suffix is read apart)
+    url_drivers: tuple[str, ...] | None = None  # the "+driver" suffixes it takes; None: any
+    files: tuple[str, ...] = ()  # endings of a bare path that is a database file of this engine
+    patterns: tuple[str, ...] = ()  # regular expressions (matched at the start, any case): other strings it takes
+    connections: tuple[str, ...] = ()  # "module." prefixes of the connection classes it wraps (names only)
+    drivers: tuple[str, ...] = ()  # driver modules: the first must import to open a URL; all raise the engine's errors
+    extra: str | None = None  # the extra that installs the driver: pip install 'sqlrp[extra]'
+    example: str = ""  # a URL, for messages and the engines table
+    default: bool = False  # the database of connect() without a URL
+    fallback: bool = False  # takes every URL no other registration takes (SQLAlchemy)
+
+    def matches(self, text: str) -> bool:
+        """True if the bare string ``text`` (no ``://``) matches one of :attr:`patterns`."""
+        return any(re.match(pattern, text, re.IGNORECASE) for pattern in self.patterns)
+
+
+#: every registration and its backend class, in the order the classes were made (Backend.__init_subclass__)
+REGISTERED: list[tuple[Registration, type[Backend]]] = []
+
+
+@dataclass(frozen=True)
+class URL:
+    """The parts of ``driver[+dbapi]://user:password@host:port/database?key=value`` (SQLAlchemy's
+    URL, read with the standard library: the engines sqlrp runs itself need no SQLAlchemy)."""
+
+    drivername: str
+    username: str | None = None
+    password: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    query: dict[str, str] = field(default_factory=dict)
+
+    def render_as_string(self, hide_password: bool = True) -> str:
+        """The URL again (the password as ``***`` unless ``hide_password=False``)."""
+        auth = quote(self.username or "", safe="")
+        if self.password is not None:
+            auth += ":" + ("***" if hide_password else quote(self.password, safe=""))
+        host = f"[{self.host}]" if self.host and ":" in self.host else (self.host or "")
+        netloc = (auth + "@" if auth else "") + host + (f":{self.port}" if self.port else "")
+        query = ("?" + urlencode(self.query)) if self.query else ""
+        return f"{self.drivername}://{netloc}/{self.database or ''}{query}"
+
+
+def parse_url(text: str) -> URL:
+    """``text`` as a :class:`URL`; ``database`` is the path after the host's ``/`` (``duckdb:///a.db``:
+    ``a.db``; ``duckdb:////tmp/a.db``: ``/tmp/a.db``), user and password are percent-decoded."""
+    parts = urlsplit(text)
+    if not parts.scheme or "://" not in text:
+        raise InvalidParameter(f"cannot parse database URL {text!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidParameter(f"cannot parse database URL {text!r}: the port is not a number") from None
+    return URL(
+        drivername=text.split("://", 1)[0].lower(),
+        username=unquote(parts.username) if parts.username is not None else None,
+        password=unquote(parts.password) if parts.password is not None else None,
+        host=parts.hostname or None,
+        port=port,
+        database=unquote(parts.path[1:]) or None,
+        query=dict(parse_qsl(parts.query)),
+    )
+
+
+def url_path(target: str) -> str:
+    """The database file of ``target``: the path of a URL (``scheme:///path``), or ``target`` itself;
+    ``:memory:`` for none."""
+    path = parse_url(target).database if "://" in target else target
+    return path or ":memory:"
+
 
 _NUMERIC = re.compile(
     r"^(tinyint|smallint|integer|int|bigint|hugeint|utinyint|usmallint|uinteger|ubigint|uhugeint|"
@@ -55,11 +139,36 @@ class Backend(ABC):
 
     dialect: str  # the sqlrp dialect name (sqlrp.dialects.get_dialect)
     url: str
+    #: how sqlrp.connect() reaches this backend (None: only by constructing it)
+    registration: ClassVar[Registration | None] = None
 
     reports_progress = False  # the engine reports a running statement's progress (execute_watched)
     transactional = True  # statements inside ``transaction()`` commit or roll back together
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
     binds_constants = False  # statements may read dense matrices from relations registered by bound()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A class that declares its own :attr:`registration` is registered as it is made: its drivers'
+        exceptions become the engine's errors (:data:`sqlrp.errors.DRIVER_MODULES`), and
+        :func:`sqlrp.connect` reaches it."""
+        super().__init_subclass__(**kwargs)
+        registration = cls.__dict__.get("registration")
+        if registration is not None:
+            REGISTERED.append((registration, cls))
+            DRIVER_MODULES.update(registration.drivers)
+
+    @classmethod
+    def open(cls, target: str, **options: Any) -> Backend:
+        """Connect to ``target``: a URL of one of the registration's schemes, or a string it takes
+        (a file path, a pattern); ``options`` are :func:`sqlrp.connect`'s (each backend takes the
+        ones it knows)."""
+        raise NotImplementedError(f"{cls.__name__} does not open URLs")
+
+    @classmethod
+    def wrap(cls, connection: Any, **options: Any) -> Backend:
+        """Use the caller's open ``connection`` (one of the registration's connection classes);
+        :meth:`close` leaves it open."""
+        raise NotImplementedError(f"{cls.__name__} does not wrap connections")
 
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:

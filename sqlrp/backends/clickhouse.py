@@ -39,15 +39,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError, InvalidParameter
+from ..errors import InputError, InvalidParameter, need
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, Registration, missing_table, parse_url
 from .values import is_array, missing, py, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from . import URL
+    from .base import URL
 
 ENGINE = "clickhouse"
 
@@ -421,8 +421,6 @@ _OTHER_PATH = re.compile(r"already initialized with path '(?P<path>[^']*)'")
 def _chdb_connect(path: str) -> Any:
     """``chdb.connect(path)``; chdb runs one database per process, so a second path is refused with
     an error that says so."""
-    from . import need
-
     chdb = need("chdb", "clickhouse", "ClickHouse in-process (chdb://)")
     try:
         return chdb.connect(path)  # type: ignore[attr-defined]
@@ -443,13 +441,28 @@ class ChdbBackend(_ClickHouse):
     be open (they share its tables), but opening another path while one is open is refused
     (:class:`~sqlrp.errors.InvalidParameter`)."""
 
+    registration = Registration(
+        name="ClickHouse in-process (chdb)",
+        schemes=("chdb",),
+        connections=("chdb.",),
+        drivers=("chdb",),
+        extra="clickhouse",
+        example="chdb:///path",
+    )
+
     def __init__(self, path: str = ":memory:"):
         self.path = path
         self.url = "chdb://" if path == ":memory:" else f"chdb:///{path.lstrip('/')}"
         self.conn = _chdb_connect(path)
 
     @classmethod
-    def wrap(cls, conn: Any) -> ChdbBackend:
+    def open(cls, target: str, **options: object) -> ChdbBackend:
+        """``chdb://`` (in memory), ``chdb:///path`` (an absolute folder) or ``chdb://path`` (relative)."""
+        path = target[len("chdb:") :].lstrip("/") or ":memory:"
+        return cls(("/" + path) if target.startswith("chdb:///") and path != ":memory:" else path)
+
+    @classmethod
+    def wrap(cls, conn: Any, **options: object) -> ChdbBackend:
         """Use an open chdb connection (``chdb.connect(...)``; the caller's: :meth:`close` leaves it open)."""
         self = cls.__new__(cls)
         self.path = None
@@ -550,9 +563,16 @@ class ClickHouseServerBackend(_ClickHouse):
     ``send_receive_timeout``, ``client_name``, ``ca_cert``, ``server_host_name`` configure the client;
     any other option is a ClickHouse setting for the session (``?max_threads=8``)."""
 
-    def __init__(self, url: URL):
-        from . import need
+    registration = Registration(
+        name="ClickHouse server",
+        schemes=("clickhouse",),
+        connections=("clickhouse_connect.",),
+        drivers=("clickhouse_connect",),
+        extra="clickhouse",
+        example="clickhouse://user:password@host:8123/db",
+    )
 
+    def __init__(self, url: URL):
         need("clickhouse_connect", "clickhouse", "a ClickHouse server (clickhouse://)")
         import clickhouse_connect
 
@@ -584,7 +604,12 @@ class ClickHouseServerBackend(_ClickHouse):
         self._streamer: Any = None
 
     @classmethod
-    def wrap(cls, client: Any) -> ClickHouseServerBackend:
+    def open(cls, target: str, **options: object) -> ClickHouseServerBackend:
+        """``clickhouse[+https]://user:password@host:port/database?option=value`` (class docstring)."""
+        return cls(parse_url(target))
+
+    @classmethod
+    def wrap(cls, client: Any, **options: object) -> ClickHouseServerBackend:
         """Use an open clickhouse-connect client (the caller's: :meth:`close` leaves it open)."""
         self = cls.__new__(cls)
         self._kwargs = None

@@ -1,4 +1,8 @@
-"""DuckDB backend: the embedded default (a file, or in memory)."""
+"""DuckDB backend: the embedded default (a file, or in memory).
+
+By URL ``duckdb:///path.db`` (``duckdb://`` or ``duckdb:///:memory:`` in memory), a path ending in
+``.duckdb`` / ``.db`` / ``.ddb``, ``:memory:``, no URL at all, or a ``duckdb.DuckDBPyConnection`` of
+the caller's (:meth:`DuckDBBackend.wrap`)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from .. import files
 from ..dialects import get_dialect
 from ..errors import InputError, need
 from ..lazy import pd
-from .base import Backend, ColumnInfo, memory_size, missing_table
+from .base import Backend, ColumnInfo, Registration, memory_size, missing_table, url_path
 from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
@@ -24,6 +28,17 @@ _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
 class DuckDBBackend(Backend):
     dialect = "duckdb"
+    registration = Registration(
+        name="DuckDB",
+        schemes=("duckdb",),
+        url_drivers=("duckdb",),
+        files=(".duckdb", ".db", ".ddb"),
+        patterns=(r":memory:$",),
+        connections=("duckdb.", "_duckdb."),
+        drivers=("duckdb", "_duckdb"),
+        example="duckdb:///path.db",
+        default=True,
+    )
 
     def __init__(
         self,
@@ -63,6 +78,17 @@ class DuckDBBackend(Backend):
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
         self._pending_settings: dict[str, object] = {}
+
+    @classmethod
+    def open(
+        cls,
+        target: str,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
+    ) -> DuckDBBackend:
+        """The database file ``target`` names (a path or ``duckdb:///path``), else one in memory."""
+        return cls(url_path(target), threads, memory_limit, temp_directory)
 
     @classmethod
     def wrap(

@@ -1,18 +1,22 @@
-"""PostgreSQL backend (psycopg 3), by URL: ``postgresql://user@host:port/db``."""
+"""PostgreSQL backend (psycopg 3), by URL ``postgresql://user@host:port/db`` (``postgres://`` and
+``postgresql+psycopg://`` too), a libpq key/value DSN (``host=... dbname=...``), or a
+``psycopg.Connection`` of the caller's (:meth:`PostgresBackend.wrap`)."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
 
 from ..lazy import pd
-from .base import Backend, ColumnInfo, memory_size, missing_table
+from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
 from .values import py, value_kind
+
+if TYPE_CHECKING:
+    import psycopg
 
 # what psycopg's placeholder parser must not see: string literals, quoted identifiers and comments
 # (standard_conforming_strings: no backslash escapes), and the ``?`` and ``%`` outside them
@@ -40,15 +44,36 @@ _BINARY_HEADER = 11 + 4 + 4
 
 class PostgresBackend(Backend):
     dialect = "postgres"
+    registration = Registration(
+        name="PostgreSQL",
+        schemes=("postgresql", "postgres"),
+        url_drivers=("psycopg",),
+        patterns=(r"\s*(host|hostaddr|dbname|user|port|service|password)\s*=",),  # a libpq key/value DSN
+        connections=("psycopg.",),
+        drivers=("psycopg",),
+        extra="postgres",
+        example="postgresql://user@host:port/db",
+    )
 
     def __init__(
         self, url: str, threads: int | None = None, memory_limit: str | None = None, temp_directory: str | None = None
     ):
         """``threads``: max_parallel_workers_per_gather; ``memory_limit``: work_mem; ``temp_directory``
         is DuckDB's setting and is not used here (the server spills into its own temp_tablespaces)."""
+        import psycopg
+
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
         self._setup(threads, memory_limit)
+
+    @classmethod
+    def open(
+        cls, target: str, threads: int | None = None, memory_limit: str | None = None, temp_directory: str | None = None
+    ) -> PostgresBackend:
+        """A URL (``postgres[ql][+psycopg]://``, handed to libpq as ``postgresql://``) or a libpq DSN."""
+        if "://" in target:
+            target = "postgresql" + target[len(target.split("://", 1)[0]) :]  # libpq reads the URL itself
+        return cls(target, threads, memory_limit, temp_directory)
 
     @classmethod
     def wrap(
@@ -60,6 +85,8 @@ class PostgresBackend(Backend):
     ) -> PostgresBackend:
         """Use an open psycopg 3 connection (the caller's: :meth:`close` leaves it open).  It must
         not be inside a transaction; sqlrp switches it to autocommit and runs its own."""
+        import psycopg
+
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             from ..errors import InvalidParameter
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..errors import InvalidParameter, MissingExtra, need
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, Registration, missing_table
 from .values import column_values, missing, py, value_kind
 
 _LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
@@ -66,6 +66,15 @@ class SparkBackend(Backend):
 
     dialect = "spark"
     transactional = False
+    registration = Registration(
+        name="Spark",
+        schemes=("spark", "sc"),
+        patterns=(_LOCAL.pattern,),
+        connections=("pyspark.",),
+        drivers=("pyspark", "py4j"),
+        extra="spark",
+        example="local[2], spark://host:7077, sc://host:15002",
+    )
 
     def __init__(self, spark: Any, url: str | None = None) -> None:
         _pyspark_sql()
@@ -81,6 +90,17 @@ class SparkBackend(Backend):
         self.url = url
 
     # ---- building a session ----
+
+    @classmethod
+    def open(cls, target: str, conf: dict[str, str] | None = None, **options: object) -> SparkBackend:
+        """:meth:`from_master` of ``local[N]``, ``spark://host:port`` or ``sc://host:port``; ``conf``:
+        settings of a session sqlrp starts (``spark.driver.memory`` ...)."""
+        return cls.from_master(target, conf=conf)
+
+    @classmethod
+    def wrap(cls, session: Any, **options: object) -> SparkBackend:
+        """Use the caller's ``SparkSession`` (never stopped by sqlrp)."""
+        return cls(session)
 
     @classmethod
     def from_master(

@@ -26,13 +26,14 @@ mode, have ``transactional = False``: the registry then cleans up after a failur
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParameter, MissingExtra
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, Registration, missing_table
 from .values import column_values, py, value_kind
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ def sqlrp_dialect(name: str) -> str:
 # placeholders
 
 
-def _text_bind_pattern() -> re.Pattern[str]:
+@functools.cache
+def _text_bind() -> re.Pattern[str]:
     """What ``text()`` takes for a bind: SQLAlchemy's own pattern where it has one (2.0, 2.1)."""
     try:
         from sqlalchemy.sql.elements import TextClause
@@ -117,9 +119,6 @@ def _text_bind_pattern() -> re.Pattern[str]:
         return TextClause._bind_params_regex  # type: ignore[attr-defined,no-any-return]
     except (ImportError, AttributeError):
         return re.compile(r"(?<![:\w\x5c]):(\w+)(?![:\w])", re.UNICODE)
-
-
-_TEXT_BIND = _text_bind_pattern()
 
 
 def _segments(sql: str, brackets: bool = False, backslash: bool = False) -> Iterator[tuple[bool, str]]:
@@ -172,7 +171,7 @@ def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple
     out: list[str] = []
     names: list[str] = []
     for quoted, piece in _segments(sql, brackets, backslash):
-        piece = _TEXT_BIND.sub(lambda m: "\\:" + m.group(1), piece)
+        piece = _text_bind().sub(lambda m: "\\:" + m.group(1), piece)
         if quoted:
             out.append(piece)
             continue
@@ -197,6 +196,15 @@ def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple
 class SQLAlchemyBackend(Backend):
     """A database reached through SQLAlchemy: an ``Engine`` (sqlrp opens one connection and closes it
     in :meth:`close`) or a ``Connection`` (the caller's: never closed by sqlrp)."""
+
+    registration = Registration(
+        name="SQLAlchemy",
+        connections=("sqlalchemy.",),
+        drivers=("sqlalchemy",),
+        extra="sqlalchemy",
+        example="snowflake://user@account/db/schema",
+        fallback=True,
+    )
 
     def __init__(self, bind: Engine | Connection):
         from sqlalchemy.engine import Connection, Engine
@@ -244,6 +252,16 @@ class SQLAlchemyBackend(Backend):
 
             with contextlib.suppress(DBAPIError):
                 self.execute("SET jit = off")
+
+    @classmethod
+    def open(cls, target: str, **options: object) -> SQLAlchemyBackend:
+        """:meth:`from_url`: any URL no other backend takes."""
+        return cls.from_url(target)
+
+    @classmethod
+    def wrap(cls, connection: Any, **options: object) -> SQLAlchemyBackend:
+        """Use the caller's SQLAlchemy ``Engine`` (sqlrp opens a connection) or ``Connection``."""
+        return cls(connection)
 
     @classmethod
     def from_url(cls, url: str, **engine_options: Any) -> SQLAlchemyBackend:

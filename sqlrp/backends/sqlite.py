@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import EngineLimit, InputError, InvalidParameter
 from ..lazy import pd
-from .base import Backend, ColumnInfo, missing_table
+from .base import Backend, ColumnInfo, Registration, missing_table, url_path
 from .values import column_values, py, value_kind
 
 #: storage class of a DataFrame column by what it holds (:func:`~sqlrp.backends.values.value_kind`)
@@ -58,6 +58,15 @@ class SQLiteBackend(Backend):
     """A connection to one SQLite database (file or ``:memory:``) through the standard library."""
 
     dialect = "sqlite"
+    registration = Registration(
+        name="SQLite",
+        schemes=("sqlite",),
+        url_drivers=("pysqlite",),
+        files=(".sqlite", ".sqlite3"),
+        connections=("sqlite3.",),
+        drivers=("sqlite3",),
+        example="sqlite:///path.sqlite",
+    )
 
     def __init__(self, path: str = ":memory:"):
         """Open (or create) the SQLite database file ``path``; ``":memory:"`` for a private one."""
@@ -77,7 +86,13 @@ class SQLiteBackend(Backend):
         self._restore_isolation: object = None
 
     @classmethod
-    def wrap(cls, conn: sqlite3.Connection) -> SQLiteBackend:
+    def open(cls, target: str, **options: object) -> SQLiteBackend:
+        """The database file ``target`` names (a path or ``sqlite:///path``), else a private one in
+        memory; the size and thread options of :func:`sqlrp.connect` do not apply."""
+        return cls(url_path(target))
+
+    @classmethod
+    def wrap(cls, conn: sqlite3.Connection, **options: object) -> SQLiteBackend:
         """Use an open ``sqlite3`` connection (the caller's: :meth:`close` leaves it open).
 
         It must not be inside a transaction.  sqlrp switches it to ``isolation_level = None`` (it
