@@ -363,4 +363,18 @@ def modules_page() -> str:
                 continue
             lines.append(f"| `{path.name}` | {_table_cell(_first_paragraph(path)) or '-'} |")
         lines.append("")
+    lines += [
+        "## Beside the package",
+        "",
+        "| folder | what it holds |",
+        "|---|---|",
+        "| `migrations/` | the registry's versioned DDL per dialect, installed as `sqlrp.migrations` |",
+        "| `sql/` | static SQL for users, installed as `sqlrp.sql` |",
+        "| `bench/` | the benchmarks ([Benchmarks](../benchmarks.md); `bench/README.md` lists every command) |",
+        "| `examples/` | quickstart, Table 1 of paper 000 (kernels), DT-RP against RP (`examples/README.md`) |",
+        "| `tests/` | parity (SQL against NumPy, every engine, layout and strategy), bad input, kernels, evaluation, "
+        "DT-RP, streaming and incremental runs, CLI, search, docs ([Tests](../tests.md)) |",
+        "| `docs/` | this site; `docs/hooks/` generates its reference pages |",
+        "",
+    ]
     return "\n".join(lines)
