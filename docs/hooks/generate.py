@@ -240,6 +240,30 @@ def _getter(attribute: str) -> object:
     return lambda profile: getattr(profile, attribute)
 
 
+def connections_table() -> list[str]:
+    """The backends' registrations as a Markdown table."""
+    from sqlrp.backends import engines_table
+
+    columns = {
+        "engine": "engine",
+        "dialect": "dialect",
+        "url": "example",
+        "schemes": "URL schemes",
+        "files": "file endings",
+        "connections": "connection classes",
+        "install": "install",
+    }
+    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
+    for row in engines_table():
+        cells = []
+        for key in columns:
+            value = row.get(key, "")
+            plain_text = key == "engine" or not value or value.startswith("(") or value == "any other URL"
+            cells.append(value if plain_text else f"`{value}`")
+        lines.append("| " + " | ".join(_table_cell(c) or "-" for c in cells) + " |")
+    return lines
+
+
 def engines_page() -> str:
     rows = profiles()
     notes = attribute_notes()
@@ -255,6 +279,16 @@ def engines_page() -> str:
         "emits SQL (see [Engines](../guide/engines.md)); `-` means no limit that sqlrp knows of. The column",
         "`other` is what `sqlrp compile --dialect X` uses for a sqlglot dialect sqlrp has no profile of",
         "(here `oracle`): the portable constructs only.",
+        "",
+    ]
+    lines += [
+        "## Connecting",
+        "",
+        "From the backends' registrations (`sqlrp.backends.engines_table()`): what `sqlrp.connect(...)` and",
+        "`--db` take for each engine, in the order `connect` tries them. A connection object is recognised",
+        "by the module of its class; a bare path by its file ending.",
+        "",
+        *connections_table(),
         "",
     ]
     runs = [p for p in rows if p.executes]
