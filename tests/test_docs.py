@@ -83,6 +83,10 @@ def test_the_engines_table_has_every_engine(site):
         assert name in text, name
     for attribute in ("arrays", "float32", "max_columns", "max_statement_bytes", "transactional", "executes"):
         assert attribute in text, attribute
+    from sqlrp.backends import engines_table
+
+    for row in engines_table():  # every registered backend, with the URL it is reached by
+        assert row["engine"] in text and row["url"] in text, row
 
 
 def test_the_api_reference_has_every_public_name(site):
