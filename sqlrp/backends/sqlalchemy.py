@@ -39,23 +39,6 @@ from .values import column_values, py, value_kind
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
-#: SQLAlchemy dialect name -> sqlrp / sqlglot dialect name
-DIALECTS = {
-    "postgresql": "postgres",
-    "mssql": "tsql",
-    "sqlite": "sqlite",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "snowflake": "snowflake",
-    "bigquery": "bigquery",
-    "trino": "trino",
-    "databricks": "databricks",
-    "clickhouse": "clickhouse",
-    "duckdb": "duckdb",
-    "oracle": "oracle",
-    "redshift": "redshift",
-}
-
 #: sqlrp dialects whose DDL commits on its own (or that have no multi-statement transactions)
 NON_TRANSACTIONAL = frozenset({"snowflake", "bigquery", "spark", "databricks", "trino", "clickhouse", "mysql"})
 
@@ -89,21 +72,39 @@ _ROWS_PER_INSERT = 10_000  # rows per executemany batch
 
 
 def sqlrp_dialect(name: str) -> str:
-    """The sqlrp/sqlglot dialect for SQLAlchemy's dialect ``name`` (:data:`DIALECTS`, else ``name``
-    itself if sqlglot knows it); :class:`InvalidParameter` naming the dialect otherwise."""
-    key = name.lower()
-    if key in DIALECTS:
-        return DIALECTS[key]
+    """The sqlrp/sqlglot dialect for SQLAlchemy's dialect ``name``: a dialect of sqlrp's own or of
+    sqlglot's by that name, else the dialect ``name`` is an alias of (``postgresql`` -> ``postgres``,
+    ``mssql`` -> ``tsql``, ``mariadb`` -> ``mysql``: each dialect file declares its aliases);
+    :class:`InvalidParameter` naming the dialect otherwise."""
     import sqlglot
 
+    from ..dialects import dialect_name, dialect_names
+
+    key = name.lower()
+    if key in dialect_names():
+        return key
     try:
         sqlglot.Dialect.get_or_raise(key)
     except ValueError:
+        if dialect_name(key) != key:
+            return dialect_name(key)
         raise InvalidParameter(
             f"sqlrp cannot render SQL for the SQLAlchemy dialect {name!r}: sqlglot has no dialect of that name "
-            f"(known here: {', '.join(sorted(DIALECTS))})"
+            f"(known here: {', '.join(dialect_names())})"
         ) from None
     return key
+
+
+def __getattr__(name: str) -> Any:
+    """``DIALECTS``: the SQLAlchemy names sqlrp maps to another dialect name (kept for callers of the
+    table that used to stand here; the dialect files declare their aliases)."""
+    if name == "DIALECTS":
+        from ..dialects import dialect_names
+        from ..dialects.base import ALIASES
+
+        dialect_names()  # every dialect file imported: every alias declared
+        return {alias: sqlrp_dialect(alias) for alias in sorted(ALIASES) if sqlrp_dialect(alias) != alias}
+    raise AttributeError(name)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -564,4 +565,4 @@ class SQLAlchemyBackend(Backend):
             self.engine.dispose()
 
 
-__all__ = ["DIALECTS", "NON_TRANSACTIONAL", "SQLAlchemyBackend", "sqlrp_dialect", "to_named"]
+__all__ = ["NON_TRANSACTIONAL", "SQLAlchemyBackend", "sqlrp_dialect", "to_named"]

@@ -8,58 +8,65 @@ knows is rendered with the generic profile (portable choices only: no arrays, no
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 import sqlglot
 
 from ..errors import InvalidParameter
-from .base import SqlrpDialect, extend
+from .base import ALIASES, DIALECTS, SqlrpDialect, extend
 
-_ALIASES = {
-    "postgresql": "postgres",
-    "pg": "postgres",
-    "sparksql": "spark",
-    "spark2": "spark",
-    "databricks": "spark",
-    "sqlite3": "sqlite",
-    "chdb": "clickhouse",
-    "mssql": "tsql",
-    "sqlserver": "tsql",
-    "mariadb": "mysql",
-    "presto": "trino",
-}
-#: name -> (module in this folder, class): imported when first asked for, so that ``import sqlrp``
-#: does not load ten of sqlglot's dialects (0.24 s of ``python -X importtime -c "import sqlrp"``)
-_KNOWN: dict[str, tuple[str, str]] = {
-    "duckdb": ("duckdb", "DuckDBDialect"),
-    "postgres": ("postgres", "PostgresDialect"),
-    "spark": ("spark", "SparkDialect"),
-    "sqlite": ("sqlite", "SQLiteDialect"),
-    "clickhouse": ("clickhouse", "ClickHouseDialect"),
-    "snowflake": ("warehouses", "SnowflakeDialect"),
-    "bigquery": ("warehouses", "BigQueryDialect"),
-    "tsql": ("warehouses", "TSQLDialect"),
-    "mysql": ("warehouses", "MySQLDialect"),
-    "trino": ("warehouses", "TrinoDialect"),
-}
 _CACHE: dict[str, SqlrpDialect] = {}
+_all_imported = False
+
+
+def _discover(key: str) -> None:
+    """Import the dialect files until one declares ``key`` (as a name or an alias): first the file of
+    that name, if there is one, then all of them.  Only what is asked for is imported, so that
+    ``import sqlrp`` does not load ten of sqlglot's dialects."""
+    global _all_imported
+    files = [m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"]
+    if key in files:
+        importlib.import_module(f".{key}", __name__)
+    if key in DIALECTS or key in ALIASES or _all_imported:
+        return
+    for module in files:
+        importlib.import_module(f".{module}", __name__)
+    _all_imported = True
+
+
+def dialect_name(name: str) -> str:
+    """The name of the dialect called ``name``: a dialect's own name, or the one an alias stands for
+    (``pg`` -> ``postgres``); ``name`` in lower case if no sqlrp dialect has it."""
+    key = name.lower()
+    if key not in DIALECTS and key not in ALIASES:
+        _discover(key)
+    return key if key in DIALECTS else ALIASES.get(key, key)
+
+
+def dialect_names() -> list[str]:
+    """The names of every dialect with a profile of its own (each file in this folder declares its own)."""
+    _discover("")
+    return sorted(DIALECTS)
 
 
 def get_dialect(name: str | SqlrpDialect) -> SqlrpDialect:
     """The dialect called ``name`` (an engine above, or any sqlglot dialect)."""
     if isinstance(name, SqlrpDialect):
         return name
-    key = _ALIASES.get(name.lower(), name.lower())
+    key = name.lower()
     if key in _CACHE:
         return _CACHE[key]
-    if key in _KNOWN:
-        module, cls = _KNOWN[key]
-        dialect = getattr(importlib.import_module(f".{module}", __name__), cls)()
+    key = dialect_name(key)
+    if key in _CACHE:
+        return _CACHE[key]
+    if key in DIALECTS:
+        dialect = DIALECTS[key]()
     else:
         try:
             base = sqlglot.Dialect.get_or_raise(key).__class__
         except ValueError:
             raise InvalidParameter(
-                f"unknown SQL dialect {name!r}; use {', '.join(sorted(_KNOWN))} or another sqlglot dialect"
+                f"unknown SQL dialect {name!r}; use {', '.join(dialect_names())} or another sqlglot dialect"
             ) from None
         dialect = SqlrpDialect()
         dialect.name = key
@@ -75,4 +82,4 @@ def get_dialect(name: str | SqlrpDialect) -> SqlrpDialect:
     return dialect
 
 
-__all__ = ["SqlrpDialect", "get_dialect"]
+__all__ = ["SqlrpDialect", "dialect_name", "dialect_names", "get_dialect"]

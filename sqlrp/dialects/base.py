@@ -38,11 +38,25 @@ def extend(base: type[Dialect], depth: int | None = None) -> type[Dialect]:
     return type(f"Sqlrp{base.__name__}", (base,), {"Generator": Generator})
 
 
+#: every dialect class by its name, and every alias by the name it stands for: filled as the classes
+#: are made (:meth:`SqlrpDialect.__init_subclass__`), read by :func:`sqlrp.dialects.get_dialect`
+DIALECTS: dict[str, type[SqlrpDialect]] = {}
+ALIASES: dict[str, str] = {}
+
+
 class SqlrpDialect:
     """Rendering rules and limits for one SQL engine."""
 
     name = "generic"
+    aliases: tuple[str, ...] = ()  # other names of the engine (``--dialect pg``; SQLAlchemy's ``postgresql``)
     sqlglot: type[Dialect]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A class that sets its own ``name`` is the dialect of that name (and of its ``aliases``)."""
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            DIALECTS[cls.name] = cls
+            ALIASES.update(dict.fromkeys(cls.__dict__.get("aliases", ()), cls.name))
 
     # ---- limits (each dialect file cites its source) ----
     max_columns: int | None = None  # most columns one select may produce

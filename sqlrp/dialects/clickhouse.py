@@ -56,6 +56,7 @@ SqlrpClickHouseBits = type("SqlrpClickHouseBits", (_BASE,), {"Generator": _Gener
 
 class ClickHouseDialect(SqlrpDialect):
     name = "clickhouse"
+    aliases = ("chdb",)
     sqlglot = SqlrpClickHouseBits
     max_statement_bytes = 262_144
     max_ast_nodes = 50_000

@@ -51,6 +51,7 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 class PostgresDialect(SqlrpDialect):
     name = "postgres"
+    aliases = ("postgresql", "pg")
     parallel_insert = False  # PostgreSQL 15 plans INSERT ... SELECT serially: stage through a temp table
     sqlglot = extend(Postgres)
     # a table holds at most 1,600 columns, a select list 1,664 (MaxTupleAttributeNumber /

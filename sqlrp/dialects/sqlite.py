@@ -28,6 +28,7 @@ DEPTH = 100  # terms per group of a sum: 10 groups of 100 stay far below SQLITE_
 
 class SQLiteDialect(SqlrpDialect):
     name = "sqlite"
+    aliases = ("sqlite3",)
     sqlglot = extend(SQLite, depth=DEPTH)
     max_columns = 2000
     max_statement_bytes = 1_000_000_000

@@ -39,6 +39,7 @@ class BigQueryDialect(SqlrpDialect):
 
 class TSQLDialect(SqlrpDialect):
     name = "tsql"
+    aliases = ("mssql", "sqlserver")
     sqlglot = extend(TSQL)
     # "Columns per SELECT statement: 4,096" (learn.microsoft.com, "Maximum capacity specifications
     # for SQL Server"); "Length of a string containing SQL statements (batch size): 65,536 * network
@@ -53,6 +54,7 @@ class TSQLDialect(SqlrpDialect):
 
 class MySQLDialect(SqlrpDialect):
     name = "mysql"
+    aliases = ("mariadb",)
     sqlglot = extend(MySQL)
     # "There is a hard limit of 4096 columns per table" (dev.mysql.com, "Limits on Table Column
     # Count and Row Size"); max_allowed_packet 64 MB by default (8.0+) bounds a statement
@@ -66,6 +68,7 @@ class MySQLDialect(SqlrpDialect):
 
 class TrinoDialect(SqlrpDialect):
     name = "trino"
+    aliases = ("presto",)
     sqlglot = extend(Trino)
     # query.max-length: 1,000,000 characters by default (trino.io/docs, "Query management properties")
     max_statement_bytes = 1_000_000
