@@ -1,19 +1,18 @@
 """The registry of stored projections: versioned migrations, save, load, list, drop.
 
 Once stored, the tables are the source of truth for a projection; the seed only made it repeatable.
-Migrations are the SQL files in the top-level ``migrations/<dialect>/`` folder (installed as
-``sqlrp.migrations``), applied in order, each in its own transaction, and recorded in
-``sqlrp_schema_version``; re-running them is a no-op.
+The tables are defined once, in :mod:`sqlrp.registry_schema`, and rendered for the database's
+dialect; each registry version is applied in order, in its own transaction, and recorded in
+``sqlrp_schema_version`` under its file name (``0001_registry.sql`` ...: the rendered record in
+``migrations/<dialect>/``); re-running them is a no-op.  An engine on which sqlrp keeps no registry
+refuses with :class:`~sqlrp.errors.EngineLimit`, naming what to do instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Iterator
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
@@ -22,23 +21,12 @@ from .compiler.pairs import PairsPlan, signs_of
 from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from .ir import Combiner, Composed, LinearStage, Projection
 from .lazy import pd
+from .registry_schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
+from .registry_schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
+from .registry_schema import VERSION_TABLE as _VERSION_TABLE
+from .registry_schema import migration_files as migration_files  # (version, file name, SQL) per registry version
 
-VERSION_TABLE = "sqlrp_schema_version"
-_BOOTSTRAP = (
-    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
-    " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-    " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
-)
-_TABLES = (
-    "sqlrp_linear_entry",
-    "sqlrp_linear_vector",
-    "sqlrp_combiner_term",
-    "sqlrp_combiner_factor",
-    "sqlrp_pairs_entry",
-)
-# every table the registry owns: never an output (``project --into``) on any engine
-# (``sqlrp_index``: the similarity-search indexes, sqlrp/index.py; DuckDB and PostgreSQL)
-REGISTRY_TABLES = frozenset({VERSION_TABLE, "sqlrp_projection", "sqlrp_index", *_TABLES})
+VERSION_TABLE = _VERSION_TABLE.name
 # A composed projection (sqlrp.ir.Composed) is stored as its two stages under derived names plus one
 # sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
 STAGES_KEY = "_stages"
@@ -49,29 +37,13 @@ def stage_names(name: str) -> list[str]:
     return [f"{name}__stage1", f"{name}__stage2"]
 
 
-def migration_files(dialect: str) -> list[tuple[int, str, str]]:
-    """``(version, file name, SQL)`` of every migration for ``dialect``, in order."""
-    checkout = Path(__file__).resolve().parent.parent / "migrations"
-    root = checkout if checkout.is_dir() else resources.files("sqlrp.migrations")
-    folder = root.joinpath(dialect)
-    out = []
-    for entry in folder.iterdir():
-        m = re.match(r"^(\d+)_.*\.sql$", entry.name)
-        if m:
-            out.append((int(m[1]), entry.name, entry.read_text()))
-    return sorted(out)
-
-
 def bootstrap_sql(dialect: str) -> str:
-    """The statement that creates the version table: ``migrations/<dialect>/bootstrap.sql`` where an
-    engine needs its own (ClickHouse: an ENGINE; Spark: no keys), else the standard one."""
-    checkout = Path(__file__).resolve().parent.parent / "migrations"
-    root = checkout if checkout.is_dir() else resources.files("sqlrp.migrations")
-    custom = root.joinpath(dialect).joinpath("bootstrap.sql")
-    return _statements(custom.read_text())[0] if custom.is_file() else _BOOTSTRAP
+    """The statement that creates the version table (:func:`sqlrp.registry_schema.bootstrap`)."""
+    return bootstrap(dialect)
 
 
 def _statements(sql: str) -> list[str]:
+    """The statements of a SQL script (``--`` comment lines dropped, split at ``;``)."""
     text = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
     return [s.strip() for s in text.split(";") if s.strip()]
 
@@ -85,7 +57,7 @@ class Registry:
             self.migrate()
 
     def version(self) -> int:
-        self.backend.execute(bootstrap_sql(self.backend.dialect))
+        self.backend.execute(bootstrap(self.backend.dialect))
         rows = self.backend.fetchall(f"SELECT max(version) FROM {VERSION_TABLE}")
         return int(rows[0][0] or 0)
 
@@ -93,24 +65,23 @@ class Registry:
         """Apply the migrations not yet applied; returns their file names.  Processes that start on a
         fresh database at once take turns: the set-up runs under one lock (PostgreSQL: an advisory
         lock, ``Backend.lock``) and the version is read again once it is held."""
-        files = migration_files(self.backend.dialect)
-        latest = files[-1][0] if files else 0
-        if self.backend.table_exists(VERSION_TABLE) and self.version() >= latest:
+        bootstrap(self.backend.dialect)  # refuses an engine without a registry before anything is read
+        if self.backend.table_exists(VERSION_TABLE) and self.version() >= LATEST:
             return []  # the common case: nothing to do, no lock taken
         applied = []
         with self.backend.transaction():
             self.backend.lock("sqlrp migrations")
             current = self.version()
-            for version, name, sql in files:
-                if version <= current:
+            for version in VERSIONS:
+                if version.number <= current:
                     continue
                 with self.backend.transaction():
-                    for statement in _statements(sql):
+                    for statement in statements(version, self.backend.dialect):
                         self.backend.execute(statement)
                     self.backend.execute(
-                        f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version, name]
+                        f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version.number, version.file]
                     )
-                applied.append(name)
+                applied.append(version.file)
         return applied
 
     def exists(self, name: str) -> bool:
@@ -353,7 +324,7 @@ class Registry:
             params = rows[0][0] if isinstance(rows[0][0], dict) else json.loads(rows[0][0])
             for stage in params.get(STAGES_KEY, []):
                 self._delete(stage)
-        for table in _TABLES:
+        for table in OWNED_TABLES:
             self.backend.execute(f"DELETE FROM {table} WHERE projection = ?", [name])
         self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
 

@@ -8,6 +8,7 @@ Each engine's test file calls :func:`run_case` for the cases it can afford (Spar
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -147,3 +148,52 @@ def check(result: pd.DataFrame, projection, X: np.ndarray, case: Case) -> None:
     scale = max(np.abs(want).max(), 1e-300)
     err = np.max(np.abs(got - want)) / scale
     assert err <= RTOL, f"{case.name}: relative error {err:.3g}"
+
+
+# ---- registry versions: databases made by earlier releases (tests/registry_v4/) ----
+
+V4 = Path(__file__).resolve().parent / "registry_v4"  # the hand-written SQL of registry versions 1-4
+
+
+def build_by_hand(db, upto: int) -> None:
+    """The registry as the hand-written files of ``tests/registry_v4/<engine>/`` made it, up to ``upto``."""
+    from sqlrp.store import _statements
+
+    folder = V4 / db.dialect
+    for statement in _statements((folder / "bootstrap.sql").read_text()):
+        db.execute(statement)
+    for path in sorted(folder.glob("000*.sql"))[:upto]:
+        for statement in _statements(path.read_text()):
+            db.execute(statement)
+        db.execute("INSERT INTO sqlrp_schema_version (version, name) VALUES (?, ?)", [int(path.name[:4]), path.name])
+
+
+def use_registry(db) -> None:
+    """Everything the registry's tables hold, written, read and deleted (all four versions' tables)."""
+    p = sqlrp.create_projection(db, "rp", "achlioptas", d=12, k=4, s=3, seed=1)
+    kernel = sqlrp.create_projection(db, "pk", "pk-rp", d=6, k=3, degree=2, t=2, seed=2)
+    assert np.array_equal(sqlrp.load_projection(db, "rp").linear.dense(), p.linear.dense())
+    back = sqlrp.load_projection(db, "pk")
+    X = np.random.default_rng(0).standard_normal((3, 6))
+    assert np.allclose(sqlrp.transform(back, X), sqlrp.transform(kernel, X), rtol=1e-12)
+    assert list(sqlrp.list_projections(db)["name"]) == ["pk", "rp"]
+    db.insert_columns(
+        "sqlrp_pairs_entry",
+        {
+            "projection": "rp",
+            "budget": -1,
+            "node": np.arange(2, dtype=np.int32),
+            "level": np.zeros(2, np.int32),
+            "reads": np.arange(2, dtype=np.int32),
+            "sign": np.ones(2, np.int16),
+        },
+    )
+    db.execute(
+        "INSERT INTO sqlrp_index (name, projection, source, bits, band_bits, means, vectors, params) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ["idx", "rp", "{}", 64, 8, None, True, '{"kind": "ivf"}'],
+    )
+    assert db.fetchall("SELECT params FROM sqlrp_index WHERE name = 'idx'") == [('{"kind": "ivf"}',)]
+    sqlrp.drop_projection(db, "rp")
+    assert db.fetchall("SELECT count(*) FROM sqlrp_pairs_entry")[0][0] == 0  # owned rows go with it
+    assert db.fetchall("SELECT count(*) FROM sqlrp_linear_entry WHERE projection = 'rp'")[0][0] == 0

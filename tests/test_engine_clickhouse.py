@@ -564,6 +564,17 @@ def test_migrations_apply_once(any_ch) -> None:
     assert set(engines.values()) == {"MergeTree"}
 
 
+@pytest.mark.parametrize("version", [2, 4])
+def test_a_registry_made_by_earlier_releases_works(ch, version) -> None:
+    """A ClickHouse registry made by the hand-written migrations of earlier releases (version 2: then
+    upgraded by the rendered ones; version 4: used as it is)."""
+    from engine_cases import build_by_hand, use_registry
+
+    build_by_hand(ch, version)
+    assert Registry(ch, migrate=False).migrate() == [f for _, f, _ in migration_files("clickhouse")][version:]
+    use_registry(ch)
+
+
 def test_save_list_load_drop(any_ch) -> None:
     p = sqlrp.create_projection(any_ch, "a name with 'quotes' \\ ?", "achlioptas", d=30, k=8, s=3, seed=4)
     sqlrp.create_projection(any_ch, "g", "gaussian", d=5, k=2, seed=None)

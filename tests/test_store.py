@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_cases import build_by_hand, use_registry
 
 import sqlrp
 from sqlrp.store import Registry, migration_files
@@ -93,3 +94,45 @@ def test_registry_views_in_sql_folder(db):
     assert (name, nnz) == ("v", p.linear.nnz) and density == pytest.approx(p.linear.nnz / 400)
     signs = db.fetchall("SELECT sum(sign), count(*) FROM sqlrp_signs WHERE projection = 'v'")[0]
     assert signs == (int(p.linear.weight.sum()), p.linear.nnz)
+
+
+# ---- registry versions: databases made by earlier releases keep working ----
+
+
+@pytest.fixture(params=["duckdb", "postgres", "sqlite"])
+def any_db(request):
+    """DuckDB, PostgreSQL and SQLite: the engines whose registry these tests build by hand."""
+    if request.param == "sqlite":
+        db = sqlrp.connect("sqlite://")
+        yield db
+        db.close()
+        return
+    yield request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_a_registry_made_by_earlier_releases_is_upgraded_and_works(any_db, version):
+    """A database at registry version 1, 2, 3 or 4, made by the hand-written migrations of earlier
+    releases, is brought to the latest version by the rendered ones (version 4: nothing to do)."""
+    from sqlrp.registry_schema import VERSIONS
+
+    build_by_hand(any_db, version)
+    reg = Registry(any_db, migrate=False)
+    assert reg.version() == version
+    assert reg.migrate() == [v.file for v in VERSIONS if v.number > version]
+    assert reg.version() == VERSIONS[-1].number and reg.migrate() == []
+    use_registry(any_db)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_the_rendered_migrations_upgrade_from_each_version(any_db, version):
+    """The rendered registry, stopped at each version and then upgraded, ends as a fresh one does."""
+    from sqlrp.registry_schema import VERSIONS, bootstrap, statements
+
+    any_db.execute(bootstrap(any_db.dialect))
+    for v in VERSIONS[:version]:
+        for statement in statements(v, any_db.dialect):
+            any_db.execute(statement)
+        any_db.execute("INSERT INTO sqlrp_schema_version (version, name) VALUES (?, ?)", [v.number, v.file])
+    assert Registry(any_db, migrate=False).migrate() == [v.file for v in VERSIONS[version:]]
+    use_registry(any_db)

@@ -1,12 +1,20 @@
--- sqlrp registry, version 3 (ClickHouse): the similarity-search index table (sqlrp/index.py), kept so
--- that every engine's registry has the same versions; search is refused on ClickHouse (no transactions,
--- no tested bit count), so the table stays empty.
+-- sqlrp registry, version 3 (clickhouse): similarity-search indexes (sqlrp/index.py). An index's
+-- rows live in tables named after it, in its source's schema; this row says how they were made.
+-- Engines where search is refused keep the table empty.
+-- Rendered for clickhouse from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+
+-- sqlrp_index: how an index was made: the stored projection, the source table and its features
+-- (JSON), the band width, the feature means whose projections are the bits' thresholds (NULL: not
+-- centred), and (version 4) its structure as JSON.
 CREATE TABLE sqlrp_index (
-    name        String,
-    "projection"  String,
-    source      String,
-    bits        Int32,
-    band_bits   Int32,
-    means       Nullable(String),
-    vectors     Bool
-) ENGINE = MergeTree ORDER BY name
+  name String,
+  "projection" String,
+  source String,
+  bits Int32,
+  band_bits Int32,
+  means Nullable(String),
+  vectors Bool,
+  created_at DateTime DEFAULT CURRENT_TIMESTAMP()
+)
+ENGINE=MergeTree
+ORDER BY name;

@@ -1,7 +1,10 @@
--- sqlrp registry: the version table (ClickHouse).  Every CREATE TABLE needs an ENGINE; MergeTree has
--- no uniqueness, so the migrations runner reads max(version) before it inserts one.
+-- sqlrp registry: the version table (clickhouse), the registry's version: one row per version
+-- applied (the runner reads max(version) before it adds one).
+-- Rendered for clickhouse from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
 CREATE TABLE IF NOT EXISTS sqlrp_schema_version (
-    version     Int32,
-    name        String,
-    applied_at  DateTime DEFAULT now()
-) ENGINE = MergeTree ORDER BY version
+  version Int32,
+  name String,
+  applied_at DateTime DEFAULT CURRENT_TIMESTAMP()
+)
+ENGINE=MergeTree
+ORDER BY version;

@@ -1,15 +1,17 @@
--- sqlrp registry, version 2 (DuckDB): the `pairs` strategy's plan (sqlrp/compiler/pairs.py), stored
+-- sqlrp registry, version 2 (duckdb): the `pairs` strategy's plan (sqlrp/compiler/pairs.py), stored
 -- with its projection so that it is planned once per matrix rather than once per process (planning
--- d = 784, k = 200 takes 2-4 s).  One plan per column budget: -1 means no cap (DuckDB); PostgreSQL's
--- column limit caps the partials.  Node q >= 0 is partial q, node -1 - v is output vector v; each
--- row is one signed column it reads: feature c < d, or partial d + q.  `level` is the partial's
--- nested select (0 for outputs).
+-- d = 784, k = 200 takes 2-4 s).
+-- Rendered for duckdb from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+
+-- sqlrp_pairs_entry: one plan per column budget (-1: no cap). Node q >= 0 is partial q, node -1 - v
+-- is output vector v; each row is one signed column it reads: feature c < d, or partial d + q.
+-- `level` is the partial's nested select (0 for outputs).
 CREATE TABLE sqlrp_pairs_entry (
-    projection  VARCHAR NOT NULL,
-    budget      INTEGER NOT NULL,
-    node        INTEGER NOT NULL,
-    level       INTEGER NOT NULL,
-    reads       INTEGER NOT NULL,
-    sign        SMALLINT NOT NULL,
-    PRIMARY KEY (projection, budget, node, reads)
+  projection TEXT NOT NULL,
+  budget INT NOT NULL,
+  node INT NOT NULL,
+  level INT NOT NULL,
+  reads INT NOT NULL,
+  sign SMALLINT NOT NULL,
+  PRIMARY KEY (projection, budget, node, reads)
 );

@@ -1,12 +1,17 @@
--- sqlrp registry, version 2 (Spark SQL): the `pairs` strategy's plan (sqlrp/compiler/pairs.py), as
--- in migrations/duckdb/0002_pairs_plan.sql, without the primary key Spark refuses.  One plan per
--- column budget (-1: no cap).  Node q >= 0 is partial q, node -1 - v is output vector v; each row is
--- one signed column it reads: feature c < d, or partial d + q.  `level` is the partial's nested select.
+-- sqlrp registry, version 2 (spark): the `pairs` strategy's plan (sqlrp/compiler/pairs.py), stored
+-- with its projection so that it is planned once per matrix rather than once per process (planning
+-- d = 784, k = 200 takes 2-4 s).
+-- Rendered for spark from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+
+-- sqlrp_pairs_entry: one plan per column budget (-1: no cap). Node q >= 0 is partial q, node -1 - v
+-- is output vector v; each row is one signed column it reads: feature c < d, or partial d + q.
+-- `level` is the partial's nested select (0 for outputs).
 CREATE TABLE sqlrp_pairs_entry (
-    projection  STRING,
-    budget      INT,
-    node        INT,
-    level       INT,
-    reads       INT,
-    sign        SMALLINT
-) USING parquet;
+  projection STRING,
+  budget INT,
+  node INT,
+  level INT,
+  reads INT,
+  sign SMALLINT
+)
+USING PARQUET;

@@ -1,12 +1,19 @@
--- sqlrp registry, version 3 (Spark): the similarity-search index table (sqlrp/index.py), kept so that
--- every engine's registry has the same versions; search is refused on Spark (no tested bit count),
--- so the table stays empty.
+-- sqlrp registry, version 3 (spark): similarity-search indexes (sqlrp/index.py). An index's rows
+-- live in tables named after it, in its source's schema; this row says how they were made. Engines
+-- where search is refused keep the table empty.
+-- Rendered for spark from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+
+-- sqlrp_index: how an index was made: the stored projection, the source table and its features
+-- (JSON), the band width, the feature means whose projections are the bits' thresholds (NULL: not
+-- centred), and (version 4) its structure as JSON.
 CREATE TABLE sqlrp_index (
-    name        STRING,
-    projection  STRING,
-    source      STRING,
-    bits        INT,
-    band_bits   INT,
-    means       STRING,
-    vectors     BOOLEAN
-) USING parquet;
+  name STRING,
+  projection STRING,
+  source STRING,
+  bits INT,
+  band_bits INT,
+  means STRING,
+  vectors BOOLEAN,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP()
+)
+USING PARQUET;

@@ -1,8 +1,9 @@
--- sqlrp schema version table (Spark SQL).  Spark's file-source tables refuse PRIMARY KEY
--- ("[UNSUPPORTED_FEATURE.TABLE_OPERATION] ... does not support CONSTRAINT") and drop NOT NULL
--- silently, so neither is written; DEFAULT current_timestamp works (Spark 3.4+, parquet).
+-- sqlrp registry: the version table (spark), the registry's version: one row per version applied
+-- (the runner reads max(version) before it adds one).
+-- Rendered for spark from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
 CREATE TABLE IF NOT EXISTS sqlrp_schema_version (
-    version     INT,
-    name        STRING,
-    applied_at  TIMESTAMP DEFAULT current_timestamp()
-) USING parquet
+  version INT,
+  name STRING,
+  applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP()
+)
+USING PARQUET;

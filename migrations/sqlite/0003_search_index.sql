@@ -1,13 +1,18 @@
--- sqlrp registry, version 3 (SQLite): the similarity-search index table (sqlrp/index.py), kept so that
--- every engine's registry has the same versions.  SQLite has no bit count of an XOR that sqlrp knows,
--- so no index is built here (build_index refuses, naming the engine); the table stays empty.
+-- sqlrp registry, version 3 (sqlite): similarity-search indexes (sqlrp/index.py). An index's rows
+-- live in tables named after it, in its source's schema; this row says how they were made. Engines
+-- where search is refused keep the table empty.
+-- Rendered for sqlite from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+
+-- sqlrp_index: how an index was made: the stored projection, the source table and its features
+-- (JSON), the band width, the feature means whose projections are the bits' thresholds (NULL: not
+-- centred), and (version 4) its structure as JSON.
 CREATE TABLE sqlrp_index (
-    name        TEXT PRIMARY KEY,
-    projection  TEXT NOT NULL,
-    source      TEXT NOT NULL,
-    bits        INTEGER NOT NULL,
-    band_bits   INTEGER NOT NULL,
-    means       TEXT,
-    vectors     INTEGER NOT NULL,
-    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+  name TEXT NOT NULL PRIMARY KEY,
+  projection TEXT NOT NULL,
+  source TEXT NOT NULL,
+  bits INTEGER NOT NULL,
+  band_bits INTEGER NOT NULL,
+  means TEXT,
+  vectors INTEGER NOT NULL,
+  created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
 );

@@ -26,7 +26,7 @@ How to add an engine
    plus the engine's own behaviour.
 4. ``pyproject.toml``: the extra that installs the driver; the docs: the engine's page.
 Nothing else: the registry's tables are rendered from ``sqlrp/registry_schema.py`` by the dialect's
-hooks (``python -m sqlrp.registry_schema`` writes ``migrations/<engine>/`` for a DBA to read),
+hooks (``python -m migrations DIALECT`` writes ``migrations/<engine>/`` for a DBA to read),
 and ``tests/test_engine_registration.py`` shows a complete engine in one test file.
 """
 

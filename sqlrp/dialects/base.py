@@ -103,6 +103,25 @@ class SqlrpDialect:
     code_word_bits = 64
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
+    # ---- the registry's tables (sqlrp/registry_schema.py renders its one definition through these) ----
+    registry_constraints = True  # PRIMARY KEY and NOT NULL are written (Spark's and ClickHouse's tables have none)
+
+    @property
+    def keeps_registry(self) -> bool:
+        """sqlrp creates its registry of stored projections here: on the engines it runs and tests
+        (:attr:`executes`); elsewhere storing a projection is refused, naming what to do instead."""
+        return self.executes
+
+    def registry_type(self, name: str, null: bool) -> exp.DataType:
+        """The column type of the registry's type ``name`` (a sqlglot type name: TEXT, JSON, INT,
+        BIGINT, SMALLINT, DOUBLE, BOOLEAN, TIMESTAMP) here; ``null``: the column may hold NULL."""
+        return exp.DataType.build(name)
+
+    def registry_create(self, create: exp.Create, key: tuple[exp.Identifier, ...]) -> str:
+        """The ``CREATE TABLE`` statement of a registry table keyed by ``key`` (its properties: an
+        ENGINE, a file format ...)."""
+        return self.render(create, pretty=True)
+
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""
         return column

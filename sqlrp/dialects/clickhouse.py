@@ -71,6 +71,30 @@ class ClickHouseDialect(SqlrpDialect):
     transactional = False
     executes = True
 
+    # no uniqueness and no NOT NULL clause: a column is nullable by its type (Nullable(T)), and the
+    # sorting key (ORDER BY) is the other engines' primary key; sqlrp.store checks names before it writes
+    registry_constraints = False
+
+    def registry_type(self, name: str, null: bool) -> exp.DataType:
+        # JSON text as String; only a column that may be NULL is Nullable (a NULL into any other is an error)
+        kind = exp.DataType.build("TEXT" if name == "JSON" else name)
+        kind.set("nullable", null)
+        return kind
+
+    def registry_create(self, create: exp.Create, key: tuple[exp.Identifier, ...]) -> str:
+        # every CREATE TABLE needs an ENGINE; MergeTree sorted by the key
+        order = key[0] if len(key) == 1 else exp.Tuple(expressions=list(key)) if key else exp.Anonymous(this="tuple")
+        create.set(
+            "properties",
+            exp.Properties(
+                expressions=[
+                    exp.EngineProperty(this=exp.Var(this="MergeTree")),
+                    exp.Order(expressions=[exp.Ordered(this=order)]),
+                ]
+            ),
+        )
+        return self.render(create, pretty=True)
+
     def popcount(self, word: exp.Expression) -> exp.Expression:
         # bitCount(Int64) counts the 64 bits of the two's complement (bitCount(toInt64(-1)) = 64;
         # https://clickhouse.com/docs/sql-reference/functions/bit-functions); it returns UInt8, cast so

@@ -67,6 +67,10 @@ class PostgresDialect(SqlrpDialect):
     float32 = True  # FLOAT renders as REAL, 4 bytes ("8.1.4. Floating-Point Types")
     executes = True
 
+    def registry_type(self, name: str, null: bool) -> exp.DataType:
+        # JSON as JSONB: stored parsed, compared and indexed as values ("8.14. JSON Types")
+        return exp.DataType.build("JSONB" if name == "JSON" else name, dialect="postgres")
+
     def popcount(self, word: exp.Expression) -> exp.Expression:
         # bit_count() takes bit strings (PostgreSQL 14+, "9.6. Bit String Functions and Operators"), so
         # the word is cast to bit(64) first (two's complement, all 64 bits)

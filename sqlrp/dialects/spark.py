@@ -61,6 +61,17 @@ class SparkDialect(SqlrpDialect):
     # compiles and runs in it (bench/engines.py --engines spark)
     split_statement_bytes = 120_000
 
+    # file-source (parquet) tables refuse PRIMARY KEY ("does not support CONSTRAINT") and accept NOT NULL
+    # only to drop it (Spark 4.3); column defaults work (Spark 3.4+)
+    registry_constraints = False
+
+    def registry_type(self, name: str, null: bool) -> exp.DataType:
+        return exp.DataType.build("TEXT" if name == "JSON" else name)  # JSON text: a STRING
+
+    def registry_create(self, create: exp.Create, key: tuple[exp.Identifier, ...]) -> str:
+        create.set("properties", exp.Properties(expressions=[exp.FileFormatProperty(this=exp.Var(this="parquet"))]))
+        return self.render(create, pretty=True)
+
     def table_properties(self) -> exp.Properties | None:
         # Parquet without compression or dictionary encoding: a projection's outputs are
         # incompressible doubles that never repeat, so the writer's default (snappy, and a dictionary

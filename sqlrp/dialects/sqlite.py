@@ -50,3 +50,12 @@ class SQLiteDialect(SqlrpDialect):
         # type affinity is advisory: a REAL column may hold the text '12abc', which CAST reads as 12.0
         kinds = [exp.Literal.string(k) for k in ("integer", "real", "null")]
         return exp.Not(this=exp.In(this=exp.Anonymous(this="typeof", expressions=[value]), expressions=kinds))
+
+    def registry_type(self, name: str, null: bool) -> exp.DataType:
+        # JSON as TEXT: a declared type JSON would have NUMERIC affinity (https://www.sqlite.org/datatype3.html)
+        return exp.DataType.build("TEXT" if name == "JSON" else name)
+
+    def registry_create(self, create: exp.Create, key: tuple[exp.Identifier, ...]) -> str:
+        # rows keyed by several columns are stored once, in the key's b-tree, instead of in a rowid table
+        # plus a key index (https://www.sqlite.org/withoutrowid.html)
+        return super().registry_create(create, key) + (" WITHOUT ROWID" if len(key) > 1 else "")
