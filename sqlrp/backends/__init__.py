@@ -94,14 +94,12 @@ def _from_url(text: str, engines: list[tuple[Registration, type[Backend]]], **op
     """A URL: the backend that declares its scheme (refusing another driver of it), else the fallback."""
     scheme = text.split("://", 1)[0].lower()
     base, _, driver = scheme.partition("+")
-    reg, backend = next(
-        ((reg, backend) for reg, backend in engines if base in reg.schemes),
-        next((reg, backend) for reg, backend in engines if reg.fallback),
-    )
+    fallback = next((reg, backend) for reg, backend in engines if reg.fallback)
+    reg, backend = next(((reg, backend) for reg, backend in engines if base in reg.schemes), fallback)
     if driver and reg.url_drivers is not None and driver not in reg.url_drivers:
         raise InvalidParameter(
             f"sqlrp runs {reg.schemes[0]} through its own driver ({reg.url_drivers[0]}), not {driver!r}: "
-            f"use {reg.example} (drop '+{driver}'), or pass a SQLAlchemy Engine built with that driver"
+            f"use {reg.example} (drop '+{driver}'), or pass a {fallback[0].name} Engine built with that driver"
         )
     return _open(reg, backend, text, f"a {scheme}:// URL", **options)
 
