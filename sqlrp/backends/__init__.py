@@ -12,22 +12,23 @@ use instead.
 
 How to add an engine
 --------------------
-1. ``sqlrp/dialects/<engine>.py``: a :class:`~sqlrp.dialects.base.SqlrpDialect` subclass with
-   ``name``, ``aliases``, its sqlglot dialect (``extend(...)``), its limits and features, and
-   ``executes = True``; override the registry hooks (``registry_type``, ``registry_properties``,
-   ``registry_constraints``) where its ``CREATE TABLE`` differs (see ``dialects/base.py``).
+1. ``sqlrp/dialects/<engine>.py``: a :class:`~sqlrp.dialects.base.SqlrpDialect` subclass with its
+   ``name`` and ``aliases``, its sqlglot dialect (``extend(...)`` of the closest one if sqlglot has
+   none of that name), its limits and features, each with its source, and ``executes = True``.
+   Where the engine's ``CREATE TABLE`` differs, override the registry hooks ``registry_type``,
+   ``registry_constraints`` and ``registry_create`` (``keeps_registry = False``: no registry there).
 2. ``sqlrp/backends/<engine>.py``: a :class:`~sqlrp.backends.base.Backend` subclass with
-   ``dialect = "<engine>"``, a ``registration = Registration(...)`` (URL schemes, file endings,
-   connection classes, driver modules, the pip extra), ``open()`` and ``wrap()``, and the abstract
-   methods.  Import the driver inside functions, never at the top: every backend module is imported
-   when ``connect()`` first runs, with or without its driver.  The helpers in ``values.py`` type
-   and convert DataFrame columns.
-3. ``tests/test_engine_<engine>.py``: the shared matrix of ``tests/engine_cases.py`` (``run_case``),
-   plus the engine's own behaviour.
-4. ``pyproject.toml``: the extra that installs the driver; the docs: the engine's page.
-Nothing else: the registry's tables are rendered from ``sqlrp/registry_schema.py`` by the dialect's
-hooks (``python -m migrations DIALECT`` writes ``migrations/<engine>/`` for a DBA to read),
-and ``tests/test_engine_registration.py`` shows a complete engine in one test file.
+   ``dialect = "<engine>"`` and ``registration = Registration(...)`` (URL schemes, file endings,
+   connection classes, driver modules, the pip extra), ``open()``, ``wrap()`` and the abstract
+   methods; ``values.py`` types and converts DataFrame columns.  Import the driver inside functions,
+   never at the top: ``connect()`` imports every backend module, with or without its driver.
+3. ``tests/test_engine_<engine>.py``: the shared matrix of ``tests/engine_cases.py`` (``run_case``)
+   and the engine's own behaviour.
+4. ``pyproject.toml``: the extra that installs the driver; and the engine's page in the docs.
+Nothing else: ``connect()`` and ``get_dialect()`` find the classes, the registry's tables are
+rendered by the dialect's hooks from ``sqlrp/registry_schema.py`` (``python -m migrations <engine>``
+writes them out for a DBA to read), and ``tests/test_engine_registration.py`` builds a whole engine
+in one test file.
 """
 
 from __future__ import annotations
