@@ -16,8 +16,11 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 FOLDERS = sorted(p.name for p in MIGRATIONS.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
 
-def test_every_engine_sqlrp_runs_has_its_record():
-    assert FOLDERS == ["clickhouse", "duckdb", "postgres", "spark", "sqlite"]
+def test_the_engines_have_their_record():
+    """A record for each engine that had hand-written migrations; a new engine may add its own folder
+    (``python -m migrations ENGINE``), checked like the others, but needs none: sqlrp renders its
+    registry itself."""
+    assert {"clickhouse", "duckdb", "postgres", "spark", "sqlite"} <= set(FOLDERS)
 
 
 @pytest.mark.parametrize("dialect", FOLDERS)
