@@ -230,6 +230,21 @@ def test_registry_migrates_saves_loads_lists_drops(spark_db):
     assert sqlrp.load_projection(spark_db, "reg 'quoted' name").k == 8  # the other projection is untouched
 
 
+def test_a_registry_made_by_earlier_releases_is_upgraded(spark_db):
+    """A Spark registry at version 2, made by the hand-written migrations of earlier releases, is
+    upgraded by the rendered ones (``ALTER TABLE ... ADD COLUMN`` included) and works."""
+    from engine_cases import build_by_hand, use_registry
+
+    for table in spark_db.table_names():
+        if table.startswith("sqlrp_"):
+            spark_db.execute(f"DROP TABLE IF EXISTS {table}")
+    build_by_hand(spark_db, 2)
+    assert Registry(spark_db, migrate=False).migrate() == ["0003_search_index.sql", "0004_index_params.sql"]
+    use_registry(spark_db)
+    spark_db.execute("DELETE FROM sqlrp_index")
+    sqlrp.drop_projection(spark_db, "pk")
+
+
 def test_kernel_projection_round_trips(spark_db):
     """Bias, power and combiner rows (``sqlrp_linear_vector`` defaults included) survive Spark."""
     p = sqlrp.create_projection(spark_db, "reg_pk", "pk-rp", d=6, k=4, degree=2, t=2, seed=3)
