@@ -24,10 +24,12 @@ def _discover(key: str) -> None:
     that name, if there is one, then all of them.  Only what is asked for is imported, so that
     ``import sqlrp`` does not load ten of sqlglot's dialects."""
     global _all_imported
+    if _all_imported:
+        return
     files = [m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"]
     if key in files:
         importlib.import_module(f".{key}", __name__)
-    if key in DIALECTS or key in ALIASES or _all_imported:
+    if key in DIALECTS or key in ALIASES:
         return
     for module in files:
         importlib.import_module(f".{module}", __name__)
