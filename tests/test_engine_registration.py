@@ -17,7 +17,7 @@ import pytest
 import sqlrp
 from sqlrp import errors
 from sqlrp.backends import engines_table, registered
-from sqlrp.backends.base import Registration
+from sqlrp.backends.base import Registration, url_path
 from sqlrp.backends.sqlite import SQLiteBackend
 from sqlrp.dialects import dialect_names, get_dialect
 from sqlrp.dialects.base import ALIASES
@@ -54,6 +54,10 @@ class ToyBackend(SQLiteBackend):
         drivers=("sqlite3",),
         example="toy:///path.toy",
     )
+
+    @classmethod
+    def open(cls, target: str, **options: object) -> ToyBackend:
+        return cls(":memory:" if target == "toy:memory" else url_path(target))  # type: ignore[return-value]
 
     @classmethod
     def wrap(cls, connection: ToyConnection, **options: object) -> ToyBackend:
