@@ -1,11 +1,15 @@
 """MkDocs hook: the pages that are read off the code at build time, so that they cannot drift from it.
 
 - ``reference/cli.md``: ``sqlrp --help`` and ``sqlrp <command> --help`` of every command that
-  ``sqlrp --help`` lists, as the installed CLI prints them (``sqlrp.cli.main``, 100 columns).
-- ``reference/engines.md``: every engine profile in ``sqlrp/dialects/`` (each
-  :class:`~sqlrp.dialects.base.SqlrpDialect` subclass a dialect file defines, as
-  ``sqlrp.dialects.get_dialect(name)`` returns it), its features and limits, with the meaning of
-  each attribute taken from the comments of ``sqlrp/dialects/base.py``.
+  ``sqlrp --help`` lists, as the installed CLI prints them (``sqlrp.cli.main``, 96 columns).
+- ``reference/api.md`` (written by hand): each ``::: sqlrp.NAME`` pointed at where the name is defined,
+  and every name of ``sqlrp.__all__`` the page does not list added at its end (:func:`on_page_markdown`).
+- ``reference/engines.md``: how each registered backend is reached (``sqlrp.backends.engines_table()``),
+  and every engine profile (``sqlrp.dialects.dialect_names()``, as ``get_dialect(name)`` returns it):
+  its features and limits, with the meaning of each attribute taken from the comments of
+  ``sqlrp/dialects/base.py``.
+- ``reference/methods.md``: every ``--method`` of ``sqlrp.methods.METHODS``, its generator's docstring.
+- ``reference/registry.md``: the registry's tables and versions, from ``sqlrp/registry_schema.py``.
 - ``reference/modules.md``: every module of the ``sqlrp`` package with the first paragraph of its
   docstring, read with :mod:`ast` (nothing imported).
 
@@ -16,11 +20,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import inspect
 import io
 import os
-import pkgutil
 import re
 import sys
 from pathlib import Path
@@ -43,6 +45,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         ("reference/cli.md", cli_page()),
         ("reference/engines.md", engines_page()),
         ("reference/methods.md", methods_page()),
+        ("reference/registry.md", registry_page()),
         ("reference/modules.md", modules_page()),
     ):
         files.append(File.generated(config, path, content=text))
@@ -129,22 +132,13 @@ def cli_page() -> str:
 
 
 def profiles() -> list[object]:
-    """One profile per dialect file's class, as ``get_dialect`` returns it, in the files' order."""
-    import sqlrp.dialects as package
-    from sqlrp.dialects import get_dialect
-    from sqlrp.dialects.base import SqlrpDialect
+    """Every dialect with a profile of its own, as ``get_dialect`` returns it (the engines sqlrp runs
+    first, DuckDB first among them), and the generic profile of a sqlglot dialect sqlrp has none of."""
+    from sqlrp.dialects import dialect_names, get_dialect
 
-    found: dict[str, object] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if issubclass(cls, SqlrpDialect) and cls is not SqlrpDialect and cls.__module__ == module.__name__:
-                profile = get_dialect(cls.name)
-                found.setdefault(profile.name, profile)
-    ordered = sorted(found.values(), key=lambda p: (not p.executes, p.name != "duckdb", p.name))
-    return [*ordered, get_dialect("oracle")]  # a dialect sqlglot knows and sqlrp has no profile of
+    found = [get_dialect(name) for name in dialect_names()]
+    ordered = sorted(found, key=lambda p: (not p.executes, p.name != "duckdb", p.name))
+    return [*ordered, get_dialect("oracle")]
 
 
 def attribute_notes() -> dict[str, str]:
@@ -274,8 +268,9 @@ def engines_page() -> str:
     lines = [
         "# Engines table",
         "",
-        "Generated when the site is built from each engine's profile: the classes of `sqlrp/dialects/*.py`,",
-        "read through `sqlrp.dialects.get_dialect(name)`. A profile is what the compiler asks before it",
+        "Generated when the site is built from each engine's profile: every dialect class of",
+        "`sqlrp/dialects/*.py` (`sqlrp.dialects.dialect_names()`), as `sqlrp.dialects.get_dialect(name)`",
+        "returns it. A profile is what the compiler asks before it",
         "emits SQL (see [Engines](../guide/engines.md)); `-` means no limit that sqlrp knows of. The column",
         "`other` is what `sqlrp compile --dialect X` uses for a sqlglot dialect sqlrp has no profile of",
         "(here `oracle`): the portable constructs only.",
@@ -357,6 +352,53 @@ def methods_page() -> str:
             "      heading_level: 3",
             "",
         ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the registry's tables
+
+
+def registry_page() -> str:
+    """The registry's tables and versions from their one definition, ``sqlrp/registry_schema.py``."""
+    from sqlrp import registry_schema as schema
+
+    lines = [
+        "# Registry tables",
+        "",
+        "Generated when the site is built from the registry's one definition, `sqlrp/registry_schema.py`:",
+        "every table, its columns, its key, and the registry version that added each. Each engine renders",
+        "it through its dialect's hooks (`registry_type`, `registry_constraints`, `registry_create`); the",
+        "files of `migrations/<engine>/` are that rendering written out for a DBA to read",
+        "(`python -m migrations`), and a test fails when one differs. [The registry](../guide/registry.md)",
+        "says how sqlrp uses them.",
+        "",
+        "## Versions",
+        "",
+        "| version | file | what it adds |",
+        "|---|---|---|",
+    ]
+    for version in schema.VERSIONS:
+        lines.append(f"| {version.number} | `{version.file}` | {_table_cell(version.note)} |")
+    lines.append("")
+    for table in (schema.VERSION_TABLE, *schema.TABLES):
+        since = "the bootstrap" if table.since == 0 else f"version {table.since}"
+        key = ", ".join(f"`{k}`" for k in table.key) or "none"
+        owned = "; its rows are deleted with their projection" if table.owned else ""
+        lines += [
+            f"## `{table.name}`",
+            "",
+            f"{table.note[:1].upper()}{table.note[1:]}. Since {since}; key {key}{owned}.",
+            "",
+            "| column | type | NULL | default | since |",
+            "|---|---|---|---|---|",
+        ]
+        for column in table.columns:
+            default = "-" if column.default is None else f"`{column.default}`"
+            added = column.since or table.since or "bootstrap"
+            lines.append(
+                f"| `{column.name}` | `{column.type}` | {'yes' if column.null else 'no'} | {default} | {added} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
