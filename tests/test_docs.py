@@ -143,3 +143,15 @@ def test_every_option_named_exists():
             in_scripts = re.search(rf"""["']{re.escape(option)}["']""", scripts)
             found = re.search(pattern, known) or in_scripts or option in OTHER_TOOLS
             assert found, f"{path.relative_to(ROOT)}: no command takes {option}"
+
+
+def test_every_path_named_exists():
+    """A file or folder of the repository named in the README or the docs is there (a module that moved
+    is named where it now is); the placeholders of "Add an engine" and the (gitignored) results of a
+    benchmark run aside."""
+    pattern = re.compile(r"(?<![\w/.])((?:sqlrp|bench|tests|examples|migrations|sql|docs)/[\w./-]*\w/?)(?![<*\w])")
+    for path in PAGES:
+        for name in set(pattern.findall(path.read_text())):
+            if "myengine" in name or name.startswith("bench/results/"):
+                continue
+            assert (ROOT / name).exists(), f"{path.relative_to(ROOT)} names {name}, which is not in the repository"
