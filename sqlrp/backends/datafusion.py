@@ -1,0 +1,526 @@
+"""Apache DataFusion backend: a ``datafusion.SessionContext`` in this process, its tables in memory.
+
+By URL ``datafusion://`` (a new, empty session), or a ``SessionContext`` of the caller's
+(:meth:`DataFusionBackend.wrap`: its tables are sqlrp's input, and :meth:`close` leaves it as it is).
+There is no file: what sqlrp writes, outputs and its registry included, lives as long as the session.
+
+What differs from the other backends, and why (measured on datafusion 55.0.0):
+
+- **Errors.**  DataFusion raises Python's own ``Exception`` and ``ValueError`` ("DataFusion error:
+  ...", "Error during planning: ..."), which cannot be told from a defect in sqlrp.  Every call into
+  the session turns them into :class:`DataFusionError` (whose module is the driver's, so the CLI
+  reports it as the engine's error, exit status 4).
+- **Placeholders.**  DataFusion binds ``$1``-style parameters, but an ``INSERT ... VALUES ($1)``
+  stores the parameter's own Arrow type, not the column's (an Int64 in an Int32 column, a Utf8 in a
+  Utf8View one), and later queries on the table fail.  :func:`bind` therefore writes each parameter
+  as a literal (sqlglot's quoting; ``NaN`` and infinities as casts) in place of the ``?`` tokens that
+  stand outside quotes and comments -- user text is never pasted into SQL as SQL.
+- **No transactions** (``transactional = False``): :meth:`transaction` only groups statements.
+- **No ALTER TABLE.**  The two sqlrp issues are done here: ``ALTER TABLE a RENAME TO b`` re-registers
+  the table under its new name through the catalogue (no copy), and ``ALTER TABLE t ADD COLUMN``
+  (a registry upgrade) builds the table again with the new column, from the ``CREATE TABLE`` it was
+  made by (so its ``NOT NULL`` and ``DEFAULT`` clauses stay), copies the rows and swaps it in.
+- **Frames** are loaded through Arrow: a DataFrame becomes a ``MemTable`` by
+  ``CREATE TABLE ... AS`` from a relation registered under a private name; float columns are
+  ``Float64``, lists and arrays ``List(Float64)``, missing values NULL (NaN included, as DuckDB
+  reads a frame, so sqlrp's NULL check finds them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlglot import exp
+
+from ..core.errors import InputError, InvalidParameter, need
+from ..core.lazy import pd
+from .base import Backend, ColumnInfo, Registration, missing_table
+from .values import is_array, missing, py, value_kind
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ENGINE = "datafusion"
+PIP = "pip install 'sqlrp[datafusion]'"
+
+
+class DataFusionError(Exception):
+    """An error DataFusion raised (as a plain ``Exception`` or ``ValueError``), re-raised with its
+    message.  Its module is the driver's, so that :func:`sqlrp.errors.exit_status` counts it as the
+    engine's (the registration's ``drivers``)."""
+
+
+DataFusionError.__module__ = "datafusion"
+
+
+@contextlib.contextmanager
+def _engine_errors() -> Iterator[None]:
+    """Turn the builtin exceptions DataFusion raises into :class:`DataFusionError`."""
+    try:
+        yield
+    except (InputError, InvalidParameter):
+        raise
+    except ValueError as exc:  # DataFusion's planning and parsing errors
+        raise DataFusionError(str(exc)) from exc
+    except Exception as exc:
+        if type(exc) is Exception:  # DataFusion's execution errors are bare Exceptions
+            raise DataFusionError(str(exc)) from exc
+        raise
+
+
+# ----------------------------------------------------------------------------------------------
+# SQL text: literals, placeholders, identifiers
+
+# a ``?`` outside string literals, quoted identifiers and comments (standard SQL: quotes doubled)
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?", re.DOTALL)
+_DOUBLE = exp.DataType.build("DOUBLE")
+
+
+def literal(value: Any) -> str:
+    """``value`` as a DataFusion literal: NULL, a boolean, a number (``NaN`` and infinities as
+    ``CAST('NaN' AS DOUBLE)`` ...), or a string quoted by sqlglot; dates and timestamps as text."""
+    value = py(value, dates_as_text=True)
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"({value})"  # parenthesised: "x -?" must not become the comment "x --1"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE).sql("postgres")
+        return f"({value!r})"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "X'" + bytes(value).hex() + "'"
+    if isinstance(value, list):
+        return "make_array(" + ", ".join(literal(v) for v in value) + ")"
+    return exp.Literal.string(str(value)).sql("postgres")
+
+
+def bind(sql: str, params: Sequence[Any] | None) -> str:
+    """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
+    parameter; ``sql`` unchanged if ``params`` is None.  :class:`InvalidParameter` if the counts differ."""
+    if params is None:
+        return sql
+    values = list(params)
+    used = 0
+
+    def replace(m: re.Match[str]) -> str:
+        nonlocal used
+        if m.group(0) != "?":
+            return m.group(0)
+        if used >= len(values):
+            raise InvalidParameter(f"{ENGINE}: the statement has more ? placeholders than the {len(values)} parameters")
+        used += 1
+        return literal(values[used - 1])
+
+    out = _TOKENS.sub(replace, sql)
+    if used != len(values):
+        raise InvalidParameter(f"{ENGINE}: {len(values)} parameters for {used} ? placeholders")
+    return out
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted identifier (``"`` doubled); a NUL is refused."""
+    if "\x00" in name:
+        raise InvalidParameter(f"the name {name!r} contains a NUL character, which no engine keeps; rename it")
+    return '"' + name.replace('"', '""') + '"'
+
+
+# ----------------------------------------------------------------------------------------------
+# types: Arrow's, in the spelling is_numeric_type reads
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """An Arrow scalar type as sqlrp names it (``double``, ``bigint``, ``decimal(10, 2)`` ...); a type
+    that is not a number keeps Arrow's name (``string_view``, ``bool``, ``timestamp[ns]``)."""
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_floating(arrow_type):
+        return "double" if arrow_type.bit_width == 64 else "float"
+    if t.is_integer(arrow_type):
+        names = {8: "tinyint", 16: "smallint", 32: "integer", 64: "bigint"}
+        name = names[arrow_type.bit_width]
+        return ("u" + name) if t.is_unsigned_integer(arrow_type) else name
+    if t.is_decimal(arrow_type):
+        return f"decimal({arrow_type.precision}, {arrow_type.scale})"
+    if t.is_boolean(arrow_type):
+        return "boolean"
+    return str(arrow_type)
+
+
+def column_info(name: str, arrow_type: pa.DataType) -> ColumnInfo:
+    """A :class:`ColumnInfo` of a column of ``arrow_type``: lists (fixed-size ones with their length)
+    by their element type, scalars by :func:`sql_type`."""
+    import pyarrow as pa
+
+    t = pa.types
+    if (
+        t.is_list(arrow_type)
+        or t.is_large_list(arrow_type)
+        or t.is_fixed_size_list(arrow_type)
+        or (hasattr(t, "is_list_view") and (t.is_list_view(arrow_type) or t.is_large_list_view(arrow_type)))
+    ):
+        element = sql_type(arrow_type.value_type)
+        length = arrow_type.list_size if t.is_fixed_size_list(arrow_type) else None
+        return ColumnInfo(name, f"{element}[]", element_type=element, length=length)
+    return ColumnInfo(name, sql_type(arrow_type))
+
+
+def arrow_column(series: pd.Series) -> pa.Array:
+    """``series`` as an Arrow array: numbers as ``float64`` / ``int64`` / ``bool``, lists and arrays
+    as ``list<double>``, timestamps as ``timestamp[us]``, anything else as text; pandas' missing
+    values (NaN, None, ``pd.NA``, ``NaT``) as NULL."""
+    import pyarrow as pa
+
+    values = series.tolist()
+    nulls = np.array([not is_array(v) and missing(v) for v in values], dtype=bool)
+    mask = nulls if nulls.any() else None
+    kind = value_kind(series)
+    if kind == "array":
+        return pa.array(
+            [None if m else np.asarray(v, dtype=np.float64).tolist() for v, m in zip(values, nulls, strict=True)],
+            pa.list_(pa.float64()),
+        )
+    if kind == "double":
+        return pa.array(series.to_numpy(dtype=np.float64, na_value=np.nan), pa.float64(), mask=mask)
+    if kind == "bigint":
+        return pa.array([None if m else int(v) for v, m in zip(values, nulls, strict=True)], pa.int64())
+    if kind == "boolean":
+        return pa.array([None if m else bool(v) for v, m in zip(values, nulls, strict=True)], pa.bool_())
+    if kind == "timestamp":
+        return pa.array(series.to_numpy(dtype="datetime64[us]"), pa.timestamp("us"), mask=mask)
+    if kind == "blob":
+        return pa.array([None if m else bytes(v) for v, m in zip(values, nulls, strict=True)], pa.binary())
+    return pa.array([None if m else str(py(v)) for v, m in zip(values, nulls, strict=True)], pa.string())
+
+
+def arrow_table(df: pd.DataFrame) -> pa.Table:
+    """``df`` as an Arrow table, column by column (:func:`arrow_column`)."""
+    import pyarrow as pa
+
+    arrays = [arrow_column(df.iloc[:, i]) for i in range(df.shape[1])]
+    return pa.Table.from_arrays(arrays, names=[str(c) for c in df.columns])
+
+
+def _py_value(value: Any) -> Any:
+    """An Arrow value as Python gives it, with nanosecond timestamps as ``datetime`` (not pandas')."""
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime(warn=False)
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# the backend
+
+_ALTER = re.compile(r"\s*ALTER\s+TABLE\b", re.IGNORECASE)
+_CREATE = re.compile(r"\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?(\"(?:[^\"]|\"\")*\"|[\w.]+)\s*\(", re.IGNORECASE)
+
+
+class DataFusionBackend(Backend):
+    """A DataFusion ``SessionContext``: ``datafusion://`` (a new one), or the caller's."""
+
+    dialect = "datafusion"
+    transactional = False
+    registration = Registration(
+        name="DataFusion",
+        schemes=("datafusion",),
+        connections=("datafusion.",),
+        drivers=("datafusion",),
+        extra="datafusion",
+        example="datafusion://",
+    )
+
+    def __init__(self, ctx: Any = None, threads: int | None = None, memory_limit: str | None = None):
+        """A new session (``threads``: DataFusion's target partitions; ``memory_limit``: a size such
+        as ``"1GB"`` for its memory pool, beyond which a query spills or fails), or ``ctx``."""
+        datafusion = need("datafusion", "datafusion", "DataFusion (datafusion://)")
+        if ctx is None:
+            config = datafusion.SessionConfig().with_information_schema(True)
+            if threads:
+                config = config.with_target_partitions(int(threads))
+            runtime = None
+            if memory_limit:
+                runtime = datafusion.RuntimeEnvBuilder().with_greedy_memory_pool(_bytes(memory_limit))
+            ctx = datafusion.SessionContext(config, runtime)
+            self.url = "datafusion://"
+        else:
+            self.url = "datafusion://(caller's session)"
+            self.owns_connection = False
+        self.ctx = ctx
+        self._created: dict[tuple[str, str], str] = {}  # (schema, table) -> the CREATE TABLE it was made by
+        self._defaults: dict[str, str] = {}
+
+    @classmethod
+    def open(cls, target: str, **options: Any) -> DataFusionBackend:
+        """``datafusion://``: a new session in memory.  DataFusion keeps no database file, so a path
+        is refused; ``threads=`` and ``memory_limit=`` of :func:`sqlrp.connect` size the session."""
+        rest = target.split("://", 1)[1] if "://" in target else target
+        if rest.strip("/"):
+            raise InvalidParameter(
+                f"{ENGINE}: sqlrp runs DataFusion in memory and keeps no file ({target!r}): use datafusion://, "
+                "or pass a datafusion.SessionContext with your tables registered"
+            )
+        threads = options.get("threads")
+        memory_limit = options.get("memory_limit")
+        return cls(threads=int(threads) if threads else None, memory_limit=str(memory_limit) if memory_limit else None)
+
+    @classmethod
+    def wrap(cls, ctx: Any, **options: Any) -> DataFusionBackend:
+        """Use the caller's ``datafusion.SessionContext`` (its tables, its settings)."""
+        if not hasattr(ctx, "sql") or not hasattr(ctx, "catalog"):
+            raise InvalidParameter(f"{ENGINE}: cannot use a {type(ctx).__name__}: pass a datafusion.SessionContext")
+        return cls(ctx)
+
+    # ---- running SQL ----
+
+    def _run(self, sql: str) -> Any:
+        """``ctx.sql(sql)``, DataFusion's errors as :class:`DataFusionError`."""
+        with _engine_errors():
+            return self.ctx.sql(sql)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement; ``params`` are written as literals in place of the ``?`` (:func:`bind`).
+        ``ALTER TABLE`` (which DataFusion lacks) is done here (module docstring)."""
+        sql = bind(sql, params)
+        if _ALTER.match(sql):
+            self._alter(sql)
+            return
+        with _engine_errors():
+            self.ctx.sql(sql).collect()
+        created = _CREATE.match(sql)
+        if created:
+            table = exp.to_table(created.group(2), dialect="postgres")
+            self._created[self._key(table)] = sql
+
+    def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        """Run a query and return its rows as tuples (NULL as None, arrays as lists)."""
+        with _engine_errors():
+            table = self.ctx.sql(bind(sql, params)).to_arrow_table()
+        columns = [[_py_value(v) for v in column.to_pylist()] for column in table.columns]
+        return list(zip(*columns, strict=True)) if columns else []
+
+    def query_arrow(self, sql: str) -> pa.Table:
+        """The result as a ``pyarrow.Table`` (DataFusion's own)."""
+        with _engine_errors():
+            return self.ctx.sql(sql).to_arrow_table()
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        """The result as a DataFrame (Arrow's conversion: NULL numbers as NaN, lists as arrays)."""
+        return _frame(self.query_arrow(sql))
+
+    def iter_arrow(self, sql: str, rows: int = 100_000) -> Iterator[pa.Table]:
+        """Stream the result as Arrow tables of ``rows`` rows (the last one shorter)."""
+        import pyarrow as pa
+
+        for frame in self._stream(sql, rows):
+            yield pa.Table.from_batches(frame) if frame else pa.table({})
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """Stream the result ``rows`` rows at a time (``execute_stream``: DataFusion computes batches
+        as they are read)."""
+        import pyarrow as pa
+
+        schema = None
+        frames = []
+        for batches in self._stream(sql, rows):
+            frames.append(batches)
+            if batches:
+                schema = batches[0].schema
+            yield _frame(pa.Table.from_batches(batches, schema=schema))
+
+    def _stream(self, sql: str, rows: int) -> Iterator[list[Any]]:
+        """Lists of record batches holding ``rows`` rows each (the last fewer)."""
+        rows = max(1, int(rows))
+        with _engine_errors():
+            stream = self.ctx.sql(sql).execute_stream()
+        pending, have = [], 0
+        with _engine_errors():
+            for batch in stream:
+                batch = batch.to_pyarrow()
+                while len(batch):
+                    take = min(rows - have, len(batch))
+                    pending.append(batch.slice(0, take))
+                    have += take
+                    batch = batch.slice(take)
+                    if have == rows:
+                        yield pending
+                        pending, have = [], 0
+        if pending:
+            yield pending
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """DataFusion has no transactions: the statements inside run one by one (``transactional``
+        is False, so sqlrp compensates where it must)."""
+        yield
+
+    # ---- ALTER TABLE, done here ----
+
+    def _alter(self, sql: str) -> None:
+        """``ALTER TABLE a RENAME TO b`` and ``ALTER TABLE t ADD COLUMN c ...`` (module docstring)."""
+        alter = exp.maybe_parse(sql, dialect="postgres")
+        actions = alter.args.get("actions") or [] if isinstance(alter, exp.Alter) else []
+        if len(actions) == 1 and isinstance(actions[0], exp.AlterRename):
+            new = actions[0].this
+            self._rename(alter.this, exp.Table(this=new.this, db=alter.this.args.get("db")))
+            return
+        if len(actions) == 1 and isinstance(actions[0], exp.ColumnDef):
+            self._add_column(alter.this, actions[0])
+            return
+        raise DataFusionError(f"{ENGINE}: ALTER TABLE is not supported, and sqlrp does only RENAME TO and ADD COLUMN")
+
+    def _key(self, table: exp.Table) -> tuple[str, str]:
+        return (table.db or self._default("schema"), table.name)
+
+    def _default(self, what: str) -> str:
+        """The session's default catalog or schema (``datafusion.catalog.default_<what>``), read once."""
+        if what not in self._defaults:
+            rows = self.fetchall(
+                "SELECT value FROM information_schema.df_settings WHERE name = ?",
+                [f"datafusion.catalog.default_{what}"],
+            )
+            fallback = "datafusion" if what == "catalog" else "public"
+            self._defaults[what] = str(rows[0][0]) if rows and rows[0][0] else fallback
+        return self._defaults[what]
+
+    def _name(self, table: exp.Table) -> str:
+        return ".".join(quote(part) for part in (table.db, table.name) if part)
+
+    def _provider(self, table: exp.Table) -> Any:
+        schema, name = self._key(table)
+        with _engine_errors():
+            return self.ctx.catalog(self._default("catalog")).schema(schema).table(name)
+
+    def _rename(self, old: exp.Table, new: exp.Table) -> None:
+        """Register the table ``old`` under ``new`` (the same data, no copy) and drop the old name."""
+        if self.table_exists(new.name, new.db or None):
+            raise DataFusionError(f"{ENGINE}: cannot rename {old.name!r} to {new.name!r}: that table already exists")
+        provider = self._provider(old)
+        with _engine_errors():
+            self.ctx.register_table(self._name(new), provider)
+            self.ctx.deregister_table(self._name(old))
+        ddl = self._created.pop(self._key(old), None)
+        if ddl is not None:
+            self._created[self._key(new)] = ddl
+
+    def _add_column(self, table: exp.Table, column: exp.ColumnDef) -> None:
+        """Build ``table`` again with ``column`` added, copy its rows, and swap it in."""
+        names = [c.name for c in self.columns(table.name, table.db or None)]
+        staging = exp.Table(this=exp.to_identifier(f"_sqlrp_alter_{uuid.uuid4().hex[:12]}"), db=table.args.get("db"))
+        ddl = self._created.get(self._key(table))
+        if ddl is not None:
+            create = exp.maybe_parse(ddl, dialect="postgres")
+            create.this.set("this", staging)
+            create.this.append("expressions", column)
+            create.set("exists", False)
+            self.execute(create.sql("postgres"))
+            cols = ", ".join(quote(n) for n in names)
+            self.execute(f"INSERT INTO {self._name(staging)} ({cols}) SELECT {cols} FROM {self._name(table)}")
+        else:  # a table sqlrp did not create: its clauses are unknown, the column is NULL
+            kind = column.args.get("kind")
+            value = exp.Cast(this=exp.null(), to=kind) if kind is not None else exp.null()
+            self.execute(
+                f"CREATE TABLE {self._name(staging)} AS SELECT *, {value.sql('postgres')} AS {quote(column.name)} "
+                f"FROM {self._name(table)}"
+            )
+        self.execute(f"DROP TABLE {self._name(table)}")
+        self._rename(staging, table)
+        if ddl is not None:
+            create.this.set("this", table)
+            self._created[self._key(table)] = create.sql("postgres")
+
+    # ---- describing tables ----
+
+    def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
+        """Columns of the table or view ``table`` (in ``schema``, default the session's) in order,
+        typed from its Arrow schema (:func:`column_info`)."""
+        if not self.table_exists(table, schema):
+            raise missing_table(table, schema, self.table_names(schema))
+        provider = self._provider(exp.Table(this=exp.to_identifier(table), db=schema))
+        return [column_info(field.name, field.type) for field in provider.schema]
+
+    def table_exists(self, table: str, schema: str | None = None) -> bool:
+        return table in self.table_names(schema)
+
+    def table_names(self, schema: str | None = None) -> list[str]:
+        """Tables and views of ``schema`` (default: the session's default schema)."""
+        rows = self.fetchall(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? AND table_schema = ? "
+            "ORDER BY table_name",
+            [self._default("catalog"), schema or self._default("schema")],
+        )
+        return [str(r[0]) for r in rows]
+
+    def is_view(self, name: str, schema: str | None = None) -> bool:
+        rows = self.fetchall(
+            "SELECT table_type FROM information_schema.tables WHERE table_catalog = ? AND table_schema = ? "
+            "AND table_name = ?",
+            [self._default("catalog"), schema or self._default("schema"), name],
+        )
+        return bool(rows) and "VIEW" in str(rows[0][0]).upper()
+
+    # ---- loading frames ----
+
+    def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        """Create ``table`` holding ``df`` (``CREATE TABLE ... AS`` from the frame's Arrow table);
+        ``replace`` drops an existing table or view of that name first."""
+        if not len(df.columns):
+            raise InvalidParameter(f"{ENGINE}: cannot create a table from a DataFrame without columns")
+        with self._registered(df) as relation:
+            if replace:
+                kind = "VIEW" if self.is_view(table) else "TABLE"
+                self.execute(f"DROP {kind} IF EXISTS {quote(table)}")
+            self.execute(f"CREATE TABLE {quote(table)} AS SELECT * FROM {relation}")
+
+    def insert_frame(self, table: str, df: pd.DataFrame) -> None:
+        """Append the rows of ``df`` to ``table`` (columns matched by name; DataFusion casts each to
+        the table's type, and refuses a NULL in a ``NOT NULL`` column)."""
+        if not len(df) or not len(df.columns):
+            return
+        cols = ", ".join(quote(str(c)) for c in df.columns)
+        with self._registered(df) as relation:
+            self.execute(f"INSERT INTO {quote(table)} ({cols}) SELECT {cols} FROM {relation}")
+
+    @contextlib.contextmanager
+    def _registered(self, df: pd.DataFrame) -> Iterator[str]:
+        """``df`` as a relation of the session under a private name while the block runs."""
+        name = f"_sqlrp_frame_{uuid.uuid4().hex[:12]}"
+        data = arrow_table(df)
+        with _engine_errors():
+            self.ctx.from_arrow(data, name=name)  # registered under name (an empty frame keeps its schema)
+        try:
+            yield quote(name)
+        finally:
+            with _engine_errors():
+                self.ctx.deregister_table(quote(name))
+
+    def close(self) -> None:
+        """Forget the session (its tables go with it); a caller's session is left as it is."""
+        if self.owns_connection:
+            self.ctx = None
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as a DataFrame (column names kept even when two are equal, or there are no rows)."""
+    return table.to_pandas()
+
+
+def _bytes(size: str) -> int:
+    """A memory size such as ``"1GB"`` or ``"512MiB"`` in bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B\s*", size, re.IGNORECASE)
+    if not m:
+        raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {size!r}")
+    power = " KMGT".index(m[2].upper() or " ")
+    return int(float(m[1]) * (1024 if m[3] else 1000) ** power)
+
+
+__all__ = ["DataFusionBackend", "DataFusionError", "arrow_table", "bind", "column_info", "literal", "sql_type"]
