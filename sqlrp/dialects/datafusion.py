@@ -1,48 +1,51 @@
-"""Apache DataFusion (the ``datafusion`` Python package: an in-memory ``SessionContext``).
+"""Apache DataFusion (the ``datafusion`` Python package: a ``SessionContext``, tables in memory).
 
-sqlglot has no DataFusion dialect.  DataFusion's SQL is PostgreSQL's in spelling ("DataFusion aims to
-be compatible with PostgreSQL": https://datafusion.apache.org/user-guide/sql/index.html), so
-statements are rendered by sqlglot's PostgreSQL dialect, with the differences below.  Measured on
-datafusion 55.0.0 (Python), each with its source:
+sqlglot has no DataFusion dialect.  DataFusion's SQL follows PostgreSQL's where it can (its SQL
+reference: https://datafusion.apache.org/user-guide/sql/index.html), so statements are rendered by
+sqlglot's PostgreSQL dialect, the closest one.  The differences from PostgreSQL, measured
+on datafusion 55.0.0 and cited where the documentation says them:
 
-- **Arrays** are Arrow lists, 1-based: ``x[1]`` and ``array_element(x, 1)`` read the first element,
-  ``make_array(...)`` and ``ARRAY[...]`` build one, ``array_agg(x ORDER BY y)`` and
-  ``array_position`` exist (https://datafusion.apache.org/user-guide/sql/scalar_functions.html,
-  "Array Functions").  An ``x[i]`` whose array is a *literal* list of integers and whose index is a
-  column fails to plan: ``array_element`` is planned for the literal's ``List(Int64)`` and then
-  refuses the ``Float64`` elements it is coerced to ("Internal error: Function 'array_element'
-  failed to match any signature ... coercion", datafusion 55).  sqlrp's long layout, rendered as for
-  PostgreSQL, read the stored matrix that way (``COALESCE(_ss[ARRAY_POSITION(_vv, j)], 0)`` over
-  aggregated arrays is fine; the inlined matrix's literal arrays are not), while the wide layout was
-  exact.  Every literal array is therefore rendered with each element cast to its own type
-  (``make_array(CAST(1 AS DOUBLE), ...)``): the list is typed when it is planned, and the subscript
-  has nothing left to coerce (:meth:`DataFusionDialect.render`; ``tests/test_engine_datafusion.py``
-  runs the long layout with every strategy).
+- **Array subscripts take a signed index.**  Arrays are Arrow lists, 1-based (``x[1]``, the same as
+  ``array_element(x, 1)``; ``make_array`` and ``ARRAY[...]`` build one; ``array_agg(x ORDER BY y)``
+  and ``array_position`` exist: https://datafusion.apache.org/user-guide/sql/scalar_functions.html,
+  "Array Functions").  ``array_position`` returns a UInt64, and ``array_element`` takes an Int64
+  index and does not coerce a UInt64 to it: the long layout's ``lookup`` pivot, rendered as for
+  PostgreSQL (``_ss[ARRAY_POSITION(_vv, j)]``), failed to plan ("Failed to coerce arguments to
+  satisfy a call to 'array_element' function: coercion from List(Float64), UInt64 ..."), and with
+  it ``auto`` on long tables and every kernel method there, while the wide layout was exact.  A
+  computed subscript is therefore rendered as ``x[CAST(i AS BIGINT)]`` (``_Generator`` below);
+  literal subscripts (the array layout) stay as they are.
 - **No transactions**: ``BEGIN`` is "Unsupported SQL statement" (``transactional = False``: sqlrp
-  builds outputs under a staging name and swaps them in, and the registry deletes what a failed
+  builds an output under a staging name and swaps it in, and the registry deletes what a failed
   save wrote).
-- **No ALTER TABLE**: the backend renames a table through the ``SessionContext``'s catalogue and adds
-  a registry column by rebuilding the table (``sqlrp/backends/datafusion.py``).
-- **Tables are in memory** (``CREATE TABLE``: a ``MemTable``).  ``INSERT``, ``DELETE`` and ``UPDATE``
-  run on them (DataFusion 51+, https://datafusion.apache.org/user-guide/sql/dml.html); ``NOT NULL``
-  is enforced, ``PRIMARY KEY`` is accepted and not enforced (the registry checks names before it
-  writes), ``DEFAULT`` works.  So sqlrp keeps its registry here, for the life of the session.
-- **Identifiers**: unquoted names are folded to lower case, quoted names match exactly ("Out" and
-  "out" are two tables; https://datafusion.apache.org/user-guide/sql/identifiers.html... the
-  ``enable_ident_normalization`` setting).  sqlrp quotes every name.
-- **Types**: ``DOUBLE PRECISION`` / ``DOUBLE`` are Float64, ``REAL`` / ``FLOAT`` are Float32
-  (https://datafusion.apache.org/user-guide/sql/data_types.html): float32 outputs are exact.
-  ``JSON`` does not exist (the registry stores JSON as text).
-- **NaN**: ``CAST('NaN' AS DOUBLE) = CAST('NaN' AS DOUBLE)`` is true (Arrow's total order), as in
-  PostgreSQL; ``1e308 + 1e308`` is ``inf`` (no overflow error, unlike PostgreSQL).
-- **Functions PostgreSQL has and DataFusion lacks**: ``bit_count`` (no bit count of an integer:
-  search indexes are refused, :meth:`SqlrpDialect.popcount`), ``hash_record_extended`` (no row
-  hash), ``current_schema()``.  ``EXISTS`` with an outer reference works in ``WHERE`` (decorrelated to
-  an anti-join), not in a select list.
-- **Limits**: no documented cap on columns or statement size (the SQL parser's recursion limit is 50
-  nested levels by default, ``datafusion.sql_parser.recursion_limit``,
-  https://datafusion.apache.org/user-guide/configs.html; sums are rendered as nested groups of at most
-  100 terms, so that a 784-term sum stays 8 levels deep).
+- **No ALTER TABLE** (https://datafusion.apache.org/user-guide/sql/ddl.html has none): the backend
+  renames a table through the session's catalogue and adds a registry column by rebuilding the
+  table (``sqlrp/backends/datafusion.py``).
+- **Tables in memory.**  ``CREATE TABLE`` makes a ``MemTable``; ``INSERT`` runs on it
+  (https://datafusion.apache.org/user-guide/sql/dml.html), and so do ``DELETE`` and ``UPDATE``.
+  ``NOT NULL`` and ``DEFAULT`` are kept, ``PRIMARY KEY`` is accepted and not enforced (sqlrp checks
+  a name before it stores one).  So sqlrp keeps its registry here (``keeps_registry``), for the
+  life of the session.
+- **Identifiers**: unquoted names are folded to lower case (``datafusion.sql_parser.
+  enable_ident_normalization``, https://datafusion.apache.org/user-guide/configs.html), quoted
+  names match exactly: ``"Out"`` and ``"out"`` are two tables, as in PostgreSQL.  No length limit
+  (PostgreSQL truncates at 63 bytes).  sqlrp quotes every name.
+- **Types**: ``DOUBLE`` / ``DOUBLE PRECISION`` are Float64, ``REAL`` / ``FLOAT`` Float32
+  (https://datafusion.apache.org/user-guide/sql/data_types.html): float32 outputs are exact.  There
+  is no ``JSON`` type: the registry stores JSON as text.
+- **Sums overflow to infinity**: ``1e308 + 1e308`` is ``inf`` (PostgreSQL raises).  NaN equals
+  NaN (``CAST('NaN' AS DOUBLE) = CAST('NaN' AS DOUBLE)`` is true), as in PostgreSQL.
+- **Missing functions**: no bit count of an integer (``bit_count``), so search indexes are refused
+  (:meth:`~sqlrp.dialects.base.SqlrpDialect.popcount`); no row hash (``hash_record_extended``); no
+  ``current_schema()``.  ``EXISTS`` with an outer reference plans in ``WHERE`` (as an anti-join),
+  not in a select list.
+- **Limits**: no documented cap on columns or statement size.  Expression depth is bounded by the
+  stack of the thread that plans the query: a left-deep sum of 6,000 terms plans, one of 8,000
+  overflows the stack and kills the process (a segmentation fault, not an error).  Sums are
+  therefore rendered as nested groups of at most 100 terms (:data:`DEPTH`), as on SQLite and Spark,
+  and conditions over many columns are balanced trees (``sqlrp.core.nodes.balanced``).
+- **Unnest**: two ``unnest()`` of equal length in one select list run in lockstep (measured), so a
+  wide table can be read as a long one when the ``join`` or ``lookup`` strategy is forced.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from sqlglot.dialects.postgres import Postgres
 
 from .base import SqlrpDialect, extend
 
-DEPTH = 100  # terms per group of a sum: nested groups stay far below the parser's recursion limit
+DEPTH = 100  # terms per group of a sum: far below the 6,000-8,000 terms that overflow the stack
 
 _BASE = extend(Postgres, depth=DEPTH)
 
@@ -80,11 +83,13 @@ class DataFusionDialect(SqlrpDialect):
     name = "datafusion"
     aliases = ("apache-datafusion", "arrow-datafusion")
     sqlglot = SqlrpDataFusion
-    max_expression_depth = 1000  # nested groups of DEPTH terms (module docstring)
+    # a left-deep sum of 6,000 terms plans, 8,000 kill the process (module docstring)
+    max_expression_depth = 6000
     arrays = True
     array_base = 1
     transactional = False
     nan_propagating_sums = True
+    select_unnest = True  # lockstep unnest() in one select list (module docstring)
     float32 = True  # REAL and FLOAT are Float32 (module docstring)
     executes = True
 
