@@ -318,44 +318,33 @@ class DataFusionBackend(Backend):
         return _frame(self.query_arrow(sql))
 
     def iter_arrow(self, sql: str, rows: int = 100_000) -> Iterator[pa.Table]:
-        """Stream the result as Arrow tables of ``rows`` rows (the last one shorter)."""
+        """Stream the result as Arrow tables of ``rows`` rows, the last one shorter (``execute_stream``:
+        DataFusion computes record batches as they are read)."""
         import pyarrow as pa
 
-        for frame in self._stream(sql, rows):
-            yield pa.Table.from_batches(frame) if frame else pa.table({})
-
-    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
-        """Stream the result ``rows`` rows at a time (``execute_stream``: DataFusion computes batches
-        as they are read)."""
-        import pyarrow as pa
-
-        schema = None
-        frames = []
-        for batches in self._stream(sql, rows):
-            frames.append(batches)
-            if batches:
-                schema = batches[0].schema
-            yield _frame(pa.Table.from_batches(batches, schema=schema))
-
-    def _stream(self, sql: str, rows: int) -> Iterator[list[Any]]:
-        """Lists of record batches holding ``rows`` rows each (the last fewer)."""
         rows = max(1, int(rows))
         with _engine_errors():
             stream = self.ctx.sql(sql).execute_stream()
-        pending, have = [], 0
+        pending: list[Any] = []
+        have = 0
         with _engine_errors():
-            for batch in stream:
-                batch = batch.to_pyarrow()
+            for chunk in stream:
+                batch = chunk.to_pyarrow()
                 while len(batch):
                     take = min(rows - have, len(batch))
                     pending.append(batch.slice(0, take))
                     have += take
                     batch = batch.slice(take)
                     if have == rows:
-                        yield pending
+                        yield pa.Table.from_batches(pending)
                         pending, have = [], 0
         if pending:
-            yield pending
+            yield pa.Table.from_batches(pending)
+
+    def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """:meth:`iter_arrow` as DataFrames."""
+        for table in self.iter_arrow(sql, rows):
+            yield _frame(table)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -382,23 +371,37 @@ class DataFusionBackend(Backend):
         return (table.db or self._default("schema"), table.name)
 
     def _default(self, what: str) -> str:
-        """The session's default catalog or schema (``datafusion.catalog.default_<what>``), read once."""
+        """The session's default catalog or schema (``datafusion.catalog.default_<what>``), read once;
+        DataFusion's own defaults where the session has no ``information_schema``."""
         if what not in self._defaults:
-            rows = self.fetchall(
-                "SELECT value FROM information_schema.df_settings WHERE name = ?",
-                [f"datafusion.catalog.default_{what}"],
-            )
             fallback = "datafusion" if what == "catalog" else "public"
+            try:
+                rows = self.fetchall(
+                    "SELECT value FROM information_schema.df_settings WHERE name = ?",
+                    [f"datafusion.catalog.default_{what}"],
+                )
+            except DataFusionError:  # a session made with_information_schema(False)
+                rows = []
             self._defaults[what] = str(rows[0][0]) if rows and rows[0][0] else fallback
         return self._defaults[what]
+
+    def _schema(self, schema: str | None) -> Any | None:
+        """The catalogue's schema ``schema`` (default: the session's), or None if there is none."""
+        with _engine_errors():
+            catalog = self.ctx.catalog(self._default("catalog"))
+            name = schema or self._default("schema")
+            return catalog.schema(name) if name in catalog.names() else None
 
     def _name(self, table: exp.Table) -> str:
         return ".".join(quote(part) for part in (table.db, table.name) if part)
 
     def _provider(self, table: exp.Table) -> Any:
-        schema, name = self._key(table)
+        """The catalogue's table ``table`` (its Arrow ``schema``, its ``kind``)."""
+        schema = self._schema(table.db or None)
+        if schema is None or table.name not in schema.names():
+            raise missing_table(table.name, table.db or None, self.table_names(table.db or None))
         with _engine_errors():
-            return self.ctx.catalog(self._default("catalog")).schema(schema).table(name)
+            return schema.table(table.name)
 
     def _rename(self, old: exp.Table, new: exp.Table) -> None:
         """Register the table ``old`` under ``new`` (the same data, no copy) and drop the old name."""
@@ -442,31 +445,26 @@ class DataFusionBackend(Backend):
 
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
         """Columns of the table or view ``table`` (in ``schema``, default the session's) in order,
-        typed from its Arrow schema (:func:`column_info`)."""
-        if not self.table_exists(table, schema):
-            raise missing_table(table, schema, self.table_names(schema))
+        typed from its Arrow schema (:func:`column_info`); :class:`InputError` if there is none."""
         provider = self._provider(exp.Table(this=exp.to_identifier(table), db=schema))
         return [column_info(field.name, field.type) for field in provider.schema]
 
     def table_exists(self, table: str, schema: str | None = None) -> bool:
-        return table in self.table_names(schema)
+        found = self._schema(schema)
+        return found is not None and table in found.names()
 
     def table_names(self, schema: str | None = None) -> list[str]:
-        """Tables and views of ``schema`` (default: the session's default schema)."""
-        rows = self.fetchall(
-            "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? AND table_schema = ? "
-            "ORDER BY table_name",
-            [self._default("catalog"), schema or self._default("schema")],
-        )
-        return [str(r[0]) for r in rows]
+        """Tables and views of ``schema`` (default: the session's default schema), read from the
+        session's catalogue (a session need not have ``information_schema``)."""
+        found = self._schema(schema)
+        return sorted(found.names()) if found is not None else []
 
     def is_view(self, name: str, schema: str | None = None) -> bool:
-        rows = self.fetchall(
-            "SELECT table_type FROM information_schema.tables WHERE table_catalog = ? AND table_schema = ? "
-            "AND table_name = ?",
-            [self._default("catalog"), schema or self._default("schema"), name],
-        )
-        return bool(rows) and "VIEW" in str(rows[0][0]).upper()
+        found = self._schema(schema)
+        if found is None or name not in found.names():
+            return False
+        with _engine_errors():
+            return found.table(name).kind == "view"
 
     # ---- loading frames ----
 
