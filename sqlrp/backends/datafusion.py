@@ -40,7 +40,7 @@ from sqlglot import exp
 
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
-from .base import Backend, ColumnInfo, Registration, missing_table
+from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
 from .values import is_array, missing, py, value_kind
 
 if TYPE_CHECKING:
@@ -514,9 +514,8 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 
 def _bytes(size: str) -> int:
     """A memory size such as ``"1GB"`` or ``"512MiB"`` in bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B\s*", size, re.IGNORECASE)
-    if not m:
-        raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {size!r}")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B", memory_size(size), re.IGNORECASE)
+    assert m is not None  # memory_size checked the spelling
     power = " KMGT".index(m[2].upper() or " ")
     return int(float(m[1]) * (1024 if m[3] else 1000) ** power)
 
