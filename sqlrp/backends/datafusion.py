@@ -282,11 +282,6 @@ class DataFusionBackend(Backend):
 
     # ---- running SQL ----
 
-    def _run(self, sql: str) -> Any:
-        """``ctx.sql(sql)``, DataFusion's errors as :class:`DataFusionError`."""
-        with _engine_errors():
-            return self.ctx.sql(sql)
-
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run one statement; ``params`` are written as literals in place of the ``?`` (:func:`bind`).
         ``ALTER TABLE`` (which DataFusion lacks) is done here (module docstring)."""
