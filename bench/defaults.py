@@ -68,9 +68,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kernel_peers  # noqa: E402
 
-from sqlrp import reference  # noqa: E402
-from sqlrp.kernels import kernel_distortion  # noqa: E402
-from sqlrp.methods import expected_distortion, make_projection  # noqa: E402
+from sqlrp.methods import (  # noqa: E402
+    expected_distortion,
+    make_projection,
+    reference,  # noqa: E402
+)
+from sqlrp.methods.distortion import kernel_distortion  # noqa: E402
 from sqlrp.methods.sparsity import data_sparsity, kurtosis_of  # noqa: E402
 
 K = 160

@@ -218,7 +218,7 @@ def scatter(n: int = 200_000) -> None:
 
 
 def dtrp() -> None:
-    from sqlrp.tuning import tune_matrix
+    from sqlrp.methods.tuning import tune_matrix
 
     X = np.random.default_rng(0).random((500, 784))
     print("DT-RP, n=500, d=784, k=200, s=sqrt(d), 4000 iterations")
@@ -275,9 +275,10 @@ def pairs_sql() -> None:
 
     import duckdb
 
-    from sqlrp.compiler import Source, nodes
+    from sqlrp.compiler import Source
     from sqlrp.compiler.pairs import earliest_levels
     from sqlrp.compiler.strategies import best_pairs
+    from sqlrp.core import nodes
     from sqlrp.dialects.duckdb import DuckDBDialect
 
     con = duckdb.connect()
@@ -698,7 +699,7 @@ def reference_speed(n: int = 20_000, d: int = 784, k: int = 160) -> None:
     best of 3 each."""
     import scipy.sparse as sp
 
-    from sqlrp import reference
+    from sqlrp.methods import reference
 
     X = np.random.default_rng(0).normal(size=(n, d))
     proj = make_projection("pk-rp", d, k, seed=0)
@@ -828,7 +829,7 @@ def pg_copy(d: int = 784, k: int = 200) -> None:
         proj = sqlrp.make_projection("achlioptas", d, k, seed=1, s=1)
 
         def save() -> None:
-            sqlrp.store.Registry(db).save(proj, "copy_probe", replace=True)
+            sqlrp.registry.store.Registry(db).save(proj, "copy_probe", replace=True)
 
         block = best(save)
         try:  # the per-row path: the frame's numbers hidden as objects, so the block path is skipped
@@ -911,7 +912,7 @@ def search_exact(n: int = 200_000, queries: int = 100) -> None:
 
 
 def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 200) -> None:
-    """The code behind the search's estimates, in NumPy on the embedding-like table (``sqlrp.ivf``'s
+    """The code behind the search's estimates, in NumPy on the embedding-like table (``sqlrp.search.ivf``'s
     estimator, the SQL's oracle): Recall@10 after re-ranking the ``C`` best estimates of the probed
     lists, for the randomized Hadamard rotation with 2 rounds and 1 round at 256 bits, and 2 rounds
     at 128 bits.  The ceiling is the share of true neighbours in the probed lists.  (A first probe
@@ -920,8 +921,8 @@ def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 
     orthogonal rotation; so the rotation is orthogonal.)"""
     from search_peers import embedding_like
 
-    from sqlrp.ivf import estimates, query_planes, reference_codes, train_lists
-    from sqlrp.rotation import rotate, rotation_signs
+    from sqlrp.search.ivf import estimates, query_planes, reference_codes, train_lists
+    from sqlrp.search.rotation import rotate, rotation_signs
 
     X, Q = embedding_like(n, 128, queries)
     X, Q = X.astype(np.float64), Q.astype(np.float64)

@@ -45,7 +45,7 @@ from sqlrp import api  # noqa: E402
 from sqlrp.compiler import Source  # noqa: E402
 from sqlrp.compiler.strategies import choose  # noqa: E402
 from sqlrp.methods import make_projection  # noqa: E402
-from sqlrp.store import Registry  # noqa: E402
+from sqlrp.registry.store import Registry  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from conftest import wide_frame  # noqa: E402
@@ -410,7 +410,7 @@ def photo_patches(n: int, side: int) -> np.ndarray:
 def distortions(X: np.ndarray, outputs: dict[str, np.ndarray], degree: int, sample: int = 400) -> dict[str, float]:
     """Mean pairwise distortion in the kernel's feature space (000 Eq. 22-23) of each contender's
     output, on the same ``sample`` rows."""
-    from sqlrp.kernels import kernel_distortion
+    from sqlrp.methods.distortion import kernel_distortion
 
     rows = np.random.default_rng(5).choice(len(X), size=min(sample, len(X)), replace=False)
     return {name: kernel_distortion(X[rows], Y[rows], degree=degree) for name, Y in outputs.items()}

@@ -63,6 +63,7 @@ from search_peers import (  # noqa: E402
 )
 
 import sqlrp  # noqa: E402
+from sqlrp.search.index import check_fresh, default_candidates  # noqa: E402
 
 K = 10
 
@@ -164,13 +165,13 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
     build = time.perf_counter() - start
     mb = n * (8 * 5 + 4 + index.bits // 8) / 2**20
     start = time.perf_counter()
-    sqlrp.index.check_fresh(db, index)
+    check_fresh(db, index)
     fresh = time.perf_counter() - start
     ids, seconds = sqlrp_search(db, len(Q))
     line(
         rows,
         "sqlrp DuckDB",
-        f"defaults (P {index.probes}, C {sqlrp.index.default_candidates(K)})",
+        f"defaults (P {index.probes}, C {default_candidates(K)})",
         recall_at_k(ids, truth),
         seconds,
         build,

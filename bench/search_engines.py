@@ -24,7 +24,7 @@ import pandas as pd
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import sqlrp
-from sqlrp.search import recall_at_k
+from sqlrp.search.query import recall_at_k
 
 
 def embedding_like(n: int, seed: int, d: int) -> np.ndarray:

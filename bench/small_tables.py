@@ -24,7 +24,7 @@ Nothing is asserted.  One run (``--runs 3``, 2 cores shared with other sessions'
 
     CLI 200 x 500 -> 160: linear 1.08 s; P-RP m = 10 1.13 s (1.05x); PK-RP degree 2 1.47 s (1.36x);
     with lookup, auto's choice before: P-RP 1.45 s (1.34x), PK-RP 1.84 s (1.71x); start-up 0.18 s.
-    Of PK-RP's 1.86 s under cProfile, 0.98 s is the kurtosis scan that picks s (``sqlrp/moments.py``,
+    Of PK-RP's 1.86 s under cProfile, 0.98 s is the kurtosis scan that picks s (``sqlrp/pipeline/moments.py``,
     which the linear default runs too) and 0.31 s the projection's SQL.
     PK-RP d = 784, k = 160 into a table, list_transform / lookup / inline: 189 rows 0.55 / 0.96 /
     3.13 s; 2,000 rows 2.80 / 5.85 / 3.66 s; 5,000 rows 6.54 / 13.71 / 4.00 s (auto: list_transform,

@@ -59,7 +59,7 @@ from sqlglot import exp  # noqa: E402
 
 import sqlrp  # noqa: E402
 from sqlrp.compiler import col  # noqa: E402
-from sqlrp.compiler.nodes import Inputs, SignedSum  # noqa: E402
+from sqlrp.core.nodes import Inputs, SignedSum  # noqa: E402
 from sqlrp.dialects import get_dialect  # noqa: E402
 from sqlrp.dialects.spark import HUGE_METHOD_LIMIT  # noqa: E402
 

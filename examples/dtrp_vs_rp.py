@@ -26,7 +26,7 @@ import pandas as pd
 
 from sqlrp.evaluation import recall_at_k
 from sqlrp.methods.linear import achlioptas
-from sqlrp.tuning import best_of_n, tune_matrix
+from sqlrp.methods.tuning import best_of_n, tune_matrix
 
 
 def load(name: str) -> tuple[np.ndarray, int]:

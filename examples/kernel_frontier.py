@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 import sqlrp
-from sqlrp.kernels import kernel_distortion
 from sqlrp.methods import make_projection
+from sqlrp.methods.distortion import kernel_distortion
 
 K = 160
 AUTHOR = dict(distribution="gaussian", t=10, p=3000, index="distinct")

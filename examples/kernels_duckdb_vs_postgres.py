@@ -20,8 +20,8 @@ from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
 
 import sqlrp
-from sqlrp.kernels import kernel_distortion
 from sqlrp.methods import expected_distortion, make_projection
+from sqlrp.methods.distortion import kernel_distortion
 
 CASES = [
     ("p-rp", {"m": 30}),

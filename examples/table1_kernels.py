@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 
 import sqlrp
-from sqlrp.kernels import explicit_feature_map, kernel_distortion
 from sqlrp.methods import expected_distortion, make_projection
+from sqlrp.methods.distortion import kernel_distortion
+from sqlrp.methods.kernels import explicit_feature_map
 
 KS = (40, 80, 120, 160)
 

@@ -1,9 +1,19 @@
 """sqlrp: random projections compiled to SQL and run inside the database.
 
-Linear (Achlioptas sign matrices, Gaussian) and polynomial-kernel projections share one IR
-(:mod:`sqlrp.ir`), a NumPy oracle (:mod:`sqlrp.reference`), one SQL compiler rendered per dialect
-(:mod:`sqlrp.compiler`, :mod:`sqlrp.dialects`), a registry of stored projections
-(:mod:`sqlrp.store`) and backends for DuckDB and PostgreSQL (:mod:`sqlrp.backends`).
+The package is grouped by layer, each importing only the layers below it (``tests/test_layers.py``):
+
+- :mod:`sqlrp.core` -- the projection format (IR), errors, SQL-expression helpers, the input spec;
+- :mod:`sqlrp.dialects` -- what differs per engine when rendering;
+- :mod:`sqlrp.methods` -- the projections (linear, kernel, DT-RP's tuner) and their NumPy reference;
+- :mod:`sqlrp.compiler` -- a projection and an input to SQL, for a dialect object;
+- :mod:`sqlrp.backends` -- a live connection per engine;
+- :mod:`sqlrp.registry` -- stored projections, pairs plans and indexes;
+- :mod:`sqlrp.pipeline` -- planning (what a plan needs from the database, gathered once), sources,
+  materialising, outputs;
+- :mod:`sqlrp.search` -- inverted lists, RaBitQ codes, the search SQL, signatures;
+- :mod:`sqlrp.evaluation` -- metrics and reports;
+
+then :mod:`sqlrp.api` (the functions below), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
 """
 
 from .api import (
@@ -21,12 +31,12 @@ from .api import (
 )
 from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
-from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
-from .evaluation.search import evaluate_search
-from .index import build_index, drop_index, list_indexes, load_index, search
-from .ir import Combiner, LinearStage, Projection
+from .core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
+from .core.ir import Combiner, LinearStage, Projection
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
-from .reference import transform
+from .methods.reference import transform
+from .search.evaluate import evaluate_search
+from .search.index import build_index, drop_index, list_indexes, load_index, search
 
 __version__ = "0.1.0"
 

@@ -6,25 +6,22 @@
     sqlrp.project(db, "digits", "id", "digits_k40", into="digits_rp")  # table
     print(sqlrp.compile_projection(db, sqlrp.plan(db, "digits", "id", "digits_k40"), dialect="spark"))
 
-``tune`` (DT-RP / best-of-n, :mod:`sqlrp.tuning`) and ``evaluate`` (metrics and report,
-:mod:`sqlrp.report`) live in their own modules and are imported at the end of this one.
+The planning (:mod:`sqlrp.pipeline.plan`), the materialising (:mod:`sqlrp.pipeline.materialise`), DT-RP's
+tuner (:mod:`sqlrp.methods.tuning`) and the evaluation (:mod:`sqlrp.evaluation.report`) live in their own
+modules; this one binds them to a database.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sqlglot import exp
 
-from . import files, outputs, reference
 from .backends import Backend, connect
 from .compiler import (
-    REGISTRY_ENTRY_TABLE,
-    Output,
     Source,
     check_output_columns,
     col,
@@ -32,15 +29,27 @@ from .compiler import (
     compile_statements,
     ident,
 )
+from .core import files
+from .core.errors import InputError, InvalidParameter, ProjectionExists
+from .core.ir import Composed, Projection
+from .core.lazy import pd
 from .dialects import SqlrpDialect, get_dialect
-from .errors import InputError, InvalidParameter, ProjectionExists
-from .ir import Composed, Projection
-from .lazy import pd
-from .materialise import file_target, materialise, output_table, run, staged, top_up_through_staging, write_file
-from .methods import make_projection
-from .methods.sparsity import data_sparsity
-from .moments import table_kurtosis
-from .sources import (  # noqa: F401 - the API's first stage
+from .evaluation.report import evaluate
+from .evaluation.sql import fetch_sample
+from .methods import make_projection, reference
+from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
+from .pipeline import outputs
+from .pipeline.materialise import (
+    file_target,
+    materialise,
+    output_table,
+    run,
+    staged,
+    top_up_through_staging,
+    write_file,
+)
+from .pipeline.plan import Plan, choose_matrix, plan, registry_of, stored_pairs_plan
+from .pipeline.sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
     check_outputs,
     check_source,
@@ -48,8 +57,7 @@ from .sources import (  # noqa: F401 - the API's first stage
     infer_d,
     resolve_source,
 )
-from .store import REGISTRY_TABLES, Registry
-from .transfer import is_projection_file, read_projection
+from .registry.store import REGISTRY_TABLES
 
 __all__ = [
     "compile_projection",
@@ -65,10 +73,6 @@ __all__ = [
     "transform_frame",
     "tune",
 ]
-
-
-def _registry(db: Backend) -> Registry:
-    return Registry(db)
 
 
 def create_projection(
@@ -87,191 +91,33 @@ def create_projection(
     if db is not None:
         if not name:
             raise InvalidParameter("give the projection a name to store it")
-        _registry(db).save(projection, name, replace=replace)
+        registry_of(db).save(projection, name, replace=replace)
     return projection
 
 
 def load_projection(db: Backend, name: str) -> Projection:
     """The projection stored as ``name``."""
-    return _registry(db).load(name)
+    return registry_of(db).load(name)
 
 
 def list_projections(db: Backend) -> pd.DataFrame:
     """All stored projections, one row each."""
-    return _registry(db).list()
+    return registry_of(db).list()
 
 
 def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = None, replace: bool = False) -> None:
     """Copy the stored projection ``name`` from ``db`` into the registry of ``to`` (another database),
     so that both project with the identical matrix."""
-    _registry(to).save(_registry(db).load(name), new_name or name, replace=replace)
+    registry_of(to).save(registry_of(db).load(name), new_name or name, replace=replace)
 
 
 def drop_projection(db: Backend, name: str) -> None:
     """Delete the stored projection ``name``."""
-    _registry(db).drop(name)
+    registry_of(db).drop(name)
 
 
 # ----------------------------------------------------------------------------------------------
 # projecting
-
-
-@dataclass
-class Plan:
-    """A projection bound to an input table: what ``project`` and ``compile_projection`` run.
-
-    ``source.standardize`` holds ``(means, stds)`` of the features when the input is standardised in
-    SQL (``plan(..., standardize=True)``; :mod:`sqlrp.compiler.preprocess`)."""
-
-    projection: Projection | Composed
-    source: Source
-    output: Output
-
-
-def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
-    """Per-feature mean and population standard deviation of ``source``, computed in the database."""
-    from .compiler.preprocess import stats_query
-
-    dialect = get_dialect(db.dialect)
-    row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
-    means = [float(v) if v is not None else 0.0 for v in row[0::2]]
-    stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
-    return means, stds
-
-
-def plan(
-    db: Backend,
-    table: str,
-    id_column: str,
-    projection: str | Projection | None = None,
-    method: str | None = None,
-    k: int | None = None,
-    seed: int | None = None,
-    layout: str = "wide",
-    columns: Sequence[str] | None = None,
-    array_column: str | None = None,
-    feature_column: str = "feature",
-    value_column: str = "value",
-    schema: str | None = None,
-    nulls: str = "error",
-    group_column: str | None = None,
-    output: str = "wide",
-    prefix: str = "p",
-    dtype: str = "float64",
-    d: int | None = None,
-    save_as: str | None = None,
-    standardize: bool = False,
-    catalog: str | None = None,
-    **params: Any,
-) -> Plan:
-    """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
-    ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
-
-    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere).
-    ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
-    deviations computed over the table now, then inlined in the SQL); recommended for the
-    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
-
-    Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
-    (a dot inside ``table`` is part of the name, never a separator)."""
-    source = resolve_source(
-        db,
-        table,
-        id_column,
-        layout,
-        columns,
-        array_column,
-        feature_column,
-        value_column,
-        schema,
-        nulls,
-        group_column,
-        catalog=catalog,
-    )
-    if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
-        source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
-    registry = _registry(db)
-    if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
-        projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
-    if isinstance(projection, (Projection, Composed)):
-        proj = projection
-    elif isinstance(projection, str) and registry.exists(projection):
-        proj = registry.load(projection)
-        if k is not None and k != proj.k:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or use another name"
-            )
-        if method is not None and method != proj.method:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has method {proj.method}, not {method}; drop --method "
-                "or choose a new --projection name"
-            )
-        stored_seed = getattr(proj, "seed", None)
-        if seed is not None and stored_seed is not None and seed != stored_seed:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has seed = {stored_seed}, not {seed}; drop --seed or choose a new "
-                "--projection name"
-            )
-        stored = proj.params
-        differ = sorted(
-            key
-            for key, value in params.items()
-            if value is not None and value not in (stored.get(key), stored.get(f"{key}_requested"))
-        )
-        if differ:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has other {', '.join(differ)} ({stored}); it is reused as "
-                "stored: drop those options or choose a new --projection name"
-            )
-    else:
-        method = method or "achlioptas"
-        if k is None:
-            raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
-        d_in = d if d is not None else infer_d(db, source)
-        seed = 0 if seed is None else seed
-        params = data_sparsity(method, params, lambda: table_kurtosis(db, source, d_in, standardize))  # issue 24
-        proj = make_projection(method, d_in, k, seed=seed, **params)
-        name = projection if isinstance(projection, str) else save_as
-        if name is None:
-            name, same = default_name(registry, proj, f"{files.label(table)}_{method}_k{k}_seed{seed}")
-            if same is not None:
-                proj = same
-        if proj.name is None:
-            registry.save(proj, name)
-    d_in = infer_d(db, source) if source.layout != "long" else proj.d
-    if source.layout == "wide" and d_in != proj.d:
-        raise InputError(
-            f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
-            f"({', '.join(source.columns[:10])}{', ...' if d_in > 10 else ''}); choose the matching "
-            "--columns or create a projection for this table"
-        )
-    if source.layout == "array" and d_in != proj.d:
-        raise InputError(
-            f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
-            f"{source.array_column!r} holds length {d_in}"
-        )
-    if standardize:
-        means, stds = feature_stats(db, proj, source)
-        source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
-    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
-
-
-def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:
-    """The name to store a generated projection under, and the stored projection to reuse if one of
-    the same d, parameters and seed is there: ``base`` (``{table}_{method}_k{k}_seed{seed}``) when it is
-    free or holds the same projection, else ``base`` and a digest of d and the parameters, so that
-    projections differing only in, say, the degree never share a default name."""
-    import hashlib
-    import json
-
-    digest = hashlib.sha256(json.dumps([proj.d, proj.params], sort_keys=True, default=str).encode()).hexdigest()
-    for name in (base, f"{base}_{digest[:8]}"):
-        if not registry.exists(name):
-            return name, None
-        stored = registry.load(name)
-        if stored.d == proj.d and stored.params == proj.params and getattr(stored, "seed", None) == proj.seed:
-            return name, stored
-    raise ProjectionExists(f"the default names {base!r} and {base}_{digest[:8]!r} hold other projections; pass a name")
 
 
 def compile_projection(
@@ -287,7 +133,7 @@ def compile_projection(
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
     dialect_name = dialect or (db.dialect if db is not None else "duckdb")
     if db is not None:
-        _stored_pairs_plan(db, plan_, get_dialect(dialect_name).name, strategy)
+        stored_pairs_plan(db, plan_, get_dialect(dialect_name).name, strategy)
     if matrix == "auto":
         same_db = db is not None and get_dialect(dialect_name).name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
@@ -302,22 +148,6 @@ def compile_projection(
         strategy=strategy,
         block=block,
     )
-
-
-def _stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> None:
-    """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
-    :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
-    plan it once and store it there (:meth:`Registry.pairs_plan`)."""
-    from .compiler.strategies import pairs_worth_planning, planner_seconds, prefers_lists, prefers_long
-
-    proj = p.projection
-    if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
-        return
-    nested = get_dialect(dialect).nested_plans
-    if strategy == "auto" and (prefers_lists(proj, p.source, dialect) or prefers_long(proj, p.source, dialect)):
-        return  # the compiler takes lists or unnests this small table: no pairs
-    if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
-        _registry(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
 
 
 def project(
@@ -346,11 +176,11 @@ def project(
     DataFrames of at most that many rows, streamed from the database -- never one giant fetch), or
     with ``into`` materialises them as a table (``view=True``: a view) and returns ``None``; an
     ``into`` ending in ``.parquet``, ``.csv`` or ``.json`` is a file, written by DuckDB with the
-    projection beside it (:func:`sqlrp.materialise.write_file`), and the files written are returned.
-    ``table`` may name a file or a glob on DuckDB (:mod:`sqlrp.files`); ``projection`` a
+    projection beside it (:func:`sqlrp.pipeline.materialise.write_file`), and the files written are returned.
+    ``table`` may name a file or a glob on DuckDB (:mod:`sqlrp.core.files`); ``projection`` a
     projection file (``*.sqlrp.json``, or a ``projections export``).
     ``output_format``: ``"pandas"``, ``"arrow"`` (a ``pyarrow.Table``; from DuckDB without a pandas
-    copy), ``"polars"`` or ``"numpy"`` (``(ids, Y)``), for the rows and for each chunk (:mod:`sqlrp.outputs`).
+    copy), ``"polars"`` or ``"numpy"`` (``(ids, Y)``), for the rows and for each chunk (:mod:`sqlrp.pipeline.outputs`).
     Materialisation is one transaction: on any failure no output table is left, and the source table
     is never written.
 
@@ -367,12 +197,12 @@ def project(
     """
     if into is None:
         outputs.check_format(output_format)
-    elif files.output_format(into) is not None:  # a file (sqlrp.files): refused here, before any work
+    elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         file_target(db, into, replace, view, incremental)
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
-    _stored_pairs_plan(db, p, db.dialect, strategy)
+    stored_pairs_plan(db, p, db.dialect, strategy)
     dialect = get_dialect(db.dialect)
     key = p.source.group_column or p.source.id_column
 
@@ -382,7 +212,7 @@ def project(
             length = p.projection.k if p.output.form == "array" else None
             check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
-    compile_opts = dict(matrix=_matrix(db, p, matrix), strategy=strategy, block=block, bind=db.binds_constants)
+    compile_opts = dict(matrix=choose_matrix(db, p, matrix), strategy=strategy, block=block, bind=db.binds_constants)
     if into is not None and files.output_format(into) is not None:
         return write_file(db, p, into, compile_opts, replace, check, progress)
     if into is None:
@@ -500,22 +330,6 @@ def _exists(db: Backend, name: str, source: Source) -> bool:
     return True
 
 
-def _matrix(db: Backend, p: Plan, matrix: str) -> str:
-    """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
-    under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
-    join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
-    if matrix != "auto":
-        return matrix
-    proj = p.projection
-    if not getattr(proj, "name", None):
-        return "values"
-    if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
-        return "registry"
-    _registry(db)  # its tables exist from here on
-    held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
-    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
-
-
 def transform_frame(
     projection: Projection | Composed, frame: Any, columns: Sequence[str] | None = None, prefix: str = "p"
 ) -> Any:
@@ -523,7 +337,7 @@ def transform_frame(
     ``frame`` may be pandas, polars or a ``pyarrow.Table`` (the result is of the same kind, columns
     ``{prefix}0 ..``), or a 2-D NumPy array or list of rows, features in order, as scikit-learn takes
     them (the result is an ``n x k`` array).  Wrong widths, missing columns and NULL/NaN/infinite
-    values raise :class:`~sqlrp.errors.InputError` naming them."""
+    values raise :class:`~sqlrp.core.errors.InputError` naming them."""
     d = projection.d
     if isinstance(frame, (np.ndarray, list, tuple)):
         try:
@@ -574,5 +388,62 @@ def _finite(X: np.ndarray, labels: np.ndarray) -> None:
         raise InputError(f"NULL, NaN or infinite features in rows {shown}: clean them first")
 
 
-from .report import evaluate  # noqa: E402
-from .tuning import tune  # noqa: E402
+def tune(
+    db: Backend,
+    table: str,
+    id_column: str,
+    sample: int = 500,
+    k: int = 200,
+    s: float | str = "auto",
+    iterations: int = 4000,
+    seed: int | None = 0,
+    name: str | None = None,
+    replace: bool = False,
+    baseline: str = "dt-rp",
+    draws: int = 20,
+    **source_options: Any,
+) -> Projection:
+    """Tune a projection on a seeded sample of ``sample`` rows of ``table`` and store it as ``name``.
+
+    ``baseline="dt-rp"`` runs DT-RP (002 Section 3); ``"best-of-n"`` keeps the best of ``draws``
+    Achlioptas matrices (002 Section 4.2).  The result is an ordinary linear projection (sign matrix,
+    identity combiner) whose ``params`` record the training sample and the final loss; it compiles and
+    runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
+    :func:`resolve_source`.  Only the sample rows leave the database.
+    """
+    source = resolve_source(db, table, id_column, **source_options)
+    d = infer_d(db, source)
+    sample_seed = 0 if seed is None else int(seed)
+    ids, X = fetch_sample(db, None, source, sample, sample_seed, d=d)
+    if baseline == "dt-rp":
+        result = tune_matrix(X, k, s=s, iterations=iterations, seed=seed)
+        method = "dt-rp"
+        extra: dict[str, Any] = {"iterations": int(iterations), "accepted": result.accepted}
+    elif baseline == "best-of-n":
+        result = best_of_n(X, k, s=s, n=draws, seed=seed)
+        method = "best-of-n"
+        extra = {"draws": result.iterations}
+    else:
+        raise InvalidParameter(f"baseline must be 'dt-rp' or 'best-of-n', got {baseline!r}")
+    params = {
+        "s": result.s,
+        "initial_loss": result.initial_loss,
+        "final_loss": result.loss,
+        "seconds": round(result.seconds, 3),
+        "training_sample": {
+            "table": table,
+            "schema": source.schema,
+            "id_column": id_column,
+            "layout": source.layout,
+            "rows": len(ids),
+            "seed": sample_seed,
+            "order": "md5('<seed>:' || CAST(id AS TEXT)), id",
+            "valid_pairs": result.n_pairs,
+        },
+        **extra,
+    }
+    projection = projection_from_dense(result.R, result.s, method, params, seed=seed)
+    name = name or f"{table}_{method}_k{k}_seed{seed}"
+    projection.name = name
+    registry_of(db).save(projection, name, replace=replace)
+    return projection

@@ -2,7 +2,7 @@
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
 ``create_projection``, ``projections list|show|copy|export|import|drop``, ``migrate``, ``demo``,
 ``tune``, ``evaluate``; ``index`` -> ``build_index``, ``search``, ``indexes list|drop`` ->
-``list_indexes`` / ``drop_index``, from :mod:`sqlrp.index`).  ``--db`` defaults to ``$SQLRP_DB``."""
+``list_indexes`` / ``drop_index``, from :mod:`sqlrp.search.index`).  ``--db`` defaults to ``$SQLRP_DB``."""
 
 from __future__ import annotations
 
@@ -16,12 +16,16 @@ from . import __version__, api
 from .backends import connect, default_url
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
-from .errors import InputError, InvalidParameter, exit_status, one_line
-from .files import file_format, output_format, read_input
-from .lazy import pd
+from .core.errors import InputError, InvalidParameter, exit_status, one_line
+from .core.files import file_format, output_format, read_input
+from .core.lazy import pd
+from .demo import run_demo
+from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
-from .store import Registry
-from .transfer import is_projection_file, read_projection
+from .registry.store import Registry
+from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
+from .search.evaluate import evaluate_search
+from .search.index import build_index, describe_index, drop_index, list_indexes, search
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -355,15 +359,11 @@ def cmd_projections(args: argparse.Namespace) -> int:
                 api.copy_projection(db, args.name, target, replace=args.replace)
             print(f"copied {args.name!r} to {args.to}", file=sys.stderr)
         elif args.action == "export":
-            from .transfer import export_projection
-
             if not args.to:
                 raise InvalidParameter("projections export needs --to FILE (.parquet or .csv)")
             for path in export_projection(db, args.name, args.to, replace=args.replace):
                 print(f"wrote {path}", file=sys.stderr)
         elif args.action == "import":
-            from .transfer import import_projection
-
             if not args.source:
                 raise InvalidParameter("projections import needs --from FILE (a file written by projections export)")
             stored = import_projection(db, args.source, name=args.name, replace=args.replace)
@@ -405,8 +405,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-
     ks = [int(k) for k in args.k.split(",")]
     run_demo(args.db, ks=ks, s=args.s)
     return 0
@@ -446,11 +444,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluation.metrics import Kernel
-
     if args.index:
-        from .evaluation.search import evaluate_search
-
         with connect(_need_db(args)) as db:
             report = evaluate_search(
                 db,
@@ -518,8 +512,6 @@ def _positive_list(text: str, flag: str) -> list[int]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from .index import build_index, describe_index
-
     with _connect(args) as db:
         index = build_index(
             db,
@@ -547,8 +539,6 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .index import search
-
     with _connect(args) as db:
         result = search(
             db,
@@ -575,8 +565,6 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_indexes(args: argparse.Namespace) -> int:
-    from .index import drop_index, list_indexes
-
     with connect(_need_db(args)) as db:
         if args.action == "list":
             frame = list_indexes(db)

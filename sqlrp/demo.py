@@ -10,9 +10,9 @@ import numpy as np
 
 from . import api
 from .backends import connect
+from .core.lazy import pd
 from .datasets import load_digits
 from .evaluation.metrics import mean_distortion
-from .lazy import pd
 from .methods import expected_distortion
 
 

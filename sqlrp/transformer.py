@@ -18,11 +18,12 @@ from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import reference
-from .errors import InputError
-from .ir import Projection
-from .methods import johnson_lindenstrauss_min_dim, make_projection
+from .backends import connect
+from .core.errors import InputError
+from .core.ir import Projection
+from .methods import johnson_lindenstrauss_min_dim, make_projection, reference
 from .methods.sparsity import data_sparsity, kurtosis_of
+from .registry.store import Registry
 
 
 class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -146,9 +147,6 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def to_database(self, db: Any, name: str, replace: bool = False) -> str:
         """Store the fitted matrix in ``db`` (a backend or a URL) under ``name``; then
         ``sqlrp.project(db, table, id, name)`` projects inside the database with it."""
-        from .backends import connect
-        from .store import Registry
-
         check_is_fitted(self, "projection_")
         Registry(connect(db)).save(self.projection_, name, replace=replace)
         return name

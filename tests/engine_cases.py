@@ -157,7 +157,7 @@ V4 = Path(__file__).resolve().parent / "registry_v4"  # the hand-written SQL of 
 
 def build_by_hand(db, upto: int) -> None:
     """The registry as the hand-written files of ``tests/registry_v4/<engine>/`` made it, up to ``upto``."""
-    from sqlrp.store import _statements
+    from sqlrp.registry.store import _statements
 
     folder = V4 / db.dialect
     for statement in _statements((folder / "bootstrap.sql").read_text()):

@@ -12,7 +12,7 @@ from conftest import array_frame, wide_frame
 import sqlrp
 from sqlrp import api
 from sqlrp.methods import make_projection
-from sqlrp.store import REGISTRY_TABLES
+from sqlrp.registry.store import REGISTRY_TABLES
 
 DB_ERRORS = (duckdb.Error, psycopg.Error)
 HOSTILE = ['we"ird', "semi;colon", "has space", "ünïcødé_表", "select", "Robert'); DROP TABLE t;--", "a`b"]

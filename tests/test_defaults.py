@@ -19,12 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import defaults as bench  # noqa: E402
 
 import sqlrp  # noqa: E402
-from sqlrp import reference  # noqa: E402
 from sqlrp.cli import main  # noqa: E402
-from sqlrp.methods import make_projection  # noqa: E402
+from sqlrp.methods import (
+    make_projection,  # noqa: E402
+    reference,  # noqa: E402
+)
 from sqlrp.methods.sparsity import choose_s, data_sparsity, difference_kurtosis, kurtosis_of  # noqa: E402
-from sqlrp.moments import table_kurtosis  # noqa: E402
-from sqlrp.sources import resolve_source  # noqa: E402
+from sqlrp.pipeline.moments import table_kurtosis  # noqa: E402
+from sqlrp.pipeline.sources import resolve_source  # noqa: E402
 
 SEEDS = 10
 
@@ -163,7 +165,7 @@ def test_dtrp_sparsity_from_the_sample_kurtosis():
     """DT-RP's ``s="auto"`` follows the same rule on its sample: sparse binary rows (kurtosis ~26) get
     a much denser matrix than a Gaussian sample (kurtosis 3), and both at most ``sqrt(d)``."""
     from sqlrp.methods.sparsity import choose_s
-    from sqlrp.tuning import tune_matrix
+    from sqlrp.methods.tuning import tune_matrix
 
     rng = np.random.default_rng(0)
     binary = (rng.random((120, 400)) < 0.02).astype(np.float64)

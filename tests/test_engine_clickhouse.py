@@ -33,10 +33,10 @@ from engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, data, frame, ru
 import sqlrp
 from sqlrp.backends.clickhouse import ChdbBackend, ClickHouseServerBackend, bind, column_info, literal, sql_type
 from sqlrp.compiler import Source, compile_sql, compile_statements
+from sqlrp.core.errors import EngineLimit, InvalidParameter
 from sqlrp.dialects import get_dialect
-from sqlrp.errors import EngineLimit, InvalidParameter
-from sqlrp.materialise import run
-from sqlrp.store import Registry, migration_files
+from sqlrp.pipeline.materialise import run
+from sqlrp.registry.store import Registry, migration_files
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 PIP = "pip install 'sqlrp[clickhouse]'  (that is: pip install chdb clickhouse-connect)"
@@ -261,7 +261,7 @@ def test_incremental_adds_only_new_ids(ch, digits_table) -> None:
 
 def test_a_top_up_that_overflows_adds_nothing(ch) -> None:
     """No transactions here: the new rows are built and checked aside, then appended (issue 13, B2)."""
-    from sqlrp.store import Registry
+    from sqlrp.registry.store import Registry
 
     proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
     proj.linear.weight[:] = 1.0  # every output adds all three features
@@ -602,7 +602,7 @@ def test_save_list_load_drop(any_ch) -> None:
 
 
 def test_kernel_shaped_ir_round_trips(ch) -> None:
-    from sqlrp.ir import Combiner, LinearStage, Projection
+    from sqlrp.core.ir import Combiner, LinearStage, Projection
 
     lin = LinearStage(
         d=4,

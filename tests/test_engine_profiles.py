@@ -14,10 +14,10 @@ from test_parity import assert_parity
 import sqlrp
 from sqlrp.compiler import Source, compile_sql, compile_statements
 from sqlrp.compiler.strategies import choose
+from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
-from sqlrp.errors import EngineLimit
-from sqlrp.materialise import run
 from sqlrp.methods import make_projection
+from sqlrp.pipeline.materialise import run
 
 
 def limited(name: str, **limits) -> sqlrp.dialects.SqlrpDialect:
@@ -155,7 +155,7 @@ def test_deep_sums_are_shallow_on_sqlite():
 
     from sqlglot import exp
 
-    from sqlrp.compiler.nodes import Inputs, SignedSum
+    from sqlrp.core.nodes import Inputs, SignedSum
 
     con = sqlite3.connect(":memory:")
     with pytest.raises(sqlite3.OperationalError, match="too large"):

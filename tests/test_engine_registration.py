@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 import sqlrp
-from sqlrp import errors
 from sqlrp.backends import engines_table, registered
 from sqlrp.backends.base import Registration, url_path
 from sqlrp.backends.sqlite import SQLiteBackend
+from sqlrp.core import errors
 from sqlrp.dialects import dialect_names, get_dialect
 from sqlrp.dialects.base import ALIASES
 from sqlrp.dialects.sqlite import SQLiteDialect
@@ -139,7 +139,7 @@ def _code(path: Path) -> str:
 
 @pytest.mark.parametrize(
     "module",
-    ["sqlrp/backends/__init__.py", "sqlrp/dialects/__init__.py", "sqlrp/registry_schema.py", "sqlrp/store.py"],
+    ["sqlrp/backends/__init__.py", "sqlrp/dialects/__init__.py", "sqlrp/registry/schema.py", "sqlrp/registry/store.py"],
 )
 def test_no_engine_is_named_where_engines_are_walked(module):
     words = set(re.findall(r"[a-z0-9_]+", _code(ROOT / module).lower()))

@@ -22,8 +22,8 @@ import pytest
 from engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, SMALL, Case, check, data, frame, run_case
 
 import sqlrp
-from sqlrp.errors import MissingExtra
-from sqlrp.store import Registry, migration_files
+from sqlrp.core.errors import MissingExtra
+from sqlrp.registry.store import Registry, migration_files
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -171,7 +171,7 @@ def test_registry_save_is_atomic(db):
     before = db.fetchall("SELECT count(*) FROM sqlrp_linear_entry")[0][0]
     bad = sqlrp.create_projection(None, None, "gaussian", d=5, k=2, seed=2)
     with pytest.raises(sqlrp.ProjectionExists):
-        sqlrp.store.Registry(db).save(bad, "a")
+        sqlrp.registry.store.Registry(db).save(bad, "a")
     assert db.fetchall("SELECT count(*) FROM sqlrp_linear_entry")[0][0] == before
 
 
@@ -228,7 +228,7 @@ def test_iter_chunks_and_empty_results(db):
 
 
 NAN_GAP = (
-    "the NULL/NaN check (sqlrp/sources.py, not this backend) compares with CAST('NaN' AS REAL), which SQLite "
+    "the NULL/NaN check (sqlrp/pipeline/sources.py, not this backend) compares with CAST('NaN' AS REAL), which SQLite "
     "reads as 0.0, so every zero feature looks like NaN; the same case with the check off passed"
 )
 
@@ -328,7 +328,7 @@ def test_from_url_names_the_missing_driver(url, module, install):
 
     if importlib.util.find_spec(module) is not None:
         pytest.skip(f"{module} is installed here")
-    with pytest.raises(sqlrp.errors.MissingExtra, match=install):
+    with pytest.raises(sqlrp.core.errors.MissingExtra, match=install):
         SQLAlchemyBackend.from_url(url)
 
 

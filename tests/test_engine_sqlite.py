@@ -23,8 +23,8 @@ from engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, data, frame, ru
 import sqlrp
 from sqlrp.backends.sqlite import UNTYPED, SQLiteBackend
 from sqlrp.compiler import ident
-from sqlrp.errors import EngineLimit, InvalidParameter
-from sqlrp.store import Registry, migration_files
+from sqlrp.core.errors import EngineLimit, InvalidParameter
+from sqlrp.registry.store import Registry, migration_files
 
 NAN_CHECK = (
     "compiler: check_source tests NaN as `x = CAST('NaN' AS DOUBLE)`, which SQLite evaluates to 0.0, so every "

@@ -10,8 +10,7 @@ import pytest
 from conftest import array_frame, long_frame, wide_frame
 
 import sqlrp
-from sqlrp import reference
-from sqlrp.api import resolve_source
+from sqlrp.api import resolve_source, tune
 from sqlrp.cli import main
 from sqlrp.evaluation import (
     Kernel,
@@ -28,8 +27,9 @@ from sqlrp.evaluation import (
     sql_recall_at_k,
 )
 from sqlrp.evaluation.metrics import mean_distortion
+from sqlrp.methods import reference
 from sqlrp.methods.linear import achlioptas
-from sqlrp.tuning import best_of_n, candidate_block, dtrp_loss, projection_from_dense, tune, tune_matrix
+from sqlrp.methods.tuning import best_of_n, candidate_block, dtrp_loss, projection_from_dense, tune_matrix
 
 # ------------------------------------------------------------------------------------------------
 # NumPy metrics

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 import sqlrp
-from sqlrp import reference
 from sqlrp.cli import main
-from sqlrp.errors import EXIT_INPUT
-from sqlrp.files import definition_path
-from sqlrp.sources import resolve_source
-from sqlrp.transfer import read_projection
+from sqlrp.core.errors import EXIT_INPUT
+from sqlrp.core.files import definition_path
+from sqlrp.methods import reference
+from sqlrp.pipeline.sources import resolve_source
+from sqlrp.registry.transfer import read_projection
 
 D, K = 12, 5
 

@@ -12,18 +12,17 @@ import pytest
 from conftest import array_frame, long_frame, wide_frame
 
 import sqlrp
-from sqlrp import reference
-from sqlrp.errors import InvalidParameter
-from sqlrp.ir import Composed
-from sqlrp.kernels import (
+from sqlrp.core.errors import InvalidParameter
+from sqlrp.core.ir import Composed
+from sqlrp.methods import expected_distortion, make_projection, reference
+from sqlrp.methods.distortion import kernel_distortion
+from sqlrp.methods.kernel import index_matrix
+from sqlrp.methods.kernels import (
     explicit_feature_map,
     feature_sq_distances,
-    kernel_distortion,
     kernel_of,
     polynomial_kernel,
 )
-from sqlrp.methods import expected_distortion, make_projection
-from sqlrp.methods.kernel import index_matrix
 
 D, K = 6, 5
 CASES = [
@@ -348,7 +347,7 @@ def test_reference_products_when_factorless_terms_follow():
     """The reference's combiner (the oracle) when the last terms with factors are followed by terms
     without any (Maclaurin's N = 0 draws): each product has all its factors.  It used to drop the
     last factor of the last such term, and the SQL, which was right, disagreed with it (d = 2,000)."""
-    from sqlrp.ir import Combiner
+    from sqlrp.core.ir import Combiner
 
     K = np.random.default_rng(3).normal(size=(6, 5))
     comb = Combiner(

@@ -78,9 +78,9 @@ def test_demo_and_project_without_extras(tmp_path):
         ("sqlrp.connect('snowflake://u@acct/db')", "pip install 'sqlrp[sqlalchemy]'"),
         ("sqlrp.connect('local[1]')", "pip install 'sqlrp[spark]'"),
         ("sqlrp.connect('chdb://')", "pip install 'sqlrp[clickhouse]'"),
-        ("__import__('sqlrp.report').report.write_report(None, '.')", "pip install 'sqlrp[eval]'"),
-        ("sqlrp.outputs.check_format('arrow')", "pip install 'sqlrp[arrow]'"),
-        ("sqlrp.outputs.check_format('polars')", "pip install 'sqlrp[polars]'"),
+        ("sqlrp.evaluation.report.write_report(None, '.')", "pip install 'sqlrp[eval]'"),
+        ("sqlrp.pipeline.outputs.check_format('arrow')", "pip install 'sqlrp[arrow]'"),
+        ("sqlrp.pipeline.outputs.check_format('polars')", "pip install 'sqlrp[polars]'"),
     ],
 )
 def test_each_extra_is_named_when_missing(tmp_path, code, line):
@@ -89,7 +89,7 @@ def test_each_extra_is_named_when_missing(tmp_path, code, line):
         import sqlrp
         try:
             {code}
-        except sqlrp.errors.MissingExtra as exc:
+        except sqlrp.core.errors.MissingExtra as exc:
             print("MISSING", exc)
         """,
         tmp_path,
@@ -111,8 +111,8 @@ def test_the_numpy_fallbacks_equal_scipy(monkeypatch):
     import scipy.sparse as sp
     from scipy.spatial.distance import cdist, pdist, squareform
 
-    from sqlrp import reference
     from sqlrp.evaluation import metrics
+    from sqlrp.methods import reference
 
     rng = np.random.default_rng(0)
     X, Y, w = rng.normal(size=(40, 7)), rng.normal(size=(9, 7)), rng.random(7)
@@ -130,7 +130,7 @@ def test_the_numpy_fallbacks_equal_scipy(monkeypatch):
 
 
 def test_project_into_a_table_never_imports_pandas(tmp_path):
-    """``sqlrp project --into`` on DuckDB builds no DataFrame (``sqlrp.lazy``): creating the
+    """``sqlrp project --into`` on DuckDB builds no DataFrame (``sqlrp.core.lazy``): creating the
     registry, storing the matrix (NumPy columns straight into DuckDB) and the ``CREATE TABLE AS``
     leave pandas unimported, which keeps the command's peak RSS within issue 14's 150 MB.  The
     numbers are checked against the NumPy reference afterwards, in the same process."""

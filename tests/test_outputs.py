@@ -11,7 +11,7 @@ import pytest
 from conftest import wide_frame
 
 import sqlrp
-from sqlrp.store import Registry
+from sqlrp.registry.store import Registry
 
 polars = pytest.importorskip("polars")
 
@@ -181,10 +181,10 @@ def test_float32_is_refused_where_floats_have_8_bytes():
     source = sqlrp.compiler.Source("t", "id", "wide", ("a", "b", "c", "d"))
     output = sqlrp.compiler.Output(dtype="float32")
     for dialect in ("sqlite", "snowflake"):
-        with pytest.raises(sqlrp.errors.EngineLimit, match=f"{dialect}.*float32"):
+        with pytest.raises(sqlrp.core.errors.EngineLimit, match=f"{dialect}.*float32"):
             sqlrp.compiler.compile_sql(proj, source, dialect, output)
     assert "AS REAL)" in sqlrp.compiler.compile_sql(proj, source, "duckdb", output)  # DuckDB: REAL is FLOAT4
-    with pytest.raises(sqlrp.errors.InvalidParameter, match="dtype"):
+    with pytest.raises(sqlrp.core.errors.InvalidParameter, match="dtype"):
         sqlrp.compiler.Output(dtype="float16")
 
 

@@ -11,10 +11,9 @@ import pytest
 from conftest import array_frame
 
 import sqlrp
-from sqlrp import reference
 from sqlrp.compiler import Source, compile_sql
 from sqlrp.dialects import get_dialect
-from sqlrp.methods import make_projection
+from sqlrp.methods import make_projection, reference
 
 FENCE = "OFFSET CAST('0' AS BIGINT)"
 # make a parallel plan the cheapest even for a small test table (what the fence must not forbid)

@@ -1,4 +1,4 @@
-"""The registry defined once (``sqlrp/registry_schema.py``): ``migrations/`` is its rendering, an engine
+"""The registry defined once (``sqlrp/registry/schema.py``): ``migrations/`` is its rendering, an engine
 without a registry is refused with what to do, and the definition holds together."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import sqlrp
+from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
-from sqlrp.errors import EngineLimit
-from sqlrp.registry_schema import TABLES, VERSION_TABLE, VERSIONS, migration_files, render_file
+from sqlrp.registry.schema import TABLES, VERSION_TABLE, VERSIONS, migration_files, render_file
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 FOLDERS = sorted(p.name for p in MIGRATIONS.iterdir() if p.is_dir() and not p.name.startswith("_"))
@@ -39,7 +39,7 @@ def test_an_engine_without_a_registry_is_refused_with_what_to_do(dialect):
     with pytest.raises(EngineLimit, match=rf"^{dialect}: .*projections export.*--matrix TABLE"):
         migration_files(dialect)
     with pytest.raises(EngineLimit, match=rf"^{dialect}: "):
-        sqlrp.store.bootstrap_sql(dialect)
+        sqlrp.registry.store.bootstrap_sql(dialect)
 
 
 def test_a_sqlalchemy_engine_without_a_registry_refuses_to_store():

@@ -14,8 +14,8 @@ import pytest
 from conftest import wide_frame
 
 import sqlrp
-from sqlrp.errors import EngineLimit, InvalidParameter, ProjectionExists
-from sqlrp.store import Registry
+from sqlrp.core.errors import EngineLimit, InvalidParameter, ProjectionExists
+from sqlrp.registry.store import Registry
 
 WORKERS = 8
 
@@ -221,7 +221,7 @@ def test_infinite_features_are_refused(db, value):
     X = np.random.default_rng(5).normal(size=(30, 6))
     X[7, 2] = value
     db.write_dataframe("t", wide_frame(X))
-    with pytest.raises(sqlrp.errors.InputError, match=r"infinite.*rows with id 7"):
+    with pytest.raises(sqlrp.core.errors.InputError, match=r"infinite.*rows with id 7"):
         sqlrp.project(db, "t", "id", method="achlioptas", k=4, seed=1, into="o")
     assert "o" not in db.table_names()
 
@@ -235,12 +235,12 @@ def test_overflowing_outputs_are_refused_and_nothing_is_written(duck):
     proj = sqlrp.make_projection("achlioptas", 3, 2, seed=1, s=1)
     proj.linear.weight[:] = 1.0  # every output adds all three features: 3e308 overflows
     Registry(duck).save(proj, "ones")
-    with pytest.raises(sqlrp.errors.InputError, match=r"overflowed.*rows with id 4"):
+    with pytest.raises(sqlrp.core.errors.InputError, match=r"overflowed.*rows with id 4"):
         sqlrp.project(duck, "t", "id", "ones", into="o", replace=True)
     assert duck.fetchall('SELECT count(*) FROM "o"')[0][0] == 2  # the old table, untouched
-    with pytest.raises(sqlrp.errors.InputError, match="overflowed"):
+    with pytest.raises(sqlrp.core.errors.InputError, match="overflowed"):
         sqlrp.project(duck, "t", "id", "ones")
-    with pytest.raises(sqlrp.errors.InputError, match="overflowed"):
+    with pytest.raises(sqlrp.core.errors.InputError, match="overflowed"):
         list(sqlrp.project(duck, "t", "id", "ones", chunk_rows=3))
     sqlrp.project(duck, "t", "id", "ones", into="o2", check=False)  # asked not to check: written as computed
     assert np.isinf(duck.fetchall('SELECT "p0" FROM "o2" WHERE "id" = 4')[0][0])
@@ -260,7 +260,7 @@ def test_overflowing_array_outputs_are_refused_and_nothing_is_written(db):
         with pytest.raises(psycopg.errors.NumericValueOutOfRange, match="out of range"):
             sqlrp.project(db, "t", "id", "ones", into="o", output="array")
     else:
-        with pytest.raises(sqlrp.errors.InputError, match=r"overflowed.*rows with id 4"):
+        with pytest.raises(sqlrp.core.errors.InputError, match=r"overflowed.*rows with id 4"):
             sqlrp.project(db, "t", "id", "ones", into="o", output="array")
     assert "o" not in db.table_names()
     X[4] = 1.0  # finite again: the same projection is written, and equals NumPy

@@ -8,9 +8,9 @@ import pytest
 from conftest import wide_frame
 
 import sqlrp
-from sqlrp import api, reference
+from sqlrp import api
 from sqlrp.cli import main
-from sqlrp.methods import make_projection
+from sqlrp.methods import make_projection, reference
 
 
 @pytest.fixture

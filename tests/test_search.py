@@ -15,11 +15,11 @@ from conftest import array_frame
 
 import sqlrp
 from sqlrp.cli import main
-from sqlrp.errors import EngineLimit, InputError, InvalidParameter, ProjectionExists
-from sqlrp.index import IndexNotFound, StaleIndex, load_lists
-from sqlrp.ivf import reference_codes
-from sqlrp.rotation import rotate
-from sqlrp.search import normalise, recall_at_k, reference_search
+from sqlrp.core.errors import EngineLimit, InputError, InvalidParameter, ProjectionExists
+from sqlrp.search.index import IndexNotFound, StaleIndex, load_lists
+from sqlrp.search.ivf import reference_codes
+from sqlrp.search.query import normalise, recall_at_k, reference_search
+from sqlrp.search.rotation import rotate
 
 D = 12
 
@@ -273,8 +273,8 @@ def test_float_array_column_re_ranked_whole(duck):
     """A ``FLOAT[d]`` column (how embeddings are stored) is re-ranked by one cast of the column to
     ``DOUBLE[d]``, with the values element-by-element reading gives: the oracle's ranks and distances."""
     from sqlrp.dialects import get_dialect
-    from sqlrp.index import _query_source
-    from sqlrp.search import search_select
+    from sqlrp.search.index import _query_source
+    from sqlrp.search.query import search_select
 
     both = embedding_like(330, 9, d=16).astype(np.float32).astype(np.float64)
     X, Q = both[:300], both[300:]

@@ -30,12 +30,12 @@ from conftest import array_frame
 from test_search import clustered, embedding_like, frame, replay, same_ranks
 
 import sqlrp
+from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
-from sqlrp.errors import EngineLimit
-from sqlrp.index import IndexNotFound, load_lists
-from sqlrp.ivf import reference_codes
-from sqlrp.rotation import rotate
-from sqlrp.search import normalise, recall_at_k
+from sqlrp.search.index import IndexNotFound, StaleIndex, check_fresh, load_lists
+from sqlrp.search.ivf import reference_codes
+from sqlrp.search.query import normalise, recall_at_k
+from sqlrp.search.rotation import rotate
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -199,8 +199,8 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(engine_db):
     ids3 = np.concatenate([np.flatnonzero(keep), np.arange(1000, 1020)])
     db.write_dataframe("pts", frame(X3, ids=ids3), replace=True)
     with pytest.warns(UserWarning, match="changed since index 'idx'.*--incremental"):  # what search checks first
-        assert not sqlrp.index.check_fresh(db, idx)
-    with pytest.raises(sqlrp.index.StaleIndex):
+        assert not check_fresh(db, idx)
+    with pytest.raises(StaleIndex):
         sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2, strict=True)  # refused before the search
     sqlrp.build_index(db, "pts", "id", "idx", incremental=True)
     assert not _staging_left(db)
@@ -215,7 +215,7 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(engine_db):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # fresh again: no warning
         got = sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2)
-        assert sqlrp.index.check_fresh(db, sqlrp.load_index(db, "idx"))
+        assert check_fresh(db, sqlrp.load_index(db, "idx"))
     same_ranks(got, replay(db, "idx", X3, ids3, Q, np.arange(30), 3, 20, 2))
     sqlrp.build_index(db, "pts", "id", "idx", incremental=True)  # twice: nothing changes
     again = db.query_df("SELECT * FROM idx ORDER BY id")
@@ -234,7 +234,7 @@ def test_search_into_a_table(engine_db):
         stored[["query_id", "id", "rank"]].to_numpy(dtype=np.int64),
         direct[["query_id", "id", "rank"]].to_numpy(dtype=np.int64),
     )
-    with pytest.raises(sqlrp.errors.ProjectionExists, match="already exists"):
+    with pytest.raises(sqlrp.core.errors.ProjectionExists, match="already exists"):
         sqlrp.search(db, "idx", "qs", "qid", into="hits")
     sqlrp.search(db, "idx", "qs", "qid", top=1, candidates=20, probes=2, into="hits", replace=True)
     assert db.fetchall("SELECT count(*) FROM hits")[0][0] == 6

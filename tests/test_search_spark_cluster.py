@@ -28,8 +28,8 @@ CLIENT = textwrap.dedent(
     import json, sys, warnings
     import numpy as np, pandas as pd
     import sqlrp
-    from sqlrp.index import load_lists
-    from sqlrp.search import reference_search
+    from sqlrp.search.index import load_lists
+    from sqlrp.search.query import reference_search
 
     def clustered(n, seed, d=12, centres=10):  # integer rows: every sum exact, in SQL and NumPy
         rng = np.random.default_rng(seed)

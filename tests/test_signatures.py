@@ -9,9 +9,9 @@ from conftest import wide_frame
 
 import sqlrp
 from sqlrp.compiler import Source
-from sqlrp.errors import InvalidParameter
+from sqlrp.core.errors import InvalidParameter
 from sqlrp.methods import make_projection
-from sqlrp.signatures import check_bits, hamming, signature_select, signature_sql, signatures
+from sqlrp.search.signatures import check_bits, hamming, signature_select, signature_sql, signatures
 
 
 @pytest.mark.parametrize("method, params", [("achlioptas", {"s": 3}), ("gaussian", {}), ("pk-rp", {"t": 2})])
@@ -45,8 +45,8 @@ def test_bits_must_be_a_multiple_of_64_and_rows_are_not_pooled():
     for k in (0, 63, 100, 65):
         with pytest.raises(InvalidParameter, match="multiple of 64"):
             check_bits(k)
-    from sqlrp.errors import EngineLimit
-    from sqlrp.signatures import hamming_expression
+    from sqlrp.core.errors import EngineLimit
+    from sqlrp.search.signatures import hamming_expression
 
     with pytest.raises(EngineLimit, match="sqlite.*bit count"):
         hamming_expression(1, "a", "b", "sqlite")
@@ -59,7 +59,7 @@ def test_hamming_distances_in_sql_match_numpy(db):
     """Every pair's Hamming distance from the engine's bit count (DuckDB xor/bit_count, PostgreSQL
     #/bit_count over bit(64)) equals NumPy's, words with the sign bit set included."""
     from sqlrp.dialects import get_dialect
-    from sqlrp.signatures import hamming_expression
+    from sqlrp.search.signatures import hamming_expression
 
     X = np.random.default_rng(32).integers(-4, 5, size=(25, 12)).astype(np.float64)
     db.write_dataframe("t", wide_frame(X))

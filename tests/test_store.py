@@ -9,7 +9,7 @@ import pytest
 from engine_cases import build_by_hand, use_registry
 
 import sqlrp
-from sqlrp.store import Registry, migration_files
+from sqlrp.registry.store import Registry, migration_files
 
 
 def test_migrations_apply_once(db):
@@ -50,7 +50,7 @@ def test_save_list_show_drop(db):
 
 def test_kernel_shaped_ir_round_trips(db):
     """Bias, power and a non-identity combiner survive storage (the kernel methods rely on it)."""
-    from sqlrp.ir import Combiner, LinearStage, Projection
+    from sqlrp.core.ir import Combiner, LinearStage, Projection
 
     lin = LinearStage(
         d=4,
@@ -83,7 +83,7 @@ def test_kernel_shaped_ir_round_trips(db):
 
 def test_registry_views_in_sql_folder(db):
     """The static SQL in sql/ runs on both backends and reads the registry correctly."""
-    from sqlrp.store import _statements
+    from sqlrp.registry.store import _statements
 
     sqlrp.create_projection(db, "v", "achlioptas", d=40, k=10, s=4, seed=0)
     sql = (Path(__file__).resolve().parent.parent / "sql" / "registry_views.sql").read_text()
@@ -114,7 +114,7 @@ def any_db(request):
 def test_a_registry_made_by_earlier_releases_is_upgraded_and_works(any_db, version):
     """A database at registry version 1, 2, 3 or 4, made by the hand-written migrations of earlier
     releases, is brought to the latest version by the rendered ones (version 4: nothing to do)."""
-    from sqlrp.registry_schema import VERSIONS
+    from sqlrp.registry.schema import VERSIONS
 
     build_by_hand(any_db, version)
     reg = Registry(any_db, migrate=False)
@@ -127,7 +127,7 @@ def test_a_registry_made_by_earlier_releases_is_upgraded_and_works(any_db, versi
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_the_rendered_migrations_upgrade_from_each_version(any_db, version):
     """The rendered registry, stopped at each version and then upgraded, ends as a fresh one does."""
-    from sqlrp.registry_schema import VERSIONS, bootstrap, statements
+    from sqlrp.registry.schema import VERSIONS, bootstrap, statements
 
     any_db.execute(bootstrap(any_db.dialect))
     for v in VERSIONS[:version]:

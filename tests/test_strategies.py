@@ -11,7 +11,7 @@ import pytest
 from conftest import array_frame, long_frame, wide_frame
 
 import sqlrp
-from sqlrp import api, reference
+from sqlrp import api
 from sqlrp.compiler import Source, compile_sql
 from sqlrp.compiler import lists as lists_module
 from sqlrp.compiler import pairs as pairs_module
@@ -26,8 +26,9 @@ from sqlrp.compiler.strategies import (
     prefers_lists,
     prefers_long,
 )
-from sqlrp.errors import EngineLimit, InvalidParameter
-from sqlrp.methods import make_projection
+from sqlrp.core.errors import EngineLimit, InvalidParameter
+from sqlrp.methods import make_projection, reference
+from sqlrp.pipeline.plan import registry_of
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> None:
@@ -289,7 +290,7 @@ def test_a_plan_made_before_storing_is_stored_once(db, monkeypatch):
     db.write_dataframe("t", wide_frame(X))
     proj = make_projection("achlioptas", 50, 40, seed=4, s=1)
     best_pairs(proj.linear, db.dialect)  # planned in this process first
-    sqlrp.api._registry(db).save(proj, "early")
+    registry_of(db).save(proj, "early")
     statements: list[str] = []
     real = db.execute
 
@@ -321,7 +322,7 @@ def test_a_signed_sum_opens_with_a_positive_term():
     """``b - a`` rather than ``-a + b``: DuckDB evaluates a leading negation as one more node."""
     from sqlglot import exp
 
-    from sqlrp.compiler.nodes import Inputs, SignedSum
+    from sqlrp.core.nodes import Inputs, SignedSum
     from sqlrp.dialects import get_dialect
 
     inputs = Inputs(exp.column(n, quoted=True) for n in "abc")
@@ -596,10 +597,10 @@ def test_a_plan_cut_short_is_used_but_not_stored(duck):
     X = np.random.default_rng(13).normal(size=(20, 60))
     duck.write_dataframe("t", wide_frame(X))
     proj = sqlrp.create_projection(duck, "cut", "achlioptas", d=60, k=40, seed=2, s=1)
-    plan = api._registry(duck).pairs_plan(proj, "duckdb", seconds=0.0)
+    plan = registry_of(duck).pairs_plan(proj, "duckdb", seconds=0.0)
     assert plan is not None and not plan.complete and plan.computes(proj.linear)
     assert duck.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'cut'")[0][0] == 0
-    full = api._registry(duck).pairs_plan(proj, "duckdb", seconds=60.0)
+    full = registry_of(duck).pairs_plan(proj, "duckdb", seconds=60.0)
     assert full.complete
     assert duck.fetchall("SELECT count(*) FROM sqlrp_pairs_entry WHERE projection = 'cut'")[0][0] > 0
 
@@ -660,7 +661,7 @@ def test_list_transform_weighted_squares_and_biases(duck, list_form):
     """A stage of float weights with squared features, a bias and an entry given twice (no method
     makes one; the IR allows it): positions into ``x ++ x^2 ++ [0]`` or dense rows over ``x ++ x^2``,
     ``list_dot_product``, the bias added by index."""
-    from sqlrp.ir import Combiner, LinearStage, Projection
+    from sqlrp.core.ir import Combiner, LinearStage, Projection
 
     rng = np.random.default_rng(4)
     d, p = 10, 6

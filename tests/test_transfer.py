@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import sqlrp
-from sqlrp.ir import Combiner, LinearStage, Projection
-from sqlrp.transfer import METADATA_KEY, export_projection, import_projection, read_projection, sidecar
+from sqlrp.core.ir import Combiner, LinearStage, Projection
+from sqlrp.registry.transfer import METADATA_KEY, export_projection, import_projection, read_projection, sidecar
 
 METHODS = [
     ("achlioptas", {"s": 3}),
@@ -81,7 +81,7 @@ def test_bias_power_and_combiner_survive(duck, other, tmp_path, fmt):
         factor_vector=[0, 1, 2, 2, 0],
     )
     p = Projection(method="custom", linear=lin, combiner=comb, scale=np.pi, params={"note": "é ?:"}, seed=None)
-    sqlrp.store.Registry(duck).save(p, "hand made")
+    sqlrp.registry.store.Registry(duck).save(p, "hand made")
     path = tmp_path / f"h.{fmt}"
     export_projection(duck, "hand made", path)
     _same(sqlrp.load_projection(duck, "hand made"), import_projection(other, path, name="copy"))

@@ -9,7 +9,7 @@
   its features and limits, with the meaning of each attribute taken from the comments of
   ``sqlrp/dialects/base.py``.
 - ``reference/methods.md``: every ``--method`` of ``sqlrp.methods.METHODS``, its generator's docstring.
-- ``reference/registry.md``: the registry's tables and versions, from ``sqlrp/registry_schema.py``.
+- ``reference/registry.md``: the registry's tables and versions, from ``sqlrp/registry/schema.py``.
 - ``reference/modules.md``: every module of the ``sqlrp`` package with the first paragraph of its
   docstring, read with :mod:`ast` (nothing imported).
 
@@ -68,7 +68,7 @@ def on_page_markdown(markdown: str, page: object, config: MkDocsConfig, files: F
 
 
 def defined_at(name: str) -> str:
-    """Where ``sqlrp.<name>`` is defined, as a dotted path (``sqlrp.index.search``)."""
+    """Where ``sqlrp.<name>`` is defined, as a dotted path (``sqlrp.search.index.search``)."""
     import sqlrp
 
     obj = getattr(sqlrp, name)
@@ -167,7 +167,7 @@ def _searchable(profile: object) -> bool:
     """True if the engine has the bit count and row hash that similarity search needs."""
     from sqlglot import exp
 
-    from sqlrp.errors import SqlrpError
+    from sqlrp.core.errors import SqlrpError
 
     try:
         profile.popcount(exp.column("w"))
@@ -359,13 +359,13 @@ def methods_page() -> str:
 
 
 def registry_page() -> str:
-    """The registry's tables and versions from their one definition, ``sqlrp/registry_schema.py``."""
-    from sqlrp import registry_schema as schema
+    """The registry's tables and versions from their one definition, ``sqlrp/registry/schema.py``."""
+    from sqlrp.registry import schema
 
     lines = [
         "# Registry tables",
         "",
-        "Generated when the site is built from the registry's one definition, `sqlrp/registry_schema.py`:",
+        "Generated when the site is built from the registry's one definition, `sqlrp/registry/schema.py`:",
         "every table, its columns, its key, and the registry version that added each. Each engine renders",
         "it through its dialect's hooks (`registry_type`, `registry_constraints`, `registry_create`); the",
         "files of `migrations/<engine>/` are that rendering written out for a DBA to read",

@@ -1,7 +1,7 @@
--- sqlrp registry, version 3 (duckdb): similarity-search indexes (sqlrp/index.py). An index's rows
--- live in tables named after it, in its source's schema; this row says how they were made. Engines
--- where search is refused keep the table empty.
--- Rendered for duckdb from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+-- sqlrp registry, version 3 (duckdb): similarity-search indexes (sqlrp/search/index.py). An index's
+-- rows live in tables named after it, in its source's schema; this row says how they were made.
+-- Engines where search is refused keep the table empty.
+-- Rendered for duckdb from sqlrp/registry/schema.py by `python -m migrations`: do not edit.
 
 -- sqlrp_index: how an index was made: the stored projection, the source table and its features
 -- (JSON), the band width, the feature means whose projections are the bits' thresholds (NULL: not

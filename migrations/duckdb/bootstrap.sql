@@ -1,6 +1,6 @@
 -- sqlrp registry: the version table (duckdb), the registry's version: one row per version applied
 -- (the runner reads max(version) before it adds one).
--- Rendered for duckdb from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+-- Rendered for duckdb from sqlrp/registry/schema.py by `python -m migrations`: do not edit.
 CREATE TABLE IF NOT EXISTS sqlrp_schema_version (
   version INT NOT NULL,
   name TEXT NOT NULL,

@@ -1,6 +1,6 @@
 -- sqlrp registry, version 1 (spark): a projection is stored as relational rows: its non-zero matrix
 -- entries (linear stage) and the terms of its combiner stage.
--- Rendered for spark from sqlrp/registry_schema.py by `python -m migrations`: do not edit.
+-- Rendered for spark from sqlrp/registry/schema.py by `python -m migrations`: do not edit.
 
 -- sqlrp_projection: one row per stored projection; params is JSON, seed NULL for none.
 CREATE TABLE sqlrp_projection (

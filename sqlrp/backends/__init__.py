@@ -26,7 +26,7 @@ How to add an engine
    and the engine's own behaviour.
 4. ``pyproject.toml``: the extra that installs the driver; and the engine's page in the docs.
 Nothing else: ``connect()`` and ``get_dialect()`` find the classes, the registry's tables are
-rendered by the dialect's hooks from ``sqlrp/registry_schema.py`` (``python -m migrations <engine>``
+rendered by the dialect's hooks from ``sqlrp/registry/schema.py`` (``python -m migrations <engine>``
 writes them out for a DBA to read), and ``tests/test_engine_registration.py`` builds a whole engine
 in one test file.
 """
@@ -38,7 +38,7 @@ import os
 import pkgutil
 from typing import Any
 
-from ..errors import InvalidParameter, need
+from ..core.errors import InvalidParameter, need
 from .base import REGISTERED, URL, Backend, ColumnInfo, Registration, parse_url
 
 _discovered = False

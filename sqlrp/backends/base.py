@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from ..errors import DRIVER_MODULES, InputError, InvalidParameter, need
-from ..lazy import pd
+from ..core.errors import DRIVER_MODULES, InputError, InvalidParameter, need
+from ..core.lazy import pd
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class Backend(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class that declares its own :attr:`registration` is registered as it is made: its drivers'
-        exceptions become the engine's errors (:data:`sqlrp.errors.DRIVER_MODULES`), and
+        exceptions become the engine's errors (:data:`sqlrp.core.errors.DRIVER_MODULES`), and
         :func:`sqlrp.connect` reaches it."""
         super().__init_subclass__(**kwargs)
         registration = cls.__dict__.get("registration")
@@ -238,7 +238,7 @@ class Backend(ABC):
     def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
         """Append rows given column by column: NumPy arrays of one length, or scalars repeated on
         every row.  The default goes through :meth:`insert_frame`; DuckDB reads the arrays without
-        pandas (``sqlrp.lazy``: the registry is written on the ``project --into`` path)."""
+        pandas (``sqlrp.core.lazy``: the registry is written on the ``project --into`` path)."""
         self.insert_frame(table, pd.DataFrame(columns))
 
     @abstractmethod

@@ -2,7 +2,7 @@
 clickhouse-connect (``clickhouse://user:pw@host:8123/db``).
 
 ClickHouse has no transactions (``transactional = False``: :meth:`transaction` only groups
-statements; the registry compensates on failure, :mod:`sqlrp.store`).  Neither driver binds ``?``
+statements; the registry compensates on failure, :mod:`sqlrp.registry.store`).  Neither driver binds ``?``
 placeholders the way the other backends do, so :func:`bind` renders each parameter as a ClickHouse
 literal (sqlglot's string escaping; ``nan`` / ``inf`` spelled out) in place of the ``?`` tokens that
 stand outside quotes and comments -- user text is never pasted into SQL as SQL.
@@ -39,15 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError, InvalidParameter, need
-from ..lazy import pd
-from .base import Backend, ColumnInfo, Registration, missing_table, parse_url
+from ..core.errors import InputError, InvalidParameter, need
+from ..core.lazy import pd
+from ..core.nodes import ident
+from .base import URL, Backend, ColumnInfo, Registration, missing_table, parse_url
 from .values import is_array, missing, py, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from .base import URL
 
 ENGINE = "clickhouse"
 
@@ -147,8 +146,6 @@ def bind(sql: str, params: Sequence[Any] | None) -> str:
 
 def quote(name: str) -> str:
     """``name`` as a quoted ClickHouse identifier (sqlrp's own quoting, :func:`sqlrp.compiler.ident`)."""
-    from ..compiler import ident
-
     return ident(name).sql(ENGINE)
 
 
@@ -439,7 +436,7 @@ class ChdbBackend(_ClickHouse):
 
     chdb hosts one engine per process, bound to one path: any number of connections to that path may
     be open (they share its tables), but opening another path while one is open is refused
-    (:class:`~sqlrp.errors.InvalidParameter`)."""
+    (:class:`~sqlrp.core.errors.InvalidParameter`)."""
 
     registration = Registration(
         name="ClickHouse in-process (chdb)",

@@ -16,10 +16,11 @@ import duckdb
 import numpy as np
 from sqlglot import exp
 
-from .. import files
+from ..core import files
+from ..core.errors import InputError, need
+from ..core.lazy import pd
+from ..core.nodes import ident
 from ..dialects import get_dialect
-from ..errors import InputError, need
-from ..lazy import pd
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table, url_path
 from .values import recut
 
@@ -276,8 +277,6 @@ class DuckDBBackend(Backend):
         return cur
 
     def _view_sql(self, path: str, fmt: str) -> str:
-        from ..compiler import ident
-
         name = exp.Table(this=ident(path), db=exp.to_identifier("main"), catalog=exp.to_identifier("temp"))
         query = exp.select(exp.Star()).from_(exp.Table(this=files.reader(path, fmt)))
         return f"CREATE OR REPLACE TEMPORARY VIEW {name.sql('duckdb')} AS {query.sql('duckdb')}"
@@ -285,7 +284,7 @@ class DuckDBBackend(Backend):
     def read_file(self, path: str, fmt: str | None = None) -> str:
         """Make the file (or glob) ``path`` a table named ``path``: a temporary view over
         ``read_parquet`` / ``read_csv`` / ``read_json`` of its absolute path (a quoted literal), in
-        the format ``fmt``, its ending, or what its first bytes say (:func:`sqlrp.files.sniff`).
+        the format ``fmt``, its ending, or what its first bytes say (:func:`sqlrp.core.files.sniff`).
         Returns the name to use as a table.  Missing files are an :class:`InputError`."""
         files.check_exists(path)
         fmt = fmt or files.sniff(path)
@@ -312,8 +311,6 @@ class DuckDBBackend(Backend):
         return int(rows[0][0]) if len(rows) == 1 and rows[0][0] is not None else None
 
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
-        from ..compiler import ident
-
         name = ident(table).sql("duckdb")
         view = "__sqlrp_frame"
         self.con.register(view, df)
@@ -326,8 +323,6 @@ class DuckDBBackend(Backend):
             self.con.unregister(view)
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
-        from ..compiler import ident
-
         view = "__sqlrp_frame"
         cols = ", ".join(ident(c).sql("duckdb") for c in df.columns)
         self.con.register(view, df)
@@ -337,8 +332,6 @@ class DuckDBBackend(Backend):
             self.con.unregister(view)
 
     def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
-        from ..compiler import ident
-
         view = "__sqlrp_columns"
         arrays = {c: v for c, v in columns.items() if isinstance(v, np.ndarray)}
         scalars = [v for v in columns.values() if not isinstance(v, np.ndarray)]

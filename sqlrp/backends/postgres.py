@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..lazy import pd
+from ..core.errors import InvalidParameter
+from ..core.lazy import pd
+from ..core.nodes import ident
+from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
 from .values import py, value_kind
 
@@ -88,8 +91,6 @@ class PostgresBackend(Backend):
         import psycopg
 
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            from ..errors import InvalidParameter
-
             raise InvalidParameter("the psycopg connection is inside a transaction: commit or roll back first")
         self = cls.__new__(cls)
         self.url = "postgresql://(caller's connection)"
@@ -192,8 +193,6 @@ class PostgresBackend(Backend):
             yield
 
     def lock(self, key: str) -> None:
-        from ..dialects.postgres import ADVISORY_LOCK
-
         self.fetchall(ADVISORY_LOCK, [key])
 
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
@@ -221,8 +220,6 @@ class PostgresBackend(Backend):
         return int(rows[0][0]) if len(rows) == 1 and rows[0][0] is not None and rows[0][0] >= 0 else None
 
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
-        from ..compiler import ident
-
         name = ident(table).sql("postgres")
         defs = []
         for column in df.columns:
@@ -234,8 +231,6 @@ class PostgresBackend(Backend):
             self.insert_frame(table, df)
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
-        from ..compiler import ident
-
         cols = ", ".join(ident(str(c)).sql("postgres") for c in df.columns)
         with (
             self.conn.cursor() as cur,

@@ -7,7 +7,7 @@ its warehouse and metastore folders in a temporary folder that :meth:`close` rem
 What Spark does differently, and what this backend does about it (each measured on Spark 4.3):
 
 - No transactions: :meth:`transaction` only groups statements (``transactional = False``); the
-  registry compensates on failure (``sqlrp.store.Registry._atomic``).
+  registry compensates on failure (``sqlrp.registry.store.Registry._atomic``).
 - Parameters: ``spark.sql(sql, args=[...])`` binds ``?`` placeholders (positional since Spark 3.5).
 - No ``information_schema``: ``SELECT ... FROM information_schema.tables`` fails with
   ``TABLE_OR_VIEW_NOT_FOUND``; tables and columns come from the catalog API instead.
@@ -22,7 +22,7 @@ What Spark does differently, and what this backend does about it (each measured 
 - Identifiers are quoted with backticks.  Column names may hold spaces, quotes and unicode, but the
   session catalog stores table and schema names of letters, digits and ``_`` only
   (``[INVALID_SCHEMA_OR_RELATION_NAME]``, raised before anything is written): that error is raised
-  as :class:`~sqlrp.errors.InvalidParameter` naming the engine.
+  as :class:`~sqlrp.core.errors.InvalidParameter` naming the engine.
 - Arrow moves frames both ways (sessions sqlrp starts); like DuckDB's scan of a DataFrame, it
   stores a NaN in a float column as NULL.
 """
@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameter, MissingExtra, need
-from ..lazy import pd
+from ..core.errors import InvalidParameter, MissingExtra, need
+from ..core.lazy import pd
+from ..core.nodes import ident
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .values import column_values, missing, py, value_kind
 
@@ -379,8 +380,6 @@ class SparkBackend(Backend):
 
 def _quote(name: str) -> str:
     """``name`` as one Spark identifier (backticks), quoted by sqlglot like every other name."""
-    from ..compiler import ident
-
     return ident(name).sql("spark")
 
 

@@ -31,8 +31,11 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParameter, MissingExtra
-from ..lazy import pd
+from ..core.errors import InvalidParameter, MissingExtra
+from ..core.lazy import pd
+from ..dialects import dialect_name, dialect_names, get_dialect
+from ..dialects.base import ALIASES
+from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .values import column_values, py, value_kind
 
@@ -78,8 +81,6 @@ def sqlrp_dialect(name: str) -> str:
     :class:`InvalidParameter` naming the dialect otherwise."""
     import sqlglot
 
-    from ..dialects import dialect_name, dialect_names
-
     key = name.lower()
     if key in dialect_names():
         return key
@@ -99,9 +100,6 @@ def __getattr__(name: str) -> Any:
     """``DIALECTS``: the SQLAlchemy names sqlrp maps to another dialect name (kept for callers of the
     table that used to stand here; the dialect files declare their aliases)."""
     if name == "DIALECTS":
-        from ..dialects import dialect_names
-        from ..dialects.base import ALIASES
-
         dialect_names()  # every dialect file imported: every alias declared
         return {alias: sqlrp_dialect(alias) for alias in sorted(ALIASES) if sqlrp_dialect(alias) != alias}
     raise AttributeError(name)
@@ -393,8 +391,6 @@ class SQLAlchemyBackend(Backend):
 
     def lock(self, key: str) -> None:
         if self.dialect == "postgres":  # the advisory lock of backends/postgres.py, through this driver
-            from ..dialects.postgres import ADVISORY_LOCK
-
             self.fetchall(ADVISORY_LOCK, [key])
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
@@ -506,8 +502,6 @@ class SQLAlchemyBackend(Backend):
 
         kind = value_kind(series)
         if kind == "array":
-            from ..dialects import get_dialect
-
             dialect = get_dialect(self.dialect)
             if not dialect.arrays or self.dialect != "postgres":
                 raise dialect.refuse(f"column {series.name!r} holds lists, and sqlrp has no array column type here")

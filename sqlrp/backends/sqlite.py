@@ -19,7 +19,7 @@ What differs from the other backends, and why:
   what ``CREATE TABLE ... AS`` gives an expression such as sqlrp's own ``(_x0 + _x1) * CAST(...)``
   outputs, and what a view gives a computed column -- is typed by its values: ``double`` if none is
   text or a blob, else ``(no declared type)``.  That costs one ``EXISTS`` scan per such column.
-- **No arrays.**  A list-valued DataFrame column cannot be stored: :class:`sqlrp.errors.EngineLimit`.
+- **No arrays.**  A list-valued DataFrame column cannot be stored: :class:`sqlrp.core.errors.EngineLimit`.
 - **Schemas** are attached databases (``ATTACH 'other.sqlite' AS other``): ``schema="other"``.
 """
 
@@ -30,8 +30,9 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import EngineLimit, InputError, InvalidParameter
-from ..lazy import pd
+from ..core.errors import EngineLimit, InputError, InvalidParameter
+from ..core.lazy import pd
+from ..core.nodes import ident
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
 from .values import column_values, py, value_kind
 
@@ -49,8 +50,6 @@ UNTYPED = "(no declared type)"
 
 def _q(name: str) -> str:
     """``name`` quoted as a SQLite identifier by sqlglot (user text never reaches SQL otherwise)."""
-    from ..compiler import ident
-
     return ident(str(name)).sql("sqlite")
 
 

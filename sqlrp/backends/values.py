@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lazy import pd
+from ..core.lazy import pd
 
 #: the kinds :func:`value_kind` returns
 KINDS = ("double", "bigint", "boolean", "timestamp", "array", "blob", "text")

@@ -24,105 +24,32 @@ from collections.abc import Sequence
 import numpy as np
 from sqlglot import exp
 
+from ..core.errors import EngineLimit, InvalidParameter
+from ..core.ir import Composed, LinearStage, Projection
+from ..core.layout import LAYOUTS, Output, Source
+from ..core.nodes import (  # noqa: F401 - the SQL-expression helpers, re-exported as the compiler's
+    DOUBLE,
+    Inputs,
+    SignedSum,
+    as_double,
+    col,
+    feature_input,
+    from_source,
+    gc_paused,
+    ident,
+    number,
+    table_ref,
+)
 from ..dialects import SqlrpDialect, get_dialect
-from ..errors import EngineLimit, InvalidParameter, refuse_nul
-from ..ir import Composed, LinearStage, Projection
-from .layout import LAYOUTS, Output, Source
+from .compose import compile_composed
+from .inputs import dense_source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
-from .lists import binding
-from .nodes import Inputs, SignedSum, gc_paused
+from .lists import binding, list_outputs
+from .preprocess import compile_standardized
 from .strategies import LONG_STRATEGIES, best_mailman, best_pairs, choose, planner_seconds
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
-DOUBLE = exp.DataType.build("DOUBLE")
 BIGINT = exp.DataType.build("BIGINT")
-
-
-def ident(name: str) -> exp.Identifier:
-    """A quoted identifier: user text never reaches SQL any other way (a NUL is refused: :func:`refuse_nul`)."""
-    return exp.to_identifier(refuse_nul(name), quoted=True, copy=False)
-
-
-def col(name: str, table: str | None = None) -> exp.Column:
-    return exp.Column(this=ident(name), table=ident(table) if table else None)
-
-
-def table_ref(source: Source) -> exp.Table:
-    """The input table: ``[catalog.][schema.]table``, each part quoted (a dot inside a part is part
-    of the name)."""
-    return exp.Table(
-        this=ident(source.table),
-        db=ident(source.schema) if source.schema else None,
-        catalog=ident(source.catalog) if source.catalog else None,
-    )
-
-
-def number(value: float) -> exp.Expression:
-    literal = exp.Literal.number(repr(float(value)))
-    return exp.cast(literal, DOUBLE)
-
-
-def _from_source(select: exp.Select, source: Source) -> exp.Select:
-    """``select ... FROM <table> [WHERE <row_filter>]``."""
-    select = select.from_(table_ref(source), copy=False)
-    if source.row_filter is not None:
-        select = select.where(source.row_filter.copy(), copy=False)
-    return select
-
-
-def as_double(expr: exp.Expression) -> exp.Expression:
-    """``CAST(expr AS DOUBLE)``, built fresh (``exp.cast`` deep-copies its type: slow by the thousand)."""
-    return exp.Cast(this=expr, to=exp.DataType(this=exp.DataType.Type.DOUBLE))
-
-
-def feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
-    """A feature as the sums read it: DOUBLE, and 0 for NULL under ``nulls="zero"``."""
-    if source.nulls == "zero":
-        expr = exp.Coalesce(this=expr, expressions=[exp.Literal.number(0)])
-    return as_double(expr)
-
-
-def dense_source(projection: Projection | int, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts (``d`` given,
-    or the projection's)."""
-    d = projection if isinstance(projection, int) else projection.d
-    keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
-    if source.group_column:
-        keys.append(exp.alias_(col(source.group_column), "_g", quoted=True, copy=False))
-    if source.layout == "wide":
-        if len(source.columns) != d:
-            raise InvalidParameter(
-                f"the projection expects d = {d} features but {len(source.columns)} columns were given"
-            )
-        feats = [col(c) for c in source.columns]
-        inner = _from_source(exp.select(*keys), source)
-    else:
-        assert source.array_column is not None
-        array = col(source.array_column)
-        if dialect.needs_materialised_array():
-            # detoast once per row in a fenced sub-query (the fence allows parallel plans: dialects/postgres.py)
-            passthrough = [col("_id")] + ([col("_g")] if source.group_column else [])
-            raw = exp.select(*keys, exp.alias_(col(source.array_column), "_a0", quoted=True, copy=False))
-            detoasted = exp.alias_(dialect.array_source(col("_a0")), "_a", quoted=True, copy=False)
-            fenced = dialect.fence(
-                exp.select(*passthrough, detoasted).from_(_from_source(raw, source).subquery("_t", copy=False))
-            )
-            inner = exp.select(*[c.copy() for c in passthrough]).from_(fenced.subquery("_arr", copy=False))
-            array = col("_a")
-        else:
-            inner = _from_source(exp.select(*keys), source)
-        feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
-    relation = inner.select(
-        *[exp.alias_(feature_input(f, source), f"_x{i}", quoted=True, copy=False) for i, f in enumerate(feats)],
-        append=True,
-        copy=False,
-    )
-    if source.layout == "array" and dialect.needs_materialised_array():
-        # read each element once per row: unfenced, PostgreSQL would inline `_a[i]` into every sum that
-        # uses feature i (20,000 x 784 -> 200, 2 parallel workers: 1.83 s unfenced, 0.96 s fenced;
-        # `PYTHONPATH=. python bench/probes.py pg-array`)
-        relation = dialect.fence(relation)
-    return relation
 
 
 def _linear_sums(linear: LinearStage, inputs: Inputs, squares: Inputs | None) -> list[SignedSum]:
@@ -228,7 +155,7 @@ def _long_linear(
         value = col(source.value_column)
         if source.nulls == "zero":
             value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
-        src = _from_source(
+        src = from_source(
             exp.select(
                 *keys,
                 exp.alias_(exp.cast(col(source.feature_column), BIGINT), "_f", quoted=True, copy=False),
@@ -508,12 +435,10 @@ def compile_select(
     """
     dialect = get_dialect(dialect)
     if source.standardize is not None:
-        from .preprocess import compile_standardized
-
-        return compile_standardized(projection, source, dialect, output, matrix, strategy, block)
+        return compile_standardized(
+            projection, source, dialect, output, matrix, strategy, block, compile_select=compile_select
+        )
     if isinstance(projection, Composed):
-        from .compose import compile_composed
-
         return compile_composed(projection, source, dialect, output, matrix, compile_select)
     output = output or Output()
     if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
@@ -548,8 +473,6 @@ def compile_select(
             outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
     elif strategy == "list_transform":  # linear sums and combiner in lists (:mod:`.lists`)
-        from .lists import list_outputs
-
         relation, outputs = list_outputs(projection, source, dense_source(projection, source, dialect))
         key_cols = [col("_g")] if pooled else [col("_id")]
         base = exp.select(*key_cols).from_(relation.subquery("src", copy=False))
@@ -632,9 +555,9 @@ def compile_statements(
 ) -> Statements:
     """The projection as statements within the engine's limits: one, or -- for a linear projection
     too large for one statement -- blocks of outputs staged in tables and joined on the id
-    (:mod:`.limits`).  Raises :class:`~sqlrp.errors.EngineLimit` naming the engine otherwise.
+    (:mod:`.limits`).  Raises :class:`~sqlrp.core.errors.EngineLimit` naming the engine otherwise.
     ``bind``: dense weight matrices go in ``Statements.constants`` instead of the text
-    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.materialise.run` does)."""
+    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.pipeline.materialise.run` does)."""
     with binding(bind and not view) as bound:
         statements = _statements(
             projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary, ordered

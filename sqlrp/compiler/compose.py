@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..errors import InvalidParameter
-from ..ir import Composed
-from .layout import Output, Source
+from ..core.errors import InvalidParameter
+from ..core.ir import Composed
+from ..core.layout import Output, Source
 
 _PLACEHOLDER = "__sqlrp_stage_input"
 _STAGE_PREFIX = "_z"

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlglot import exp
 
-from ..errors import EngineLimit
-from ..ir import Combiner, LinearStage, Projection
+from ..core.errors import EngineLimit
+from ..core.ir import Combiner, LinearStage, Projection
 
 _TOKEN = re.compile(r'"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|[\w.]+|[-+*/(]')
 

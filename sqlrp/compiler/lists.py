@@ -41,8 +41,9 @@ from contextvars import ContextVar
 import numpy as np
 from sqlglot import exp
 
-from ..ir import LinearStage, Projection
-from .layout import Source
+from ..core.ir import LinearStage, Projection
+from ..core.layout import Source
+from .strategies import list_row_seconds
 
 DOUBLE_LIST = exp.DataType.build("DOUBLE[]", dialect="duckdb")
 
@@ -143,8 +144,6 @@ def row_list(linear: LinearStage) -> exp.Expression:
 def dense_rows(linear: LinearStage) -> bool:
     """True if the sums are cheaper as dot products of the row with dense weight rows than by
     positions (:func:`~.strategies.list_row_seconds`): matrices denser than about 1 in 12."""
-    from .strategies import list_row_seconds
-
     return list_row_seconds(linear, dense=True) < list_row_seconds(linear, dense=False)
 
 

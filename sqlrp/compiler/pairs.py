@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import LinearStage
+from ..core.ir import LinearStage
 
 
 @dataclass

@@ -60,9 +60,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidParameter
-from ..ir import LinearStage, Projection
-from .layout import Source
+from ..core.errors import InvalidParameter
+from ..core.ir import LinearStage, Projection
+from ..core.layout import Source
+from ..dialects import get_dialect
 from .pairs import PairsPlan, plan_pairs, plan_pairs_transposed
 
 DENSE_STRATEGIES = ("inline", "mailman", "pairs")
@@ -227,8 +228,6 @@ def best_mailman(linear: LinearStage, dialect: str = "duckdb", block: int | None
 
 
 def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> MailmanPlan | None:
-    from ..dialects import get_dialect  # late: the dialects package imports the compiler
-
     limit = get_dialect(dialect).max_columns
     best = None
     for b in [block] if block else BLOCK_SIZES:
@@ -244,8 +243,6 @@ def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> Mailm
 
 def pairs_budget(linear: LinearStage, dialect: str = "duckdb") -> int | None:
     """Most partials the dialect's column limit leaves room for (``None``: no limit)."""
-    from ..dialects import get_dialect  # late: the dialects package imports the compiler
-
     limit = get_dialect(dialect).max_columns
     return None if limit is None else limit - linear.d - 2  # id and group key
 
@@ -320,8 +317,6 @@ def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb"
     :data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term), the inline query has at
     least :data:`LONG_MIN_TERMS` terms, the matrix is stored (a ``VALUES`` list would grow with the
     matrix again) and the engine was measured to gain (``dialect.wide_as_long``: DuckDB)."""
-    from ..dialects import get_dialect  # late: the dialects package imports the compiler
-
     engine = get_dialect(dialect)
     rows, terms = source.rows, inline_cost(projection.linear)
     if not (engine.wide_as_long and source.layout != "long" and matrix != "values" and rows is not None):
@@ -360,8 +355,6 @@ def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb
     k = 160 on 20,000 rows: 1.85 s against pairs 1.76 s and inline 2.09 s, estimated 1.78, 1.9 and
     2.4 s; s = 1, k = 64: 0.83 s against pairs 1.04 s; P-RP m = 10 on 5,000 rows: 4.78 s against
     inline 16.35 s)."""
-    from ..dialects import get_dialect  # late: the dialects package imports the compiler
-
     engine, rows = get_dialect(dialect), source.rows
     if not (engine.list_lambdas and source.layout != "long" and rows is not None):
         return False
@@ -384,8 +377,6 @@ def choose(
     nested selects of ``pairs`` only where the dialect's profile says they were measured cheap
     (``nested_plans``: DuckDB, PostgreSQL), ``lookup`` only where ordered ``ARRAY_AGG`` and
     ``ARRAY_POSITION`` exist (``ordered_array_agg``), else ``join``."""
-    from ..dialects import get_dialect  # late: the dialects package imports the compiler
-
     engine = get_dialect(dialect)
     if strategy not in STRATEGIES:
         raise InvalidParameter(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")

@@ -12,7 +12,7 @@ import pkgutil
 
 import sqlglot
 
-from ..errors import InvalidParameter
+from ..core.errors import InvalidParameter
 from .base import ALIASES, DIALECTS, SqlrpDialect, extend
 
 _CACHE: dict[str, SqlrpDialect] = {}

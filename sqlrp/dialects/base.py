@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from ..compiler.nodes import SignedSum, gc_paused, signed_sum_sql
-from ..errors import EngineLimit, refuse_nul
+from ..core.errors import EngineLimit, refuse_nul
+from ..core.nodes import SignedSum, gc_paused, signed_sum_sql
 
 if TYPE_CHECKING:
-    from ..compiler.layout import Source
+    from ..core.layout import Source
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
@@ -103,7 +103,7 @@ class SqlrpDialect:
     code_word_bits = 64
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
 
-    # ---- the registry's tables (sqlrp/registry_schema.py renders its one definition through these) ----
+    # ---- the registry's tables (sqlrp/registry/schema.py renders its one definition through these) ----
     registry_constraints = True  # PRIMARY KEY and NOT NULL are written (Spark's and ClickHouse's tables have none)
 
     @property
@@ -146,7 +146,7 @@ class SqlrpDialect:
 
     def popcount(self, word: exp.Expression) -> exp.Expression:
         """The number of set bits of a BIGINT (two's complement, all 64 bits), as an INTEGER: the
-        search's code arithmetic (:mod:`sqlrp.ivf`).  Each engine spells it its own way; one without a
+        search's code arithmetic (:mod:`sqlrp.search.ivf`).  Each engine spells it its own way; one without a
         known spelling refuses."""
         raise self.refuse("sqlrp knows no bit count of a BIGINT for this engine (search codes)")
 
@@ -158,7 +158,7 @@ class SqlrpDialect:
         return exp.Paren(this=total)
 
     def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
-        """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.signatures`), as an
+        """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.search.signatures`), as an
         INTEGER: the popcount of their XOR."""
         return self.popcount(exp.BitwiseXor(this=a, expression=b))
 
@@ -178,12 +178,12 @@ class SqlrpDialect:
 
     def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
         """A 64-bit hash of one row's values, summed over a table as its fingerprint (an index
-        notices that its table changed, :mod:`sqlrp.index`)."""
+        notices that its table changed, :mod:`sqlrp.search.index`)."""
         raise self.refuse("sqlrp knows no row hash for this engine (an index's fingerprint)")
 
     def lookup_indexes(self, table: exp.Table, columns: list[str]) -> list[str]:
         """Statements that let a search look ``table``'s rows up by ``columns`` rather than scan
-        them (:mod:`sqlrp.index`): none where hash joins over a columnar scan are the plan anyway (DuckDB)."""
+        them (:mod:`sqlrp.search.index`): none where hash joins over a columnar scan are the plan anyway (DuckDB)."""
         return []
 
     def local_settings(self, source: Source) -> list[str]:

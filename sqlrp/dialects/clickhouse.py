@@ -72,7 +72,7 @@ class ClickHouseDialect(SqlrpDialect):
     executes = True
 
     # no uniqueness and no NOT NULL clause: a column is nullable by its type (Nullable(T)), and the
-    # sorting key (ORDER BY) is the other engines' primary key; sqlrp.store checks names before it writes
+    # sorting key (ORDER BY) is the other engines' primary key; sqlrp.registry.store checks names before it writes
     registry_constraints = False
 
     def registry_type(self, name: str, null: bool) -> exp.DataType:

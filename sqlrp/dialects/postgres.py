@@ -40,7 +40,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
-from ..compiler.layout import Source
+from ..core.layout import Source
 from .base import SqlrpDialect, extend
 
 BIGINT = exp.DataType.build("BIGINT")

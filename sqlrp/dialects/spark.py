@@ -35,7 +35,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from ..compiler.layout import Source
+from ..core.layout import Source
 from .base import SqlrpDialect, extend
 
 HUGE_METHOD_LIMIT = 8_000_000  # bytes of bytecode: above any projection sqlrp compiles (d = 784, k = 200, s = 1)

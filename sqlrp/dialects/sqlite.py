@@ -6,7 +6,7 @@ Limits, from https://www.sqlite.org/limits.html (defaults of the library as Pyth
 - ``SQLITE_MAX_SQL_LENGTH`` 1,000,000,000 bytes per statement.
 - ``SQLITE_MAX_EXPR_DEPTH`` 1,000: ``a + b + c ...`` parses left-deep, one level per term, so a sum
   of more than 1,000 terms fails to prepare ("Expression tree is too large").  Sums are therefore
-  rendered as nested groups of at most 100 terms (:func:`sqlrp.compiler.nodes.signed_sum_sql`).
+  rendered as nested groups of at most 100 terms (:func:`sqlrp.core.nodes.signed_sum_sql`).
 
 No array type (the array layout and array output are refused).  ``VALUES`` drops the column names
 of an alias (``(VALUES ...) AS m(vector, feature, weight)`` is not even accepted, and sqlglot

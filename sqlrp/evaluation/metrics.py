@@ -21,73 +21,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
 from typing import Any
 
 import numpy as np
 
-from ..errors import MissingExtra, need
-from ..kernels import feature_sq_distances as kernel_sq_distances
-from ..kernels import polynomial_kernel
-
-
-def pdist(X: np.ndarray, metric: str, out: np.ndarray | None = None, **kwargs: Any) -> np.ndarray:
-    """:func:`scipy.spatial.distance.pdist` where scipy is installed (``sqlrp[sklearn]``); without it
-    (the light core), squared Euclidean distances in NumPy, in the same condensed order (``i < j``)."""
-    try:
-        from scipy.spatial.distance import pdist as _pdist
-    except ImportError:
-        return _pdist_numpy(np.asarray(X, dtype=np.float64), metric, out)
-    return _pdist(X, metric, out=out, **kwargs) if out is not None else _pdist(X, metric, **kwargs)
-
-
-def cdist(A: np.ndarray, B: np.ndarray, metric: str, **kwargs: Any) -> np.ndarray:
-    """:func:`scipy.spatial.distance.cdist` where scipy is installed, else NumPy (``sqeuclidean``,
-    ``cityblock`` with weights ``w``)."""
-    try:
-        from scipy.spatial.distance import cdist as _cdist
-    except ImportError:
-        return _cdist_numpy(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), metric, kwargs.get("w"))
-    return _cdist(A, B, metric, **kwargs)
-
-
-def _cdist_numpy(A: np.ndarray, B: np.ndarray, metric: str, w: np.ndarray | None = None) -> np.ndarray:
-    """Distances of each row of ``A`` to each row of ``B``: squared Euclidean, or ``cityblock`` with
-    weights ``w``; one row of ``A`` at a time."""
-    if metric == "cityblock":
-        weights = 1.0 if w is None else w
-        return np.array([(np.abs(B - a) * weights).sum(axis=1) for a in A]).reshape(len(A), len(B))
-    _only_sqeuclidean(metric)
-    return np.array([np.einsum("ij,ij->i", B - a, B - a) for a in A]).reshape(len(A), len(B))
-
-
-def squareform(condensed: np.ndarray) -> np.ndarray:
-    """The symmetric n x n matrix of a condensed distance vector (scipy's ``squareform``), zero diagonal."""
-    n = int(round((1 + np.sqrt(1 + 8 * len(condensed))) / 2))
-    M = np.zeros((n, n))
-    upper = np.triu_indices(n, 1)
-    M[upper] = condensed
-    return M + M.T
-
-
-def _only_sqeuclidean(metric: str) -> None:
-    if metric != "sqeuclidean":
-        raise MissingExtra(f"the {metric!r} distance needs scipy: pip install 'sqlrp[sklearn]'")
-
-
-def _pdist_numpy(X: np.ndarray, metric: str, out: np.ndarray | None) -> np.ndarray:
-    """Squared distances of the rows of ``X``, pairs ``i < j`` in scipy's condensed order, one row
-    against the rows after it at a time (memory: one n x d block)."""
-    _only_sqeuclidean(metric)
-    n = len(X)
-    out = np.empty(n * (n - 1) // 2) if out is None else out
-    pos = 0
-    for i in range(n - 1):
-        diff = X[i + 1 :] - X[i]
-        out[pos : pos + n - 1 - i] = np.einsum("ij,ij->i", diff, diff)
-        pos += n - 1 - i
-    return out
-
+from ..core.errors import InvalidParameter, need
+from ..methods import METHODS, make_projection
+from ..methods.distortion import Kernel, cdist, feature_sq_distances, mean_distortion, pairwise_distortion, pdist
+from ..methods.distortion import _cdist_numpy as _cdist_numpy  # the light core's fallbacks (tests compare them)
+from ..methods.distortion import _pdist_numpy as _pdist_numpy
+from ..methods.distortion import squareform as squareform
+from ..methods.kernels import kernel_of
 
 __all__ = [
     "FROM_PROJECTION",
@@ -108,28 +53,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """The polynomial kernel ``K(x, y) = (x.y + c)^degree`` (``000`` Eq. 12 with ``modified``:
-    ``(x.y)^2 - (x^2).(y^2)``, the degree-2 kernel without its d diagonal features)."""
-
-    degree: int = 2
-    c: float = 0.0
-    modified: bool = False
-
-    def __post_init__(self) -> None:
-        if int(self.degree) != self.degree or self.degree < 1:
-            raise ValueError(f"kernel degree must be a whole number >= 1, got {self.degree}")
-        if self.modified and (self.degree != 2 or self.c != 0):
-            raise ValueError("the modified kernel is the homogeneous degree-2 kernel (degree=2, c=0)")
-
-    def gram(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
-        return polynomial_kernel(X, Y, self.degree, self.c, self.modified)
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "polynomial", "degree": self.degree, "c": self.c, "modified": self.modified}
-
-
 #: ``evaluate(kernel=...)``: the kernel the projection itself approximates (its stored method and parameters)
 FROM_PROJECTION = "projection"
 
@@ -138,13 +61,10 @@ def resolve_kernel(kernel: Kernel | str | None, projection: Any) -> Kernel | Non
     """The kernel whose feature space ``evaluate`` measures distortion in (issue 24).
 
     ``"projection"`` (the default of ``evaluate``): the kernel the projection approximates, from its stored
-    method and parameters (:func:`sqlrp.kernels.kernel_of`: degree, ``c``, modified), ``None`` (input
+    method and parameters (:func:`sqlrp.methods.kernels.kernel_of`: degree, ``c``, modified), ``None`` (input
     space) for linear projections; a :class:`Kernel` overrides it; ``None`` is the input space.  A kernel
     projection measured in input space reports distortions of 10-100 (000 Eq. 22 against the wrong
     distances), so the stored kernel is the only safe default."""
-    from ..errors import InvalidParameter
-    from ..kernels import kernel_of
-
     if kernel is None or isinstance(kernel, Kernel):
         return kernel
     if kernel != FROM_PROJECTION:
@@ -159,41 +79,12 @@ def same_method(projection: Any, k: int, seed: int | None = 0) -> Any:
     """A fresh projection of the same method and parameters as ``projection`` to ``k`` outputs, for the
     distortion-against-k curve of a kernel projection.  Sizes that default to a multiple of k (PK-RP's
     ``p = g*t*k``, CRAFTMaps' ``up_k = 4k``) follow the new k."""
-    import inspect
-
-    from ..methods import METHODS, make_projection
-
     params = dict(projection.params or {})
     taken = inspect.signature(METHODS[projection.method]).parameters
     kept = {key: v for key, v in params.items() if key in taken and key not in ("p", "up_k", "seed")}
     if projection.method == "craftmap":
         kept.update({key[3:]: v for key, v in params.items() if key.startswith("up_") and key != "up_k"})
     return make_projection(projection.method, projection.d, k, seed=seed, **kept)
-
-
-def feature_sq_distances(X: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
-    """Condensed squared distances ``||phi(x_i) - phi(x_j)||^2`` for ``i < j`` (``000`` Eq. 23)."""
-    X = np.asarray(X, dtype=np.float64)
-    if kernel is None:
-        return pdist(X, "sqeuclidean")
-    return kernel_sq_distances(X, kernel.degree, kernel.c, kernel.modified)
-
-
-def pairwise_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> np.ndarray:
-    """Distortion (``000`` Eq. 22) of every pair ``i < j`` with a positive original distance."""
-    Y = np.asarray(Y, dtype=np.float64)
-    if len(X) != len(Y):
-        raise ValueError(f"X has {len(X)} rows but Y has {len(Y)}")
-    dx = feature_sq_distances(X, kernel)
-    dy = pdist(Y, "sqeuclidean")
-    # duplicate rows are excluded; in a kernel's feature space "zero" is up to the kernel trick's rounding
-    keep = dx > (0.0 if kernel is None else 1e-12 * max(float(dx.max(initial=0.0)), 1e-300))
-    return np.abs(dy[keep] - dx[keep]) / dx[keep]
-
-
-def mean_distortion(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> float:
-    """Mean pairwise distortion of squared distances (``000`` Eq. 22)."""
-    return float(pairwise_distortion(X, Y, kernel).mean())
 
 
 def distortion_summary(X: np.ndarray, Y: np.ndarray, kernel: Kernel | None = None) -> dict[str, float]:

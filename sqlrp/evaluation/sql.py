@@ -32,10 +32,11 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Output, Source, col, compile_select, dense_source, ident, table_ref
+from ..core.errors import InputError, InvalidParameter
+from ..core.ir import Projection
+from ..core.lazy import pd
 from ..dialects import SqlrpDialect, get_dialect
-from ..errors import InputError, InvalidParameter
-from ..ir import Projection
-from ..lazy import pd
+from ..methods.linear import achlioptas
 from .metrics import Kernel
 
 __all__ = [
@@ -345,8 +346,6 @@ def fetch_sample(
 
 
 def _dummy(d: int) -> Projection:
-    from ..methods.linear import achlioptas
-
     return achlioptas(d, 1, s=1.0, seed=0)
 
 

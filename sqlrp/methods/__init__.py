@@ -1,4 +1,4 @@
-"""Projection methods: each turns parameters and a seed into the shared IR (:mod:`sqlrp.ir`).
+"""Projection methods: each turns parameters and a seed into the shared IR (:mod:`sqlrp.core.ir`).
 
 ``METHODS`` maps the names users type (``--method``) to generator functions
 ``f(d, k, seed=..., **params) -> Projection``.  A new method registers itself here and needs
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameter
-from ..ir import Composed, Projection
+from ..core.errors import InvalidParameter
+from ..core.ir import Composed, Projection
 from .kernel import cbp, craftmap, maclaurin, p_rp, pk_rp
 from .linear import achlioptas, expected_distortion, gaussian, johnson_lindenstrauss_min_dim, resolve_s
 

@@ -1,4 +1,4 @@
-"""Polynomial-kernel random projections, expressed in the shared two-stage IR (:mod:`sqlrp.ir`).
+"""Polynomial-kernel random projections, expressed in the shared two-stage IR (:mod:`sqlrp.core.ir`).
 
 Every method here is "aggregate-only linear stage + products in the combiner + one delayed scale":
 
@@ -12,7 +12,7 @@ Every method here is "aggregate-only linear stage + products in the combiner + o
 - :func:`maclaurin` -- random Maclaurin feature maps for ``(x.y + q)^r`` (Kar & Karnick;
   ``001_b19d9de78d5ade5f.txt`` Algorithm 1).
 - :func:`craftmap` -- CRAFTMaps (001 Algorithm 2): an up-projection with a random feature map
-  followed by a linear Achlioptas down-projection, returned as a :class:`sqlrp.ir.Composed`.
+  followed by a linear Achlioptas down-projection, returned as a :class:`sqlrp.core.ir.Composed`.
 
 Which sparsity to use for P-RP (the pitfall of issue 5): the diagonal features ``x_i^2`` of the
 degree-2 feature space get, in the implicit projection vector ``sum_l sigma_l phi(r_l)``, the weight
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameter
-from ..ir import Combiner, Composed, LinearStage, Projection
+from ..core.errors import InvalidParameter
+from ..core.ir import Combiner, Composed, LinearStage, Projection
 from .linear import _kurtosis, achlioptas, check_dims, resolve_s, sign_matrix
 
 INDEX_SCHEMES = ("distinct", "balanced")
@@ -508,7 +508,7 @@ def craftmap(
 
     ``up`` is ``"maclaurin"`` (001's choice, :func:`maclaurin`) or ``"pk-rp"`` (:func:`pk_rp`, any other
     keyword goes to it, e.g. ``t``, ``p``).  Both approximate ``(x.y + c)^degree``.  ``D`` defaults to
-    ``4k``.  The result is a :class:`~sqlrp.ir.Composed`: its SQL nests the up-projection's select as the
+    ``4k``.  The result is a :class:`~sqlrp.core.ir.Composed`: its SQL nests the up-projection's select as the
     wide source of the down-projection.  Seeds: up ``seed``, down ``seed + 1``.
     """
     check_dims(d, k)

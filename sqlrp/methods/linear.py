@@ -12,8 +12,9 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidParameter
-from ..ir import Combiner, LinearStage, Projection
+from ..core.errors import InvalidParameter
+from ..core.ir import Combiner, LinearStage, Projection
+from .sparsity import choose_s
 
 
 def johnson_lindenstrauss_min_dim(n_samples: int | np.ndarray, eps: float | np.ndarray = 0.1):
@@ -52,8 +53,6 @@ def resolve_s(s: float | str, d: int, kurtosis: float | None = None) -> float:
     data's ``kurtosis`` the rule of :func:`sqlrp.methods.sparsity.choose_s` (at most ``sqrt(d)``)."""
     if isinstance(s, str):
         if s.lower() in ("auto", "sqrt", "sqrt(d)"):
-            from .sparsity import choose_s
-
             return choose_s(d, kurtosis)
         try:
             s = float(s)

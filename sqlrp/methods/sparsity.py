@@ -29,7 +29,7 @@ ratio to a Gaussian RP is 1.001 at s = 3, 1.038 at s = 12, 1.088 at 24, 1.19 at 
 factor 0.60-0.66), so the same rule is conservative there.
 
 ``kappa`` is measured in SQL by one aggregate query (sums of ``x, x^2, x^3, x^4`` per column,
-:mod:`sqlrp.moments`) when ``project``/``plan`` generate a projection from a table, and in NumPy
+:mod:`sqlrp.pipeline.moments`) when ``project``/``plan`` generate a projection from a table, and in NumPy
 (:func:`kurtosis_of`) when the scikit-learn transformer is fitted; without data (``create_projection``
 with only ``d``), ``"auto"`` stays ``sqrt(d)``.
 """

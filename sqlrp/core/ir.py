@@ -196,7 +196,7 @@ class Composed:
     ``first`` maps ``d -> D`` and ``second`` maps ``D -> k``; either may itself be a ``Composed``.  The
     compiler (:mod:`sqlrp.compiler.compose`) nests the select of ``first`` as the wide source of
     ``second``; the registry stores both stages under derived names (``<name>__stage1``,
-    ``<name>__stage2``) and links them from the composed entry (``sqlrp.store``).
+    ``<name>__stage2``) and links them from the composed entry (``sqlrp.registry.store``).
     """
 
     first: Projection | Composed

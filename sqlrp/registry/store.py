@@ -1,11 +1,11 @@
 """The registry of stored projections: versioned migrations, save, load, list, drop.
 
 Once stored, the tables are the source of truth for a projection; the seed only made it repeatable.
-The tables are defined once, in :mod:`sqlrp.registry_schema`, and rendered for the database's
+The tables are defined once, in :mod:`sqlrp.registry.schema`, and rendered for the database's
 dialect; each registry version is applied in order, in its own transaction, and recorded in
 ``sqlrp_schema_version`` under its file name (``0001_registry.sql`` ...: the rendered record in
 ``migrations/<dialect>/``); re-running them is a no-op.  An engine on which sqlrp keeps no registry
-refuses with :class:`~sqlrp.errors.EngineLimit`, naming what to do instead.
+refuses with :class:`~sqlrp.core.errors.EngineLimit`, naming what to do instead.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .backends import Backend
-from .compiler.pairs import PairsPlan, signs_of
-from .errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
-from .ir import Combiner, Composed, LinearStage, Projection
-from .lazy import pd
-from .registry_schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
-from .registry_schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
-from .registry_schema import VERSION_TABLE as _VERSION_TABLE
-from .registry_schema import migration_files as migration_files  # (version, file name, SQL) per registry version
+from ..backends import Backend
+from ..compiler.pairs import PairsPlan, signs_of
+from ..compiler.strategies import best_pairs, pairs_budget, pairs_planned, remember_pairs
+from ..core.errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
+from ..core.ir import Combiner, Composed, LinearStage, Projection
+from ..core.lazy import pd
+from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
+from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
+from .schema import VERSION_TABLE as _VERSION_TABLE
+from .schema import migration_files as migration_files  # (version, file name, SQL) per registry version
 
 VERSION_TABLE = _VERSION_TABLE.name
-# A composed projection (sqlrp.ir.Composed) is stored as its two stages under derived names plus one
+# A composed projection (sqlrp.core.ir.Composed) is stored as its two stages under derived names plus one
 # sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
 STAGES_KEY = "_stages"
 
@@ -38,7 +39,7 @@ def stage_names(name: str) -> list[str]:
 
 
 def bootstrap_sql(dialect: str) -> str:
-    """The statement that creates the version table (:func:`sqlrp.registry_schema.bootstrap`)."""
+    """The statement that creates the version table (:func:`sqlrp.registry.schema.bootstrap`)."""
     return bootstrap(dialect)
 
 
@@ -115,7 +116,7 @@ class Registry:
                     float(projection.scale),
                 ],
             )
-            # column blocks, not DataFrames: DuckDB reads NumPy arrays directly (sqlrp.lazy)
+            # column blocks, not DataFrames: DuckDB reads NumPy arrays directly (sqlrp.core.lazy)
             blocks: dict[str, dict[str, object]] = {
                 "sqlrp_linear_entry": {
                     "projection": name,
@@ -260,8 +261,6 @@ class Registry:
         and, if the planner finished, stored, in one transaction, so later processes skip the
         planning (s = 3, d = 784, k = 200: 2.2 s to plan both orientations).  Either way the
         compiler's memo then holds it."""
-        from .compiler.strategies import best_pairs, pairs_budget, pairs_planned, remember_pairs
-
         name, lin = projection.name, projection.linear
         if not name:
             raise InvalidParameter("only a stored projection has a stored plan")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
-from .ir import Combiner, Composed, LinearStage, Projection
+from ..core.errors import InputError
+from ..core.ir import Combiner, Composed, LinearStage, Projection
 
 DENSE_ENTRIES = 1 << 22  # 32 MB of float64: above this the NumPy path never builds the dense matrix
 DENSE_DENSITY = 0.01  # below this share of non-zeros a sparse product does less work than BLAS

@@ -13,7 +13,7 @@ a row goes to the nearest child of its nearest top centroid (``T + L/T`` distanc
 probe the ``P`` nearest of all ``L`` children.  Centroids are rounded to 20 bits below their largest
 coordinate, which changes no estimate measurably and makes integer data's sums exact in every engine.
 
-**Codes** (RaBitQ, Section 3).  With ``H`` the randomized Hadamard rotation (:mod:`sqlrp.rotation`),
+**Codes** (RaBitQ, Section 3).  With ``H`` the randomized Hadamard rotation (:mod:`sqlrp.search.rotation`),
 ``y = H(x)`` and ``t = H(c)`` for the row's centroid ``c``, the row keeps
 
     bits  b_j = [y_j > t_j]                         (D bits in BIGINT words; INT128 on DuckDB)
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InvalidParameter
+from ..core.errors import InvalidParameter
 from .rotation import rotate
 
 WORD_BITS = 64

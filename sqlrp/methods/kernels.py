@@ -4,8 +4,8 @@
   000 Eq. 12, ``(x.y)^2 - (x^2).(y^2)``, whose feature space drops the ``d`` diagonal features ``x_i^2``.
 - :func:`feature_sq_distances` -- ``||phi(x) - phi(y)||^2 = K(x,x) + K(y,y) - 2 K(x,y)`` for every pair
   ``i < j`` (000 Eq. 23), without ever forming ``phi``.
-- :func:`kernel_distortion` -- mean pairwise distortion of a projection's output against those
-  distances (000 Eq. 22).
+- :func:`sqlrp.methods.distortion.kernel_distortion` measures a projection against those distances
+  (000 Eq. 22).
 - :func:`explicit_feature_map` -- ``phi(x)`` itself for small ``d`` (every degree-``g`` monomial with
   the square root of its multinomial coefficient, 000 Eq. 7 for ``g = 2``), so that "explicit phi + RP"
   (000 Section 3, the *explicit approach*) exists as the baseline.
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidParameter
+from ..core.errors import InvalidParameter
 
 
 def _check(degree: int, c: float, modified: bool) -> None:
@@ -52,22 +52,6 @@ def feature_sq_distances(X: np.ndarray, degree: int = 2, c: float = 0.0, modifie
     diag = np.diag(K)
     i, j = np.triu_indices(len(K), k=1)
     return np.maximum(diag[i] + diag[j] - 2 * K[i, j], 0.0)
-
-
-def kernel_distortion(
-    X: np.ndarray,
-    Y: np.ndarray,
-    degree: int = 2,
-    c: float = 0.0,
-    modified: bool = False,
-    reduce: bool = True,
-) -> float | np.ndarray:
-    """Distortion ``|‖y_i - y_j‖^2 - ‖phi(x_i) - phi(x_j)‖^2| / ‖phi(x_i) - phi(x_j)‖^2`` (000 Eq. 22), pairs
-    with zero feature-space distance excluded; the mean over pairs, or every pair (``reduce=False``)."""
-    from .evaluation.metrics import Kernel, pairwise_distortion
-
-    dist = pairwise_distortion(X, Y, Kernel(degree, c, modified))
-    return float(dist.mean()) if reduce else dist
 
 
 def feature_dim(d: int, degree: int, c: float = 0.0, modified: bool = False) -> int:
@@ -126,7 +110,6 @@ __all__ = [
     "explicit_feature_map",
     "feature_dim",
     "feature_sq_distances",
-    "kernel_distortion",
     "kernel_of",
     "polynomial_kernel",
 ]

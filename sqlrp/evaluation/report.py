@@ -23,11 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
-from . import reference
-from .backends import Backend
-from .errors import InputError, InvalidParameter, ProjectionNotFound, need
-from .evaluation.metrics import (
+from ..backends import Backend
+from ..compiler import col, table_ref
+from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
+from ..core.files import writable_folder
+from ..core.lazy import pd
+from ..dialects import get_dialect
+from ..methods import reference
+from ..methods.linear import achlioptas, expected_distortion
+from ..pipeline.plan import plan, registry_of
+from .metrics import (
     Kernel,
     auc_rnx,
     kernel_nrmse,
@@ -39,9 +46,7 @@ from .evaluation.metrics import (
     resolve_kernel,
     same_method,
 )
-from .evaluation.sql import fetch_sample, sql_distortion, sql_recall_at_k
-from .lazy import pd
-from .methods.linear import achlioptas, expected_distortion
+from .sql import fetch_sample, sample_ids_query, sql_distortion, sql_recall_at_k
 
 __all__ = ["Report", "evaluate", "write_report"]
 
@@ -64,12 +69,6 @@ class Report:
 
 def _fetch_labels(db: Backend, source, label_column: str, ids: list, seed: int) -> np.ndarray:
     """Labels of the sampled rows only."""
-    from sqlglot import exp
-
-    from .compiler import col, table_ref
-    from .dialects import get_dialect
-    from .evaluation.sql import sample_ids_query
-
     in_sample = exp.select(exp.column("_id")).from_(sample_ids_query(source, seed, len(ids)).subquery("_ids"))
     q = exp.select(col(source.id_column), col(label_column)).from_(table_ref(source))
     q = q.where(col(source.id_column).isin(query=in_sample))
@@ -98,9 +97,7 @@ def evaluate(
     metrics table (CSV, JSON) and the plots there (see :func:`write_report`).  ``kernel``: the feature
     space of the distortion -- by default the kernel the projection approximates, ``None`` the input
     space (:func:`sqlrp.evaluation.metrics.resolve_kernel`)."""
-    from .api import _registry, plan
-
-    if isinstance(projection, str) and not _registry(db).exists(projection):
+    if isinstance(projection, str) and not registry_of(db).exists(projection):
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
     wide = source_options.get("layout", "wide") == "wide"
     if label_column is not None and wide and not source_options.get("columns"):
@@ -197,23 +194,6 @@ def evaluate(
     if out is not None:
         write_report(report, out)
     return report
-
-
-def writable_folder(out: str | Path) -> Path:
-    """``out`` as a folder sqlrp can write into (made if missing), or :class:`InputError` saying why."""
-    if "\x00" in str(out):
-        raise InvalidParameter("the output folder's name contains a NUL byte")
-    folder = Path(out)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".sqlrp-write-test"
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}; name a folder you can write"
-        ) from None
-    return folder
 
 
 def write_report(report: Report, out: str | Path) -> list[str]:

@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from sqlglot import exp
 
-from .backends import Backend, ColumnInfo
-from .compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from .compiler.nodes import Inputs, SignedSum, balanced, gc_paused
-from .dialects import SqlrpDialect, get_dialect
-from .errors import InputError, InvalidParameter
-from .files import file_format, refuse_engine
-from .ir import Projection
-from .lazy import pd
+from ..backends import Backend, ColumnInfo
+from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
+from ..core.errors import InputError, InvalidParameter
+from ..core.files import file_format, refuse_engine
+from ..core.ir import Projection
+from ..core.lazy import pd
+from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
+from ..dialects import SqlrpDialect, get_dialect
 
 
 def resolve_source(
@@ -259,7 +259,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
 
 
 def any_of(conditions: list[exp.Expression]) -> exp.Expression:
-    """``c1 OR c2 OR ...`` as a balanced tree (:func:`~sqlrp.compiler.nodes.balanced`): a chain of
+    """``c1 OR c2 OR ...`` as a balanced tree (:func:`~sqlrp.core.nodes.balanced`): a chain of
     2,352 ORs (784 features) is deeper than SQLite's 1,000 levels; balanced it is 12 deep."""
     return balanced(conditions, exp.Or)
 

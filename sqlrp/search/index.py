@@ -5,10 +5,10 @@
 
 An index is three tables named after it, in its table's schema -- ``<name>__tops`` and
 ``<name>__lists`` (two-level centroids, trained by k-means on a sample) and ``<name>`` (every row's
-list, code and estimator constants; :mod:`sqlrp.ivf`) -- and a row of ``sqlrp_index`` saying how
+list, code and estimator constants; :mod:`sqlrp.search.ivf`) -- and a row of ``sqlrp_index`` saying how
 they were made.  A search probes each query's nearest lists, ranks their rows by the codes'
 distance estimate and re-ranks the best ``candidates`` exactly on the table itself
-(:mod:`sqlrp.search`).
+(:mod:`sqlrp.search.query`).
 
 **An index knows its table.** Each index row keeps a hash of the row's id and features; their sum
 and count are the table's fingerprint, which every search compares with the table as it is (one pass
@@ -33,16 +33,17 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
-from . import files
-from .backends import Backend
-from .compiler import Source, col, ident, table_ref
-from .dialects import SqlrpDialect, get_dialect
-from .errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
+from ..backends import Backend
+from ..compiler import Source, col, ident, table_ref
+from ..core import files
+from ..core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
+from ..core.lazy import pd
+from ..dialects import SqlrpDialect, get_dialect
+from ..pipeline.materialise import output_table, staged
+from ..pipeline.sources import check_source, describe, infer_d, resolve_source
+from ..registry.store import REGISTRY_TABLES, Registry
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
-from .lazy import pd
-from .materialise import output_table, staged
-from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
-from .search import (
+from .query import (
     CENTRE,
     HASH,
     ID,
@@ -59,8 +60,7 @@ from .search import (
     rows_select,
     search_select,
 )
-from .sources import check_source, describe, infer_d, resolve_source
-from .store import REGISTRY_TABLES, Registry
+from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 
 INDEX_TABLE = "sqlrp_index"
 KIND = "ivf-rabitq"
@@ -224,7 +224,7 @@ def load_index(db: Backend, name: str) -> Index:
 
 
 def load_lists(db: Backend, index: Index) -> Lists:
-    """The index's stored centroids (what :func:`sqlrp.search.reference_search` needs to replay it)."""
+    """The index's stored centroids (what :func:`sqlrp.search.query.reference_search` needs to replay it)."""
     dialect = get_dialect(db.dialect)
     layout = index.layout
     xs = [col(f"{CENTRE}{i}") for i in range(index.d)]
@@ -331,9 +331,9 @@ def build_index(
     nulls: str = "error",
 ) -> Index:
     """Index ``table`` for similarity search (module docstring): ``lists`` inverted lists (default
-    :func:`~sqlrp.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
+    :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
     (default 40 a list, at most 100,000), and ``bits``-bit RaBitQ codes (a power of two >= d; default
-    :func:`~sqlrp.rotation.rotation_size`, 256 for d = 128).  ``probes`` sets the lists a search
+    :func:`~sqlrp.search.rotation.rotation_size`, 256 for d = 128).  ``probes`` sets the lists a search
     probes by default; ``metric`` is ``euclidean`` or ``angular`` (cosine distance).
 
     One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
@@ -531,7 +531,7 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
 def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Select) -> None:
     """:func:`_refresh` on an engine without transactions: the refreshed rows -- those whose id and
     hash the table still holds, and codes for the rest -- are written to a staging table in one
-    ``CREATE TABLE AS``, then swapped in for the index rows (:func:`sqlrp.materialise.staged`).  A
+    ``CREATE TABLE AS``, then swapped in for the index rows (:func:`sqlrp.pipeline.materialise.staged`).  A
     failure before the swap leaves the index as it was; a search never reads a half-refreshed one.
     No correlated sub-query (ClickHouse has none by default): joins and ``NOT IN``."""
     dialect = get_dialect(db.dialect)
@@ -620,7 +620,7 @@ def search(
     columns (or array column) and its own id column.  The index is checked against its table first
     (:func:`check_fresh`; ``strict=True`` refuses a stale index).
 
-    ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.exact_select`: every query
+    ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
     recall is measured against, and the baseline of its speed."""
     dialect = _check_engine(db)

@@ -10,8 +10,8 @@ any ending: Parquet is told by its magic bytes, JSON by a leading ``{`` or ``[``
 
 **Output.**  ``--into out.parquet`` (``.csv``, ``.json``) is written by DuckDB's own
 ``COPY (query) TO`` under a temporary name in the same folder, checked, then renamed
-(:func:`sqlrp.materialise.write_file`).  The projection used is written beside it,
-``out.parquet.sqlrp.json`` (:func:`definition_path`; the JSON format of :mod:`sqlrp.transfer`), so
+(:func:`sqlrp.pipeline.materialise.write_file`).  The projection used is written beside it,
+``out.parquet.sqlrp.json`` (:func:`definition_path`; the JSON format of :mod:`sqlrp.registry.transfer`), so
 that queries can later be projected the same way (``--projection out.parquet.sqlrp.json``).
 """
 
@@ -134,3 +134,20 @@ def label(table: str) -> str:
         if stem.lower().endswith(ending):
             stem = stem[: -len(ending)]
     return "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "file"
+
+
+def writable_folder(out: str | Path) -> Path:
+    """``out`` as a folder sqlrp can write into (made if missing), or :class:`InputError` saying why."""
+    if "\x00" in str(out):
+        raise InvalidParameter("the output folder's name contains a NUL byte")
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".sqlrp-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}; name a folder you can write"
+        ) from None
+    return folder

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sqlglot import exp
 
-from .compiler import col, number
-from .errors import InvalidParameter
+from ..compiler import col, number
+from ..core.errors import InvalidParameter
 
 #: rounds of (random signs, Walsh-Hadamard): two match a dense random rotation's estimates
 ROUNDS = 2

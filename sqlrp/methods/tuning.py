@@ -39,12 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from .backends import Backend
-from .errors import InvalidParameter
-from .evaluation.metrics import cdist, pdist  # scipy on first use
-from .ir import Combiner, LinearStage, Projection
-from .methods.linear import achlioptas, check_dims, resolve_s
-from .methods.sparsity import kurtosis_of
+from ..core.errors import InvalidParameter
+from ..core.ir import Combiner, LinearStage, Projection
+from .distortion import cdist, mean_distortion, pdist  # scipy on first use
+from .linear import achlioptas, check_dims, resolve_s
+from .sparsity import kurtosis_of
 
 __all__ = [
     "TuneResult",
@@ -52,7 +51,6 @@ __all__ = [
     "candidate_block",
     "dtrp_loss",
     "projection_from_dense",
-    "tune",
     "tune_matrix",
 ]
 
@@ -63,8 +61,6 @@ def dtrp_loss(X: np.ndarray, R: np.ndarray, s: float) -> float:
     evaluation; the tuner never calls it inside its loop."""
     X = np.asarray(X, dtype=np.float64)
     k = R.shape[1]
-    from .evaluation.metrics import mean_distortion
-
     return mean_distortion(X, (X @ R) * (math.sqrt(s) / math.sqrt(k)))
 
 
@@ -281,68 +277,3 @@ def projection_from_dense(
         params=dict(params or {}),
         seed=seed,
     )
-
-
-def tune(
-    db: Backend,
-    table: str,
-    id_column: str,
-    sample: int = 500,
-    k: int = 200,
-    s: float | str = "auto",
-    iterations: int = 4000,
-    seed: int | None = 0,
-    name: str | None = None,
-    replace: bool = False,
-    baseline: str = "dt-rp",
-    draws: int = 20,
-    **source_options: Any,
-) -> Projection:
-    """Tune a projection on a seeded sample of ``sample`` rows of ``table`` and store it as ``name``.
-
-    ``baseline="dt-rp"`` runs DT-RP (002 Section 3); ``"best-of-n"`` keeps the best of ``draws``
-    Achlioptas matrices (002 Section 4.2).  The result is an ordinary linear projection (sign matrix,
-    identity combiner) whose ``params`` record the training sample and the final loss; it compiles and
-    runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
-    :func:`sqlrp.api.resolve_source`.  Only the sample rows leave the database.
-    """
-    from .api import infer_d, resolve_source
-    from .evaluation.sql import fetch_sample
-    from .store import Registry
-
-    source = resolve_source(db, table, id_column, **source_options)
-    d = infer_d(db, source)
-    sample_seed = 0 if seed is None else int(seed)
-    ids, X = fetch_sample(db, None, source, sample, sample_seed, d=d)
-    if baseline == "dt-rp":
-        result = tune_matrix(X, k, s=s, iterations=iterations, seed=seed)
-        method = "dt-rp"
-        extra: dict[str, Any] = {"iterations": int(iterations), "accepted": result.accepted}
-    elif baseline == "best-of-n":
-        result = best_of_n(X, k, s=s, n=draws, seed=seed)
-        method = "best-of-n"
-        extra = {"draws": result.iterations}
-    else:
-        raise InvalidParameter(f"baseline must be 'dt-rp' or 'best-of-n', got {baseline!r}")
-    params = {
-        "s": result.s,
-        "initial_loss": result.initial_loss,
-        "final_loss": result.loss,
-        "seconds": round(result.seconds, 3),
-        "training_sample": {
-            "table": table,
-            "schema": source.schema,
-            "id_column": id_column,
-            "layout": source.layout,
-            "rows": len(ids),
-            "seed": sample_seed,
-            "order": "md5('<seed>:' || CAST(id AS TEXT)), id",
-            "valid_pairs": result.n_pairs,
-        },
-        **extra,
-    }
-    projection = projection_from_dense(result.R, result.s, method, params, seed=seed)
-    name = name or f"{table}_{method}_k{k}_seed{seed}"
-    projection.name = name
-    Registry(db).save(projection, name, replace=replace)
-    return projection

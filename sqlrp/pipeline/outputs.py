@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .backends import Backend
-from .errors import InvalidParameter, need
-from .lazy import pd
+from ..backends import Backend
+from ..core.errors import InvalidParameter, need
+from ..core.lazy import pd
 from .sources import check_finite_rows, check_frame_outputs
 
 FORMATS = ("pandas", "arrow", "polars", "numpy")

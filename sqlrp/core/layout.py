@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidParameter
+from .errors import InvalidParameter
 
 LAYOUTS = ("wide", "long", "array")
 NULL_MODES = ("error", "zero")

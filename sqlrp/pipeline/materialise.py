@@ -11,19 +11,19 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sqlglot import exp
 
-from . import files
-from .backends import Backend
-from .compiler import Source, Statements, col, compile_sql, compile_statements, ident, table_ref
-from .dialects import get_dialect
-from .errors import InputError, InvalidParameter
-from .ir import Projection
-
-if TYPE_CHECKING:
-    from .api import Plan
+from ..backends import Backend
+from ..compiler import Source, Statements, col, compile_sql, compile_statements, ident, table_ref
+from ..core import files
+from ..core.errors import InputError, InvalidParameter
+from ..core.ir import Projection
+from ..dialects import get_dialect
+from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
+from .plan import Plan
+from .sources import check_outputs
 
 _PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 T = TypeVar("T")
@@ -205,7 +205,7 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
 
 
 # ----------------------------------------------------------------------------------------------
-# files as the output (sqlrp.files)
+# files as the output (sqlrp.core.files)
 
 
 def file_target(db: Backend, path: str, replace: bool, view: bool, incremental: bool) -> Path:
@@ -222,8 +222,6 @@ def file_target(db: Backend, path: str, replace: bool, view: bool, incremental: 
     if target.is_dir():
         raise InputError(f"cannot write {path!r}: it is a folder")
     if not replace:
-        from .transfer import _refuse_existing
-
         _refuse_existing([target, files.definition_path(target)])
     return target
 
@@ -233,12 +231,9 @@ def write_file(
 ) -> list[Path]:
     """Write the projection of ``p.source`` to the file ``path`` (``.parquet``, ``.csv``, ``.json``)
     with DuckDB's ``COPY (query) TO``, and the projection beside it (``<path>.sqlrp.json``, when it is
-    one matrix: :func:`sqlrp.files.definition_path`).  Both are written under temporary names in the
+    one matrix: :func:`sqlrp.core.files.definition_path`).  Both are written under temporary names in the
     target's folder; the output is read back and checked for non-finite values (``check``), and only
     then are both renamed into place -- a failure leaves no file.  Returns the files written."""
-    from .sources import check_outputs
-    from .transfer import JSON_ENDING, write_projection
-
     target = file_target(db, path, replace, view=False, incremental=False)
     fmt = files.output_format(path)
     assert fmt is not None

@@ -1,13 +1,13 @@
 """Similarity search as SQL: inverted lists, RaBitQ code estimates, an exact re-rank (issue 23).
 
-An index (:mod:`sqlrp.index`) is three tables: ``<name>__tops`` and ``<name>__lists`` (the two-level
+An index (:mod:`sqlrp.search.index`) is three tables: ``<name>__tops`` and ``<name>__lists`` (the two-level
 centroids, and each list's rotated centroid) and ``<name>`` (every row's list, code words and the
-estimator's constants; :mod:`sqlrp.ivf` has the mathematics).  A batch of queries is one ``SELECT``:
+estimator's constants; :mod:`sqlrp.search.ivf` has the mathematics).  A batch of queries is one ``SELECT``:
 
 1. ``probe``: each query's ``probes`` nearest lists (distances to every list's centroid);
 2. ``planes``: the rotated query, quantised to 4 bit planes (once per query);
 3. ``estimate``: every row of the probed lists, its estimated squared distance from popcounts of its
-   code AND the planes (:func:`sqlrp.ivf.estimates`);
+   code AND the planes (:func:`sqlrp.search.ivf.estimates`);
 4. ``top``: the ``candidates`` best estimates per query (ties by id);
 5. re-ranked exactly on the table's own rows *as they are now* (a row deleted since the build is
    never returned): Euclidean ``sqrt(sum_i (q_i - x_i)^2)``, or for ``angular`` indexes
@@ -28,12 +28,12 @@ import numpy as np
 import sqlglot
 from sqlglot import exp
 
-from .compiler import Source, col, dense_source, number, table_ref
-from .compiler.nodes import balanced
-from .dialects import SqlrpDialect
-from .errors import InvalidParameter
+from ..compiler import Source, col, dense_source, number, table_ref
+from ..core.errors import InvalidParameter
+from ..core.lazy import pd
+from ..core.nodes import balanced
+from ..dialects import SqlrpDialect
 from .ivf import QUERY_BITS, WORD_BITS, Lists, assign, estimates, query_planes, reference_codes
-from .lazy import pd
 from .rotation import rotate, rotate_select, rotation_scale
 
 METRICS = ("euclidean", "angular")
@@ -70,7 +70,7 @@ def _p(expression: exp.Expression) -> exp.Paren:
 
 @dataclass(frozen=True)
 class IndexLayout:
-    """What a search needs to know of a stored index (:class:`sqlrp.index.Index` holds one)."""
+    """What a search needs to know of a stored index (:class:`sqlrp.search.index.Index` holds one)."""
 
     d: int
     source: Source  #: the indexed table, re-ranked on its own rows
@@ -365,7 +365,7 @@ def assignment_select(layout: IndexLayout, rows: exp.Select, dialect: SqlrpDiale
 
 def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
     """``SELECT id, list, w0 .., g, ones, nx, tb, h``: the index rows of ``source`` (module docstring of
-    :mod:`sqlrp.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
+    :mod:`sqlrp.search.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
     d, size = layout.d, layout.size
     x = feature_rows(source, d, dialect, layout.metric, hashed=True)
     placed = (
@@ -445,7 +445,7 @@ def _planes_in_lists(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
     the query's rotation, quantisation and bit planes as list expressions over ``_vec``, a few
     kilobytes of SQL where the column-by-column form below is 320 KB for D = 256 (about 0.8 s of
     compiling, parsing and binding a 1,000-query search on 1M rows).  The same IEEE operations in the
-    same order as :func:`sqlrp.rotation.rotate` and the column form: each sign is a multiplication by
+    same order as :func:`sqlrp.search.rotation.rotate` and the column form: each sign is a multiplication by
     +-1.0 (an exact negation), each butterfly ``a + b`` / ``a - b``, then the one scale; the integers
     ``k_j`` sum exactly in any order; a word is the OR of its set bits."""
     rounds, size = layout.signs.shape
@@ -500,9 +500,9 @@ def _planes_in_lists(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
 
 
 def _planes_in_columns(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
-    """``_sqlrp_planes`` column by column: the query rotated (:func:`~sqlrp.rotation.rotate_select`),
+    """``_sqlrp_planes`` column by column: the query rotated (:func:`~sqlrp.search.rotation.rotate_select`),
     quantised to ``QUERY_BITS`` bits a dimension and packed into bit planes (module docstring of
-    :mod:`sqlrp.ivf`); every engine."""
+    :mod:`sqlrp.search.ivf`); every engine."""
     d, size, words = layout.d, layout.size, layout.words
     queries_ = _select(exp.Star()).from_(_cte("_sqlrp_q"), copy=False)
     rotated = rotate_select(queries_, [f"_x{i}" for i in range(d)], layout.signs, "_q", ["_id"], dialect.fence)

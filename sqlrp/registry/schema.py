@@ -1,5 +1,5 @@
 """The registry's tables, defined once: each table, its columns, its key, and the registry version
-that added each.  :mod:`sqlrp.store` creates and upgrades them from this definition alone, rendered
+that added each.  :mod:`sqlrp.registry.store` creates and upgrades them from this definition alone, rendered
 for each engine through its dialect's hooks (``registry_type``, ``registry_constraints``,
 ``registry_create`` in ``sqlrp/dialects/base.py``: ClickHouse's ENGINE, Spark's tables without keys,
 SQLite's WITHOUT ROWID ...).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from .dialects import SqlrpDialect, get_dialect
+from ..dialects import SqlrpDialect, get_dialect
 
 NOW = "now"  # a column default: the time of the insert
 
@@ -79,7 +79,7 @@ VERSIONS = (
     Version(
         3,
         "search_index",
-        "similarity-search indexes (sqlrp/index.py).  An index's rows live in tables named "
+        "similarity-search indexes (sqlrp/search/index.py).  An index's rows live in tables named "
         "after it, in its source's schema; this row says how they were made.  Engines where search is refused "
         "keep the table empty.",
     ),
@@ -253,7 +253,7 @@ def add_column(table: Table, column: Column, dialect: SqlrpDialect) -> str:
 
 
 def _registry_dialect(dialect: str | SqlrpDialect) -> SqlrpDialect:
-    """The dialect, if sqlrp keeps its registry there; else :class:`~sqlrp.errors.EngineLimit` saying
+    """The dialect, if sqlrp keeps its registry there; else :class:`~sqlrp.core.errors.EngineLimit` saying
     what to do instead."""
     profile = get_dialect(dialect)
     if not profile.keeps_registry:
@@ -297,7 +297,7 @@ def render_file(version: Version | None, dialect: str | SqlrpDialect) -> str:
     """The text of ``migrations/<dialect>/<version.file>`` (``bootstrap.sql`` for ``None``): a header
     saying what the version adds, then each statement after its table's note."""
     profile = _registry_dialect(dialect)
-    origin = f"Rendered for {profile.name} from sqlrp/registry_schema.py by `python -m migrations`: do not edit."
+    origin = f"Rendered for {profile.name} from sqlrp/registry/schema.py by `python -m migrations`: do not edit."
     if version is None:
         parts = [
             *_comment(f"sqlrp registry: the version table ({profile.name}), {VERSION_TABLE.note}."),
@@ -324,7 +324,7 @@ def migration_files(dialect: str | SqlrpDialect) -> list[tuple[int, str, str]]:
 
 def migrations_folder() -> Path:
     """``migrations/`` of the source checkout (the rendered record)."""
-    return Path(__file__).resolve().parent.parent / "migrations"
+    return Path(__file__).resolve().parents[2] / "migrations"
 
 
 def write(dialect: str, folder: Path | None = None) -> list[Path]:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp
 
-from .backends import Backend
-from .compiler import Source, as_double, col, dense_source, table_ref
-from .dialects import get_dialect
-from .methods.sparsity import difference_kurtosis
+from ..backends import Backend
+from ..compiler import Source, as_double, col, dense_source, table_ref
+from ..dialects import get_dialect
+from ..methods.sparsity import difference_kurtosis
 
 #: feature columns summed per statement (4 sums each, plus the count: 1,025 select-list entries)
 BLOCK = 256

@@ -1,4 +1,6 @@
-"""The one expression node sqlrp adds to sqlglot's tree: a signed sum over input expressions.
+"""SQL-expression helpers every layer builds with: quoted identifiers and columns (:func:`ident`,
+:func:`col`, :func:`table_ref`), DOUBLE literals and casts, and the one expression node sqlrp adds to
+sqlglot's tree: a signed sum over input expressions.
 
 A projection with ``s = 1`` and ``d = 784, k = 200`` has 156,800 terms; as nested ``exp.Add`` /
 ``exp.Sub`` nodes sqlglot would recurse once per term and copy the tree on every call.  ``SignedSum``
@@ -16,7 +18,11 @@ from typing import TypeVar
 import numpy as np
 from sqlglot import exp
 
+from .errors import refuse_nul
+from .layout import Source
+
 F = TypeVar("F", bound=Callable)
+DOUBLE = exp.DataType.build("DOUBLE")
 
 
 def gc_paused(fn: F) -> F:
@@ -135,3 +141,48 @@ def balanced(items: list[exp.Expression], node: type[exp.Binary]) -> exp.Express
         items = pairs + ([items[-1]] if len(items) % 2 else [])
     return items[0]
 
+
+def ident(name: str) -> exp.Identifier:
+    """A quoted identifier: user text never reaches SQL any other way (a NUL is refused: :func:`refuse_nul`)."""
+    return exp.to_identifier(refuse_nul(name), quoted=True, copy=False)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    """The column ``name`` (quoted), qualified by ``table`` if given."""
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+def table_ref(source: Source) -> exp.Table:
+    """The input table: ``[catalog.][schema.]table``, each part quoted (a dot inside a part is part
+    of the name)."""
+    return exp.Table(
+        this=ident(source.table),
+        db=ident(source.schema) if source.schema else None,
+        catalog=ident(source.catalog) if source.catalog else None,
+    )
+
+
+def number(value: float) -> exp.Expression:
+    """``CAST(<value> AS DOUBLE)``: a float literal the engines all read as a double."""
+    literal = exp.Literal.number(repr(float(value)))
+    return exp.cast(literal, DOUBLE)
+
+
+def from_source(select: exp.Select, source: Source) -> exp.Select:
+    """``select ... FROM <table> [WHERE <row_filter>]``."""
+    select = select.from_(table_ref(source), copy=False)
+    if source.row_filter is not None:
+        select = select.where(source.row_filter.copy(), copy=False)
+    return select
+
+
+def as_double(expr: exp.Expression) -> exp.Expression:
+    """``CAST(expr AS DOUBLE)``, built fresh (``exp.cast`` deep-copies its type: slow by the thousand)."""
+    return exp.Cast(this=expr, to=exp.DataType(this=exp.DataType.Type.DOUBLE))
+
+
+def feature_input(expr: exp.Expression, source: Source) -> exp.Expression:
+    """A feature as the sums read it: DOUBLE, and 0 for NULL under ``nulls="zero"``."""
+    if source.nulls == "zero":
+        expr = exp.Coalesce(this=expr, expressions=[exp.Literal.number(0)])
+    return as_double(expr)

@@ -1,7 +1,7 @@
 """A stored projection as a plain file that any warehouse can bulk-load, and back.
 
-    sqlrp.transfer.export_projection(db, "rp40", "rp40.parquet")   # or "rp40.csv"
-    sqlrp.transfer.import_projection(other_db, "rp40.parquet")      # stored as "rp40" there
+    sqlrp.registry.transfer.export_projection(db, "rp40", "rp40.parquet")   # or "rp40.csv"
+    sqlrp.registry.transfer.import_projection(other_db, "rp40.parquet")      # stored as "rp40" there
 
 **The file.**  The matrix file holds exactly the columns ``vector, feature, weight``: the linear
 stage's non-zero entries, one row each (``vector`` and ``feature`` integers from 0, ``weight`` a
@@ -19,7 +19,7 @@ factors, and the per-vector bias and power of kernel methods -- is one JSON docu
   has no place for it, and without it the file would not round-trip a kernel method.
 - ``.sqlrp.json``: one JSON file, the document with the matrix's three columns as lists under
   ``entries`` (no pyarrow needed).  sqlrp writes one beside every file it projects into
-  (``out.parquet`` -> ``out.parquet.sqlrp.json``, :mod:`sqlrp.files`).
+  (``out.parquet`` -> ``out.parquet.sqlrp.json``, :mod:`sqlrp.core.files`).
 
 Any other file ending is refused (nothing is written in another format).  Floats are written so
 that they read back bit for bit (Parquet doubles; CSV and JSON in Python's shortest round-trip
@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from .backends import Backend, need
-from .errors import InputError, InvalidParameter, ProjectionExists
-from .ir import Combiner, Composed, LinearStage, Projection
-from .lazy import pd
+from ..backends import Backend, need
+from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.ir import Combiner, Composed, LinearStage, Projection
+from ..core.lazy import pd
 from .store import Registry, stage_names
 
 FORMATS = (".parquet", ".csv")  #: the file endings export and import accept (and JSON_ENDING)
@@ -83,7 +83,7 @@ def metadata(projection: Projection) -> dict[str, Any]:
     """Everything about ``projection`` except its matrix entries, as JSON-ready values: method,
     params, seed, name, d, k, p, nnz, scale, ``vector_bias`` / ``vector_power`` (``None`` where
     they are the defaults 0 / 1) and the combiner (``"identity"`` for a linear projection, else its
-    four arrays as :class:`sqlrp.ir.Combiner` holds them)."""
+    four arrays as :class:`sqlrp.core.ir.Combiner` holds them)."""
     lin, comb = projection.linear, projection.combiner
     combiner: str | dict[str, list] = "identity"
     if not comb.is_identity:
@@ -397,7 +397,7 @@ def export_projection(
 ) -> list[Path]:
     """Write the projection stored as ``name`` in ``db`` to ``path`` (``.parquet``: one file with the
     metadata inside; ``.csv``: the matrix plus ``<path>.json``).  ``name`` may also be a
-    :class:`~sqlrp.ir.Projection` in memory (``db`` is then not used).  An existing file is refused
+    :class:`~sqlrp.core.ir.Projection` in memory (``db`` is then not used).  An existing file is refused
     unless ``replace``.  Returns the files written."""
     if isinstance(name, (Projection, Composed)):
         projection: Projection | Composed = name
@@ -416,7 +416,7 @@ def import_projection(
 ) -> Projection:
     """Store the projection in the file ``path`` (written by :func:`export_projection`) in ``db``'s
     registry as ``name`` (default: the name it was exported under, else the file's stem); an
-    existing projection of that name raises :class:`~sqlrp.errors.ProjectionExists` unless
+    existing projection of that name raises :class:`~sqlrp.core.errors.ProjectionExists` unless
     ``replace``.  Returns the stored projection."""
     projection = read_projection(path)
     target = name or projection.name or Path(path).stem

@@ -2,7 +2,7 @@
 with the number of candidates re-ranked (at the index's default probes), ending with every list
 probed and every row re-ranked (the exact answer: recall 1 unless something is wrong).
 
-A seeded sample of the indexed rows is the query set.  Both the search (:func:`sqlrp.index.search`)
+A seeded sample of the indexed rows is the query set.  Both the search (:func:`sqlrp.search.index.search`)
 and the exact brute force (``search(..., exact=True)``, the same distance in SQL) ask for ``K + 1``
 neighbours; each query's own row is dropped from both and the first ``K`` kept, so that a row
 finding itself is not counted.  Recall@K is ``|found & exact| / K`` averaged over the queries
@@ -25,11 +25,13 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import col, table_ref
+from ..core.errors import InvalidParameter, need
+from ..core.files import writable_folder
+from ..core.lazy import pd
 from ..dialects import get_dialect
-from ..errors import InvalidParameter, need
-from ..lazy import pd
-from ..materialise import output_table
-from ..search import METRICS, recall_at_k
+from ..pipeline.materialise import output_table
+from .index import load_index, search
+from .query import METRICS, recall_at_k
 
 
 @dataclass
@@ -79,15 +81,11 @@ def evaluate_search(
     """Recall@``top`` of ``search`` on ``index`` for each number of ``candidates`` (default
     :func:`default_candidates`) at the index's default probes, then with every list probed and every
     row re-ranked, on ``queries`` rows sampled (seeded) from the indexed table."""
-    from ..index import load_index, search
-
     if isinstance(queries, bool) or int(queries) != queries or queries <= 0:
         raise InvalidParameter(f"queries must be a positive integer, got {queries!r}")
     if metric is not None and metric not in METRICS:
         raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     if out is not None:
-        from ..report import writable_folder
-
         need("matplotlib", "eval", "evaluate's plots (--out)")
         writable_folder(out)
     idx = load_index(db, index)

@@ -8,7 +8,7 @@ distance) -- packed into ``k / 64`` BIGINT words:
 
 so the Hamming distance of two signatures is ``sum_w bit_count(a_w XOR b_w)``.  The SQL is the
 projection's own (any linear or kernel method, any strategy) with one ``CASE`` per bit on top; the
-words are summed as a balanced tree of BIGINTs (:func:`~sqlrp.compiler.nodes.balanced`), whose
+words are summed as a balanced tree of BIGINTs (:func:`~sqlrp.core.nodes.balanced`), whose
 partial sums never overflow: each joins a run of consecutive bits, below 2^63 without bit 63 and
 negative with it.  :func:`signatures` is the NumPy reference.
 """
@@ -20,12 +20,12 @@ from collections.abc import Sequence
 import numpy as np
 from sqlglot import exp
 
-from .compiler import Output, Source, col, compile_select, number
-from .compiler.nodes import balanced
-from .dialects import get_dialect
-from .errors import InvalidParameter
-from .ir import Composed, Projection
-from .reference import transform
+from ..compiler import Output, Source, col, compile_select, number
+from ..core.errors import InvalidParameter
+from ..core.ir import Composed, Projection
+from ..core.nodes import balanced
+from ..dialects import get_dialect
+from ..methods.reference import transform
 
 WORD_BITS = 64
 BIGINT = exp.DataType.build("BIGINT")

@@ -1,0 +1,218 @@
+"""Planning: a projection bound to an input table (:class:`Plan`), with what the compiler needs from
+the database gathered here, once, before any SQL is compiled -- the input's columns and row estimate
+(:func:`sqlrp.pipeline.sources.resolve_source`), the stored projection or a new one stored in the
+registry, the kurtosis that picks ``s`` (:mod:`.moments`), the features' means and deviations for
+``standardize``, the stored ``pairs`` plan (:func:`stored_pairs_plan`) and whether the registry holds
+the matrix (:func:`choose_matrix`).  The compiler below reads none of them from the database itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends import Backend
+from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source
+from ..compiler.preprocess import stats_query
+from ..compiler.strategies import pairs_worth_planning, planner_seconds, prefers_lists, prefers_long
+from ..core import files
+from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.ir import Composed, Projection
+from ..dialects import get_dialect
+from ..methods import make_projection
+from ..methods.sparsity import data_sparsity
+from ..registry.store import Registry
+from ..registry.transfer import is_projection_file, read_projection
+from .moments import table_kurtosis
+from .sources import infer_d, resolve_source
+
+
+def registry_of(db: Backend) -> Registry:
+    """The registry of ``db`` (its tables are created or upgraded on first use)."""
+    return Registry(db)
+
+
+@dataclass
+class Plan:
+    """A projection bound to an input table: what ``project`` and ``compile_projection`` run.
+
+    ``source.standardize`` holds ``(means, stds)`` of the features when the input is standardised in
+    SQL (``plan(..., standardize=True)``; :mod:`sqlrp.compiler.preprocess`)."""
+
+    projection: Projection | Composed
+    source: Source
+    output: Output
+
+
+def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
+    """Per-feature mean and population standard deviation of ``source``, computed in the database."""
+    dialect = get_dialect(db.dialect)
+    row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
+    means = [float(v) if v is not None else 0.0 for v in row[0::2]]
+    stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
+    return means, stds
+
+
+def plan(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str | Projection | None = None,
+    method: str | None = None,
+    k: int | None = None,
+    seed: int | None = None,
+    layout: str = "wide",
+    columns: Sequence[str] | None = None,
+    array_column: str | None = None,
+    feature_column: str = "feature",
+    value_column: str = "value",
+    schema: str | None = None,
+    nulls: str = "error",
+    group_column: str | None = None,
+    output: str = "wide",
+    prefix: str = "p",
+    dtype: str = "float64",
+    d: int | None = None,
+    save_as: str | None = None,
+    standardize: bool = False,
+    catalog: str | None = None,
+    **params: Any,
+) -> Plan:
+    """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
+    ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
+
+    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere).
+    ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
+    deviations computed over the table now, then inlined in the SQL); recommended for the
+    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
+
+    Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
+    (a dot inside ``table`` is part of the name, never a separator)."""
+    source = resolve_source(
+        db,
+        table,
+        id_column,
+        layout,
+        columns,
+        array_column,
+        feature_column,
+        value_column,
+        schema,
+        nulls,
+        group_column,
+        catalog=catalog,
+    )
+    if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
+        source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
+    registry = registry_of(db)
+    if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
+        projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
+    if isinstance(projection, (Projection, Composed)):
+        proj = projection
+    elif isinstance(projection, str) and registry.exists(projection):
+        proj = registry.load(projection)
+        if k is not None and k != proj.k:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or use another name"
+            )
+        if method is not None and method != proj.method:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has method {proj.method}, not {method}; drop --method "
+                "or choose a new --projection name"
+            )
+        stored_seed = getattr(proj, "seed", None)
+        if seed is not None and stored_seed is not None and seed != stored_seed:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has seed = {stored_seed}, not {seed}; drop --seed or choose a new "
+                "--projection name"
+            )
+        stored = proj.params
+        differ = sorted(
+            key
+            for key, value in params.items()
+            if value is not None and value not in (stored.get(key), stored.get(f"{key}_requested"))
+        )
+        if differ:
+            raise InvalidParameter(
+                f"stored projection {projection!r} has other {', '.join(differ)} ({stored}); it is reused as "
+                "stored: drop those options or choose a new --projection name"
+            )
+    else:
+        method = method or "achlioptas"
+        if k is None:
+            raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
+        d_in = d if d is not None else infer_d(db, source)
+        seed = 0 if seed is None else seed
+        params = data_sparsity(method, params, lambda: table_kurtosis(db, source, d_in, standardize))  # issue 24
+        proj = make_projection(method, d_in, k, seed=seed, **params)
+        name = projection if isinstance(projection, str) else save_as
+        if name is None:
+            name, same = default_name(registry, proj, f"{files.label(table)}_{method}_k{k}_seed{seed}")
+            if same is not None:
+                proj = same
+        if proj.name is None:
+            registry.save(proj, name)
+    d_in = infer_d(db, source) if source.layout != "long" else proj.d
+    if source.layout == "wide" and d_in != proj.d:
+        raise InputError(
+            f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
+            f"({', '.join(source.columns[:10])}{', ...' if d_in > 10 else ''}); choose the matching "
+            "--columns or create a projection for this table"
+        )
+    if source.layout == "array" and d_in != proj.d:
+        raise InputError(
+            f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
+            f"{source.array_column!r} holds length {d_in}"
+        )
+    if standardize:
+        means, stds = feature_stats(db, proj, source)
+        source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
+    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:
+    """The name to store a generated projection under, and the stored projection to reuse if one of
+    the same d, parameters and seed is there: ``base`` (``{table}_{method}_k{k}_seed{seed}``) when it is
+    free or holds the same projection, else ``base`` and a digest of d and the parameters, so that
+    projections differing only in, say, the degree never share a default name."""
+    digest = hashlib.sha256(json.dumps([proj.d, proj.params], sort_keys=True, default=str).encode()).hexdigest()
+    for name in (base, f"{base}_{digest[:8]}"):
+        if not registry.exists(name):
+            return name, None
+        stored = registry.load(name)
+        if stored.d == proj.d and stored.params == proj.params and getattr(stored, "seed", None) == proj.seed:
+            return name, stored
+    raise ProjectionExists(f"the default names {base!r} and {base}_{digest[:8]!r} hold other projections; pass a name")
+
+
+def stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> None:
+    """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
+    :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
+    plan it once and store it there (:meth:`Registry.pairs_plan`)."""
+    proj = p.projection
+    if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
+        return
+    nested = get_dialect(dialect).nested_plans
+    if strategy == "auto" and (prefers_lists(proj, p.source, dialect) or prefers_long(proj, p.source, dialect)):
+        return  # the compiler takes lists or unnests this small table: no pairs
+    if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
+        registry_of(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
+
+
+def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
+    """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
+    under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
+    join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
+    if matrix != "auto":
+        return matrix
+    proj = p.projection
+    if not getattr(proj, "name", None):
+        return "values"
+    if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
+        return "registry"
+    registry_of(db)  # its tables exist from here on
+    held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
+    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
