@@ -131,16 +131,16 @@ def compile_projection(
     block: int | None = None,
 ) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
-    dialect_name = dialect or (db.dialect if db is not None else "duckdb")
+    target = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     if db is not None:
-        stored_pairs_plan(db, plan_, get_dialect(dialect_name).name, strategy)
+        stored_pairs_plan(db, plan_, target, strategy)
     if matrix == "auto":
-        same_db = db is not None and get_dialect(dialect_name).name == db.dialect
+        same_db = db is not None and target.name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
     return compile_sql(
         plan_.projection,
         plan_.source,
-        dialect_name,
+        target,
         plan_.output,
         into=into,
         view=view,
@@ -202,8 +202,8 @@ def project(
     p = plan(db, table, id_column, projection, **options)
     if check:
         check_source(db, p.projection, p.source)
-    stored_pairs_plan(db, p, db.dialect, strategy)
-    dialect = get_dialect(db.dialect)
+    stored_pairs_plan(db, p, db.sql_dialect, strategy)
+    dialect = db.sql_dialect
     key = p.source.group_column or p.source.id_column
 
     def written(name: str) -> None:
@@ -217,7 +217,7 @@ def project(
         return write_file(db, p, into, compile_opts, replace, check, progress)
     if into is None:
         statements = compile_statements(
-            p.projection, p.source, db.dialect, p.output, ordered=ordered, pretty=False,
+            p.projection, p.source, db.sql_dialect, p.output, ordered=ordered, pretty=False,
             **{**compile_opts, "bind": compile_opts["bind"] and not chunk_rows},  # chunks outlive run()
         )
         if chunk_rows:
@@ -284,7 +284,7 @@ def project(
             db.execute(dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
         if view:
             text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # a view outlives the bound constants
-            db.execute(compile_sql(p.projection, p.source, db.dialect, p.output, into=into, view=True, **text_opts))
+            db.execute(compile_sql(p.projection, p.source, db.sql_dialect, p.output, into=into, view=True, **text_opts))
         else:
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
             written(into)

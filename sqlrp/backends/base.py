@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..core.errors import DRIVER_MODULES, InputError, InvalidParameter, need
 from ..core.lazy import pd
+from ..dialects import SqlrpDialect, get_dialect
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,13 @@ class Backend(ABC):
     transactional = True  # statements inside ``transaction()`` commit or roll back together
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
     binds_constants = False  # statements may read dense matrices from relations registered by bound()
+
+    @property
+    def sql_dialect(self) -> SqlrpDialect:
+        """This engine's dialect object (rendering, limits, profile): what the compiler takes, so that
+        callers hand it the object rather than re-reading the name (``get_dialect(self.dialect)``, cached
+        there)."""
+        return get_dialect(self.dialect)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class that declares its own :attr:`registration` is registered as it is made: its drivers'

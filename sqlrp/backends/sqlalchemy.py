@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidParameter, MissingExtra
 from ..core.lazy import pd
-from ..dialects import dialect_name, dialect_names, get_dialect
+from ..dialects import dialect_name, dialect_names
 from ..dialects.base import ALIASES
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
@@ -502,7 +502,7 @@ class SQLAlchemyBackend(Backend):
 
         kind = value_kind(series)
         if kind == "array":
-            dialect = get_dialect(self.dialect)
+            dialect = self.sql_dialect
             if not dialect.arrays or self.dialect != "postgres":
                 raise dialect.refuse(f"column {series.name!r} holds lists, and sqlrp has no array column type here")
             from sqlalchemy.dialects.postgresql import ARRAY

@@ -279,7 +279,7 @@ def _dense_linear(
     src = dense_source(projection, source, dialect)
     inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
     if strategy == "mailman":
-        plan = best_mailman(lin, dialect.name, block)
+        plan = best_mailman(lin, dialect, block)
         if plan is None:
             raise InvalidParameter("the mailman strategy needs a sign matrix (+1/-1 weights, no squared features)")
         keys = [col("_id")] + ([col("_g")] if source.group_column else [])
@@ -314,7 +314,7 @@ def _pairs_linear(
     and DuckDB parses it in 0.29-0.31 s instead of 0.32-0.35 s (``PYTHONPATH=. python
     bench/probes.py pairs``, which also counts the carried columns)."""
     lin = projection.linear
-    plan = best_pairs(lin, dialect.name, planner_seconds(lin, source.rows))
+    plan = best_pairs(lin, dialect, planner_seconds(lin, source.rows))
     if plan is None:
         raise InvalidParameter("the pairs strategy needs a sign matrix (+1/-1 weights, no squared features)")
     d = projection.d
@@ -433,7 +433,7 @@ def compile_select(
     of ``inline`` / ``pairs`` / ``mailman`` / ``list_transform`` (wide, array; the last on DuckDB,
     :mod:`.lists`) and ``join`` / ``lookup`` (long); ``block`` forces the mailman block size.
     """
-    dialect = get_dialect(dialect)
+    dialect = get_dialect(dialect)  # a name resolved at the entry (compose and preprocess pass the object)
     if source.standardize is not None:
         return compile_standardized(
             projection, source, dialect, output, matrix, strategy, block, compile_select=compile_select
@@ -452,7 +452,7 @@ def compile_select(
         what = "the array layout" if source.layout == "array" else "array output"
         raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
     pooled = source.group_column is not None
-    strategy = choose(projection, source, dialect.name, strategy, matrix)
+    strategy = choose(projection, source, dialect, strategy, matrix)
 
     if source.layout == "long" or strategy in LONG_STRATEGIES:
         unnested = _unnested(projection, source, dialect) if source.layout != "long" else None
@@ -558,6 +558,7 @@ def compile_statements(
     (:mod:`.limits`).  Raises :class:`~sqlrp.core.errors.EngineLimit` naming the engine otherwise.
     ``bind``: dense weight matrices go in ``Statements.constants`` instead of the text
     (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.pipeline.materialise.run` does)."""
+    dialect = get_dialect(dialect)  # a name resolved once, at the entry: below, the dialect object
     with binding(bind and not view) as bound:
         statements = _statements(
             projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary, ordered
@@ -568,7 +569,7 @@ def compile_statements(
 def _statements(
     projection: Projection | Composed,
     source: Source,
-    dialect: str | SqlrpDialect,
+    dialect: SqlrpDialect,
     output: Output | None,
     into: str | None,
     view: bool,
@@ -580,7 +581,6 @@ def _statements(
     temporary: bool,
     ordered: bool,
 ) -> Statements:
-    dialect = get_dialect(dialect)
     output = output or Output()
     source, output = fold_names(source, output, dialect)
     into = dialect.fold(into) if into and not temporary else into

@@ -63,7 +63,7 @@ import numpy as np
 from ..core.errors import InvalidParameter
 from ..core.ir import LinearStage, Projection
 from ..core.layout import Source
-from ..dialects import get_dialect
+from ..dialects import SqlrpDialect, get_dialect
 from .pairs import PairsPlan, plan_pairs, plan_pairs_transposed
 
 DENSE_STRATEGIES = ("inline", "mailman", "pairs")
@@ -216,19 +216,22 @@ def plan_mailman(linear: LinearStage, block: int) -> MailmanPlan:
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def best_mailman(linear: LinearStage, dialect: str = "duckdb", block: int | None = None) -> MailmanPlan | None:
+def best_mailman(
+    linear: LinearStage, dialect: SqlrpDialect | str = "duckdb", block: int | None = None
+) -> MailmanPlan | None:
     """The mailman plan of least estimated cost (or of the given block size); memoised per stage,
     since both :func:`choose` and the compiler ask for it."""
     if not mailman_applicable(linear):
         return None
+    dialect = get_dialect(dialect)
     cache = _PLANS.setdefault(linear, {})
-    if (dialect, block) not in cache:
-        cache[(dialect, block)] = _best_mailman(linear, dialect, block)
-    return cache[(dialect, block)]
+    if (dialect.name, block) not in cache:
+        cache[(dialect.name, block)] = _best_mailman(linear, dialect, block)
+    return cache[(dialect.name, block)]
 
 
-def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> MailmanPlan | None:
-    limit = get_dialect(dialect).max_columns
+def _best_mailman(linear: LinearStage, dialect: SqlrpDialect, block: int | None) -> MailmanPlan | None:
+    limit = dialect.max_columns
     best = None
     for b in [block] if block else BLOCK_SIZES:
         if b > linear.d:
@@ -241,7 +244,7 @@ def _best_mailman(linear: LinearStage, dialect: str, block: int | None) -> Mailm
     return best
 
 
-def pairs_budget(linear: LinearStage, dialect: str = "duckdb") -> int | None:
+def pairs_budget(linear: LinearStage, dialect: SqlrpDialect | str = "duckdb") -> int | None:
     """Most partials the dialect's column limit leaves room for (``None``: no limit)."""
     limit = get_dialect(dialect).max_columns
     return None if limit is None else limit - linear.d - 2  # id and group key
@@ -257,7 +260,9 @@ def planner_seconds(linear: LinearStage, rows: int | None = None) -> float:
     return min(high, max(low, PLANNER_SHARE * estimate))
 
 
-def best_pairs(linear: LinearStage, dialect: str = "duckdb", seconds: float | None = None) -> PairsPlan | None:
+def best_pairs(
+    linear: LinearStage, dialect: SqlrpDialect | str = "duckdb", seconds: float | None = None
+) -> PairsPlan | None:
     """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit and ``seconds`` of
     planning (default: the upper bound of :data:`PLANNER_SECONDS`), half for each orientation; a
     plan the time cut short has ``complete=False``.  Memoised per stage (and, for stored
@@ -266,29 +271,31 @@ def best_pairs(linear: LinearStage, dialect: str = "duckdb", seconds: float | No
     if not mailman_applicable(linear):
         return None
     seconds = PLANNER_SECONDS[1] if seconds is None else seconds
+    dialect = get_dialect(dialect)
+    key = dialect.name
     cache = _PLANS.setdefault(linear, {})
-    held = cache.get(("pairs", dialect), False)
-    if held is False or (held is not None and not held.complete and cache.get(("seconds", dialect), 0) < seconds):
+    held = cache.get(("pairs", key), False)
+    if held is False or (held is not None and not held.complete and cache.get(("seconds", key), 0) < seconds):
         budget = pairs_budget(linear, dialect)
         if budget is not None and budget <= 0:
-            cache[("pairs", dialect)] = None
+            cache[("pairs", key)] = None
         else:  # Paar's greedy on the matrix and on its transpose: the cheaper plan
             start = time.perf_counter()
             first = plan_pairs(linear, budget, deadline=start + seconds / 2)
             second = plan_pairs_transposed(linear, budget, deadline=start + seconds)
-            cache[("pairs", dialect)] = min((first, second), key=pairs_cost)
-            cache[("seconds", dialect)] = seconds
-    return cache[("pairs", dialect)]
+            cache[("pairs", key)] = min((first, second), key=pairs_cost)
+            cache[("seconds", key)] = seconds
+    return cache[("pairs", key)]
 
 
-def pairs_planned(linear: LinearStage, dialect: str = "duckdb") -> bool:
+def pairs_planned(linear: LinearStage, dialect: SqlrpDialect | str = "duckdb") -> bool:
     """True if this process already holds the pair plan of ``linear`` for ``dialect``."""
-    return ("pairs", dialect) in _PLANS.get(linear, {})
+    return ("pairs", get_dialect(dialect).name) in _PLANS.get(linear, {})
 
 
-def remember_pairs(linear: LinearStage, dialect: str, plan: PairsPlan) -> None:
+def remember_pairs(linear: LinearStage, dialect: SqlrpDialect | str, plan: PairsPlan) -> None:
     """Hand the compiler a pair plan made earlier (a stored one), so it is not planned again."""
-    _PLANS.setdefault(linear, {})[("pairs", dialect)] = plan
+    _PLANS.setdefault(linear, {})[("pairs", get_dialect(dialect).name)] = plan
 
 
 def pairs_cost(plan: PairsPlan) -> float:
@@ -310,7 +317,9 @@ def pairs_worth_planning(linear: LinearStage) -> bool:
     return mailman_applicable(linear) and max(linear.p, linear.d) * density**2 >= PAIRS_WORTH
 
 
-def prefers_long(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
+def prefers_long(
+    projection: Projection, source: Source, dialect: SqlrpDialect | str = "duckdb", matrix: str = "registry"
+) -> bool:
     """``auto``'s rule for a small wide (or array) table: unnest it and ``lookup`` the stored matrix
     (SQL that grows with d, not with the matrix) when the estimated join time is below the inline
     query's (:data:`JOIN_ROW_SECONDS` and :data:`GROUP_ROW_SECONDS` per row, against
@@ -345,7 +354,9 @@ def list_transform_seconds(linear: LinearStage, rows: int) -> float:
     return dense if list_row_seconds(linear, True) < list_row_seconds(linear, False) else positions
 
 
-def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb", matrix: str = "registry") -> bool:
+def prefers_lists(
+    projection: Projection, source: Source, dialect: SqlrpDialect | str = "duckdb", matrix: str = "registry"
+) -> bool:
     """``auto``'s rule for ``list_transform``: a dense layout of known size on an engine with list
     lambdas (DuckDB), where its estimate (:func:`list_transform_seconds`) is below the inline query's
     (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term), below
@@ -364,13 +375,17 @@ def prefers_lists(projection: Projection, source: Source, dialect: str = "duckdb
     rivals = [inline]
     if engine.nested_plans and pairs_worth_planning(linear):
         rivals.append(PAIRS_GAIN * inline)  # the most pairs may cost and still be chosen (planning aside)
-    if prefers_long(projection, source, dialect, matrix):
+    if prefers_long(projection, source, engine, matrix):
         rivals.append(terms * LOOKUP_BIND_SECONDS + rows * (terms * JOIN_ROW_SECONDS + linear.p * GROUP_ROW_SECONDS))
     return lists < min(rivals)
 
 
 def choose(
-    projection: Projection, source: Source, dialect: str = "duckdb", strategy: str = "auto", matrix: str = "values"
+    projection: Projection,
+    source: Source,
+    dialect: SqlrpDialect | str = "duckdb",
+    strategy: str = "auto",
+    matrix: str = "values",
 ) -> str:
     """The strategy to compile with: ``strategy`` itself if forced (checked against the layout and
     the engine), otherwise the measured rule described in the module docstring -- per engine: the
@@ -408,13 +423,13 @@ def choose(
         return strategy
     if source.layout == "long":
         return "lookup" if engine.ordered_array_agg else "join"
-    if prefers_lists(projection, source, dialect, matrix):
+    if prefers_lists(projection, source, engine, matrix):
         return "list_transform"
-    if prefers_long(projection, source, dialect, matrix):
+    if prefers_long(projection, source, engine, matrix):
         return "lookup"
     if not engine.nested_plans or not pairs_worth_planning(projection.linear):
         return "inline"
-    plan = best_pairs(projection.linear, dialect, planner_seconds(projection.linear, source.rows))
+    plan = best_pairs(projection.linear, engine, planner_seconds(projection.linear, source.rows))
     if plan is not None and pairs_cost(plan) <= PAIRS_GAIN * inline_cost(projection.linear):
         return "pairs"
     return "inline"

@@ -30,7 +30,6 @@ from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
-from ..dialects import get_dialect
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline.plan import plan, registry_of
@@ -72,7 +71,7 @@ def _fetch_labels(db: Backend, source, label_column: str, ids: list, seed: int) 
     in_sample = exp.select(exp.column("_id")).from_(sample_ids_query(source, seed, len(ids)).subquery("_ids"))
     q = exp.select(col(source.id_column), col(label_column)).from_(table_ref(source))
     q = q.where(col(source.id_column).isin(query=in_sample))
-    rows = dict(db.fetchall(get_dialect(db.dialect).render(q)))
+    rows = dict(db.fetchall(db.sql_dialect.render(q)))
     return np.array([rows[i] for i in ids])
 
 

@@ -305,7 +305,7 @@ def recall_query(
 def sample_ids(db: Backend, source: Source, n: int | None, seed: int = 0) -> list:
     """The ids of the seeded sample, in sample order (the same rows the SQL metrics use)."""
     query = sample_ids_query(source, seed, n).order_by(col("_rn"))
-    return [r[0] for r in db.fetchall(get_dialect(db.dialect).render(query))]
+    return [r[0] for r in db.fetchall(db.sql_dialect.render(query))]
 
 
 def fetch_sample(
@@ -313,7 +313,7 @@ def fetch_sample(
 ) -> tuple[list, np.ndarray]:
     """``(ids, X)``: the features of the seeded sample, rows in sample order.  Reads only those rows.
     ``projection`` gives ``d`` (or pass ``d``); long tables are pivoted in NumPy."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     ids_sel = sample_ids_query(source, seed, n)
     ids = sample_ids(db, source, n, seed)
     if not ids:
@@ -353,7 +353,7 @@ def sql_distortion(
     db: Backend, projection: Projection, source: Source, sample: int = 200, seed: int = 0, kernel: Kernel | None = None
 ) -> dict[str, float]:
     """Run :func:`distortion_query`; returns ``n_pairs, mean, median, p95, max``."""
-    row = db.fetchall(distortion_query(projection, source, db.dialect, sample, seed, kernel))[0]
+    row = db.fetchall(distortion_query(projection, source, db.sql_dialect, sample, seed, kernel))[0]
     keys = ("n_pairs", "mean", "median", "p95", "max")
     return {key: (int(v) if key == "n_pairs" else float(v)) for key, v in zip(keys, row, strict=True)}
 
@@ -368,5 +368,5 @@ def sql_recall_at_k(
     seed: int = 0,
 ) -> float:
     """Run :func:`recall_query`; returns Recall@K."""
-    row = db.fetchall(recall_query(projection, source, db.dialect, queries, database, k, seed))[0]
+    row = db.fetchall(recall_query(projection, source, db.sql_dialect, queries, database, k, seed))[0]
     return float(row[0])

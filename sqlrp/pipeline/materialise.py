@@ -20,7 +20,6 @@ from ..compiler import Source, Statements, col, compile_sql, compile_statements,
 from ..core import files
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
-from ..dialects import get_dialect
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from .plan import Plan
 from .sources import check_outputs
@@ -55,14 +54,14 @@ def materialise(
     (the caller holds the transaction).  ``progress=True`` shows a tqdm bar: the engine's own
     progress of the one statement where it reports it (DuckDB), else id-range batches; an integer
     asks for that many batches."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     for statement in dialect.local_settings(source):
         db.execute(statement)  # SET LOCAL: ends with the caller's transaction
     if progress is True and db.reports_progress and (create or dialect.parallel_insert):
         from tqdm import tqdm
 
         statements = compile_statements(
-            p.projection, source, db.dialect, p.output, into=into, insert=not create, **compile_opts
+            p.projection, source, db.sql_dialect, p.output, into=into, insert=not create, **compile_opts
         )
         with tqdm(total=100, desc=f"projecting into {into}", unit="%", bar_format=_PERCENT_BAR) as bar:
 
@@ -84,7 +83,7 @@ def materialise(
                 both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
                 part = dataclasses.replace(source, row_filter=both)
             if create and i == 0:
-                statements = compile_statements(p.projection, part, db.dialect, p.output, into=into, **compile_opts)
+                statements = compile_statements(p.projection, part, db.sql_dialect, p.output, into=into, **compile_opts)
                 run(db, statements, db.execute)
             else:
                 insert(db, p, part, into, compile_opts)
@@ -99,16 +98,16 @@ def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) 
     """``INSERT INTO into`` the projection of ``source``.  Where the engine runs ``INSERT ... SELECT``
     serially (PostgreSQL), the rows are first made by a parallel ``CREATE TEMPORARY TABLE AS`` and
     then copied, which is cheap next to projecting them (``dialects/postgres.py``)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     if dialect.parallel_insert:
         statements = compile_statements(
-            p.projection, source, db.dialect, p.output, into=into, insert=True, **compile_opts
+            p.projection, source, db.sql_dialect, p.output, into=into, insert=True, **compile_opts
         )
         run(db, statements, db.execute)
         return
     staging = f"_sqlrp_staging_{uuid.uuid4().hex[:12]}"
     text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # SQL text stands alone
-    db.execute(compile_sql(p.projection, source, db.dialect, p.output, into=staging, temporary=True, **text_opts))
+    db.execute(compile_sql(p.projection, source, db.sql_dialect, p.output, into=staging, temporary=True, **text_opts))
     names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
     target = exp.Schema(this=output_table(p.source, into), expressions=names)
     copy = exp.select(*[exp.Column(this=n.copy()) for n in names]).from_(exp.Table(this=ident(staging)))
@@ -131,7 +130,7 @@ def staged(db: Backend, source: Source, into: str, replace_existing: bool) -> It
     build succeeded, swap it in: the old ``into`` (if ``replace_existing``) is renamed aside, the
     staging table renamed to ``into``, and the old one dropped.  Any failure drops the staging
     table and puts the old ``into`` back, untouched."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     name, aside = (f"_sqlrp_{kind}_{uuid.uuid4().hex[:12]}" for kind in ("new", "old"))
 
     def drop(table: str) -> None:
@@ -162,7 +161,7 @@ def top_up_through_staging(db: Backend, source: Source, into: str, build: Callab
     """For engines without transactions: ``build(name)`` creates the new rows under a staging name
     (and checks them); only then are they appended to ``into`` in one ``INSERT ... SELECT``, so a
     failed build or check leaves ``into`` as it was.  The staging table is always dropped."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     name = f"_sqlrp_add_{uuid.uuid4().hex[:12]}"
     try:
         build(name)
@@ -188,7 +187,7 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
     )
     if source.row_filter is not None:
         query = query.where(source.row_filter.copy())
-    lo, hi, rows = db.fetchall(get_dialect(db.dialect).render(query))[0]
+    lo, hi, rows = db.fetchall(db.sql_dialect.render(query))[0]
     # progress=True: up to 10 batches of >= MIN_BATCH_ROWS rows (each batch is planned anew)
     count = min(10, rows // MIN_BATCH_ROWS) if progress is True else int(progress)
     if lo is None or count <= 1:
@@ -240,7 +239,7 @@ def write_file(
     if files.file_format(p.source.table) is not None and str(target) in files.matching(p.source.table):
         raise InvalidParameter(f"{path!r} is the input file: sqlrp never writes the source; choose another name")
     statements = compile_statements(
-        p.projection, p.source, db.dialect, p.output, ordered=False, pretty=False, **compile_opts
+        p.projection, p.source, db.sql_dialect, p.output, ordered=False, pretty=False, **compile_opts
     )
     stamp = uuid.uuid4().hex[:12]
     tmp = target.with_name(f".{target.name}.{stamp}.tmp")

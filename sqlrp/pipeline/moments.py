@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, as_double, col, dense_source, table_ref
-from ..dialects import get_dialect
+from ..dialects import SqlrpDialect
 from ..methods.sparsity import difference_kurtosis
 
 #: feature columns summed per statement (4 sums each, plus the count: 1,025 select-list entries)
@@ -36,10 +36,10 @@ def _powers(x: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def moment_queries(d: int, source: Source, dialect: str) -> list[exp.Select]:
+def moment_queries(d: int, source: Source, dialect: SqlrpDialect) -> list[exp.Select]:
     """The aggregate statements of :func:`table_moments`: wide/array one row per block of columns
     (``count(*)`` first), long one row per feature (``feature, sums..``) and a last ``count(distinct id)``."""
-    profile = get_dialect(dialect)
+    profile = dialect
     if source.layout == "long":
         v = as_double(col(source.value_column))
         per_feature = (
@@ -72,8 +72,8 @@ def moment_queries(d: int, source: Source, dialect: str) -> list[exp.Select]:
 
 def table_moments(db: Backend, source: Source, d: int) -> tuple[int, np.ndarray]:
     """``(n, S)``: the row count and the ``4 x d`` sums of ``x, x^2, x^3, x^4`` per feature."""
-    profile = get_dialect(db.dialect)
-    queries = moment_queries(d, source, db.dialect)
+    profile = db.sql_dialect
+    queries = moment_queries(d, source, profile)
     sums = np.zeros((4, d))
     if source.layout == "long":
         for row in db.fetchall(profile.render(queries[0])):

@@ -21,7 +21,7 @@ from ..compiler.strategies import pairs_worth_planning, planner_seconds, prefers
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.ir import Composed, Projection
-from ..dialects import get_dialect
+from ..dialects import SqlrpDialect
 from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
@@ -49,7 +49,7 @@ class Plan:
 
 def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
     """Per-feature mean and population standard deviation of ``source``, computed in the database."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
     means = [float(v) if v is not None else 0.0 for v in row[0::2]]
     stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
@@ -188,14 +188,14 @@ def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, 
     raise ProjectionExists(f"the default names {base!r} and {base}_{digest[:8]!r} hold other projections; pass a name")
 
 
-def stored_pairs_plan(db: Backend, p: Plan, dialect: str, strategy: str) -> None:
+def stored_pairs_plan(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> None:
     """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
     :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
     plan it once and store it there (:meth:`Registry.pairs_plan`)."""
     proj = p.projection
     if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
         return
-    nested = get_dialect(dialect).nested_plans
+    nested = dialect.nested_plans
     if strategy == "auto" and (prefers_lists(proj, p.source, dialect) or prefers_long(proj, p.source, dialect)):
         return  # the compiler takes lists or unnests this small table: no pairs
     if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):

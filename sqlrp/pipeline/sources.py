@@ -18,7 +18,7 @@ from ..core.files import file_format, refuse_engine
 from ..core.ir import Projection
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
-from ..dialects import SqlrpDialect, get_dialect
+from ..dialects import SqlrpDialect
 
 
 def resolve_source(
@@ -165,7 +165,7 @@ def infer_d(db: Backend, source: Source) -> int:
     if source.layout == "wide":
         return len(source.columns)
     info = {c.name: c for c in describe(db, source.table, source.schema, source.catalog)}
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     table = table_ref(source)
     if source.layout == "array":
         assert source.array_column is not None
@@ -195,7 +195,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
     each row's features -- NULL if one is NULL, NaN if one is NaN -- and look feature by feature only
     if some sum is: 200,000 x 784 in 0.1 s instead of 0.3 s (``bench/run.py``, ``sqlrp_check``)."""
     d = projection if isinstance(projection, int) else projection.d
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     table: exp.Expression = table_ref(source)
 
     def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
@@ -268,7 +268,7 @@ def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, cond
     """Up to five rows (their key) meeting ``condition``; none, in the usual case, after one count.
     The count comes first because PostgreSQL plans ``... LIMIT 5`` serially and ``count(*)`` with
     parallel workers (clean 50,000 x 784 table: 0.60 s -> 0.33 s, ``bench/probes.py pg-check``)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     count = exp.select(exp.Count(this=exp.Star())).from_(table, copy=False).where(condition, copy=False)
     if not db.fetchall(dialect.render(count))[0][0]:
         return []
@@ -305,7 +305,7 @@ def _suspect_rows(
     if source.nulls == "error":
         suspect = exp.Or(this=exp.Is(this=total(), expression=exp.Null()), expression=suspect)
     query = exp.select(exp.Literal.number(1)).from_(table).where(suspect).limit(1)
-    return bool(db.fetchall(get_dialect(db.dialect).render(query)))
+    return bool(db.fetchall(db.sql_dialect.render(query)))
 
 
 def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], array_length: int | None = None) -> None:
@@ -314,7 +314,7 @@ def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], arr
     PostgreSQL raises; the check runs on every engine.  Run on the written table inside the caller's
     transaction (or before the staged table is swapped in), so that a failure leaves nothing behind.
     ``array_length``: ``names`` is one array column of that many values (each read by its index)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     if array_length is not None:
         (name,) = names
         at = [exp.Literal.number(i) for i in range(array_length)]  # 0-based: sqlglot shifts it per engine

@@ -22,6 +22,7 @@ from ..compiler.strategies import best_pairs, pairs_budget, pairs_planned, remem
 from ..core.errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from ..core.ir import Combiner, Composed, LinearStage, Projection
 from ..core.lazy import pd
+from ..dialects import SqlrpDialect, get_dialect
 from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
 from .schema import VERSION_TABLE as _VERSION_TABLE
@@ -255,12 +256,15 @@ class Registry:
             method=method, linear=linear, combiner=combiner, scale=float(scale), params=params, seed=seed, name=name
         )
 
-    def pairs_plan(self, projection: Projection, dialect: str, seconds: float | None = None) -> PairsPlan | None:
+    def pairs_plan(
+        self, projection: Projection, dialect: SqlrpDialect | str, seconds: float | None = None
+    ) -> PairsPlan | None:
         """The ``pairs`` plan of the stored ``projection`` for ``dialect``: the stored rows if there
         are any, else planned now within ``seconds`` (:func:`sqlrp.compiler.strategies.best_pairs`)
         and, if the planner finished, stored, in one transaction, so later processes skip the
         planning (s = 3, d = 784, k = 200: 2.2 s to plan both orientations).  Either way the
         compiler's memo then holds it."""
+        dialect = get_dialect(dialect)  # a name resolved once, here
         name, lin = projection.name, projection.linear
         if not name:
             raise InvalidParameter("only a stored projection has a stored plan")

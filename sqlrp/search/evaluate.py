@@ -28,7 +28,6 @@ from ..compiler import col, table_ref
 from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
-from ..dialects import get_dialect
 from ..pipeline.materialise import output_table
 from .index import load_index, search
 from .query import METRICS, recall_at_k
@@ -93,7 +92,7 @@ def evaluate_search(
         raise InvalidParameter(f"index {index!r} was built for {idx.metric} distances, not {metric}")
     metric = idx.metric
     src = idx.source
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     ids = [r[0] for r in db.fetchall(dialect.render(exp.select(col(src.id_column)).from_(table_ref(src))))]
     if len(ids) < 2:
         raise InvalidParameter(f"the indexed table {src.table!r} has {len(ids)} rows: too few to evaluate a search")

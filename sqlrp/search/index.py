@@ -38,7 +38,7 @@ from ..compiler import Source, col, ident, table_ref
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from ..core.lazy import pd
-from ..dialects import SqlrpDialect, get_dialect
+from ..dialects import SqlrpDialect
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
@@ -119,7 +119,7 @@ def default_candidates(top: int) -> int:
 def _check_engine(db: Backend) -> SqlrpDialect:
     """Search runs where the engine counts bits and hashes rows (DuckDB, PostgreSQL, Spark,
     ClickHouse); refuse the others up front, naming the engine."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     dialect.popcount(col("a"))  # raises EngineLimit naming the engine where missing
     dialect.row_hash([col("a")])
     return dialect
@@ -134,7 +134,7 @@ def _create(dialect: SqlrpDialect, table: exp.Table, select: exp.Expression) -> 
 
 def _drop_tables(db: Backend, source: Source, names: tuple[str, ...]) -> None:
     """``DROP TABLE IF EXISTS`` each of ``names`` (in the source's schema), errors ignored: cleanup."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     for table in names:
         with contextlib.suppress(Exception):
             db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
@@ -163,7 +163,7 @@ def _check_name(dialect: SqlrpDialect, name: str, source: Source) -> None:
 
 def _unique_ids(db: Backend, source: Source, what: str) -> int:
     """Row count of ``source``; its ids must be unique and not NULL (a search result names rows by id)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     key = col(source.id_column)
     query = exp.select(exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[key]))).from_(
         table_ref(source)
@@ -225,7 +225,7 @@ def load_index(db: Backend, name: str) -> Index:
 
 def load_lists(db: Backend, index: Index) -> Lists:
     """The index's stored centroids (what :func:`sqlrp.search.query.reference_search` needs to replay it)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     layout = index.layout
     xs = [col(f"{CENTRE}{i}") for i in range(index.d)]
     tops = db.fetchall(dialect.render(exp.select(*xs).from_(layout.tops.copy()).order_by(col(TOP))))
@@ -260,7 +260,7 @@ def drop_index(db: Backend, name: str) -> None:
     src = json.loads(row[0])
     src["columns"] = tuple(src["columns"])
     source = Source(**src)
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     with db.transaction():  # the registry row first: without transactions, no half-dropped index stays registered
         db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
         for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
@@ -270,7 +270,7 @@ def drop_index(db: Backend, name: str) -> None:
 def _sample(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
     """``size`` rows of the table's features for k-means: those with the smallest hash of (id, seed),
     a deterministic sample on any engine (one pass and a top-N)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     x = feature_rows(source, d, dialect, metric)
     if size < rows:
         key = dialect.row_hash([col("_id"), exp.Literal.number(int(seed))])
@@ -284,7 +284,7 @@ def _sample(db: Backend, source: Source, d: int, metric: str, rows: int, size: i
 def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarray]) -> None:
     """``CREATE TABLE table`` with these columns (BIGINT keys, DOUBLE centroids), staged through a
     temporary table (the backends insert arrays into an unqualified name)."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     if not db.transactional:  # Spark has no temporary tables: a staging table, dropped whatever happens
         stage = _staging_name()
         try:
@@ -417,7 +417,7 @@ def build_index(
 
 def _write_index(db: Backend, layout: IndexLayout, source: Source, centroids: Lists) -> None:
     """The index's three tables: centroids, then every row's list and code."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     _store_centroids(db, layout, centroids, layout.signs)
     # written list by list: the search's join of probes to rows then meets a list's rows together
     # (1,000 queries x 63 probes on 1M rows: 2.10 s against 3.03 s for the rows in table order)
@@ -432,7 +432,7 @@ def _unregister(db: Backend, name: str, source: Source, existing: tuple) -> None
     first statement on, never a half-dropped one)."""
     old = load_index(db, name) if existing[1] else None
     db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
         target = output_table(old.source if old else source, table)
         db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
@@ -446,7 +446,7 @@ def _build_staged(
     staging tables renamed, and the registry row written last.  A failed build leaves the old index
     as it was; a failure during the swap leaves no index registered (a search says there is none),
     never a half-written one that a search would use."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     stage = Index(**{**index.__dict__, "name": _staging_name()})
     try:
         _write_index(db, stage.layout, source, centroids)
@@ -482,7 +482,7 @@ def _store_centroids(db: Backend, layout: IndexLayout, centroids: Lists, signs: 
 
 def _refresh(db: Backend, index: Index, check: bool) -> Index:
     """Bring ``index`` up to date with its table (module docstring), in one transaction."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     src = index.source
     source = resolve_source(
         db,
@@ -534,7 +534,7 @@ def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Selec
     ``CREATE TABLE AS``, then swapped in for the index rows (:func:`sqlrp.pipeline.materialise.staged`).  A
     failure before the swap leaves the index as it was; a search never reads a half-refreshed one.
     No correlated sub-query (ClickHouse has none by default): joins and ``NOT IN``."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     layout = index.layout
     fresh = output_table(source, _staging_name())
     names = [e.alias_or_name for e in rows_select(layout, source, dialect).expressions]  # the index rows' columns
@@ -561,7 +561,7 @@ def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Selec
 
 def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int, int]]:
     """``((rows, hash sum) of the table now, (rows, hash sum) of the index)``."""
-    dialect = get_dialect(db.dialect)
+    dialect = db.sql_dialect
     layout = index.layout
     now = db.fetchall(dialect.render(fingerprint_select(layout, index.source, dialect)))[0]
     built = db.fetchall(
@@ -719,7 +719,7 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     counts = frame.groupby("query_id").size()
     short = int((counts < top).sum())
     total = int(
-        db.fetchall(get_dialect(db.dialect).render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[
+        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[
             0
         ][0]
     )
