@@ -212,11 +212,15 @@ def _method_params(args: argparse.Namespace) -> dict:
     return params
 
 
-def _plan_options(args: argparse.Namespace) -> dict:
-    options = dict(
-        method=args.method,
-        k=args.k,
-        seed=args.seed,
+#: what ``build_index`` takes of the input's options (its rows are dense vectors: no long layout, no pooling)
+_INDEX_INPUT = ("layout", "columns", "array_column", "schema", "catalog", "nulls")
+
+
+def _input_options(args: argparse.Namespace) -> dict:
+    """The input's options as every command that reads a table forwards them (``_add_table``): the
+    fields of :class:`sqlrp.Source` but the table and the id column, read off the command line here
+    only."""
+    return dict(
         layout=args.layout,
         columns=_columns(args),
         array_column=args.array_column,
@@ -224,13 +228,22 @@ def _plan_options(args: argparse.Namespace) -> dict:
         value_column=args.value_column,
         schema=args.schema,
         nulls=args.nulls,
+        group_column=getattr(args, "group_column", None),
+        catalog=args.catalog,
+    )
+
+
+def _plan_options(args: argparse.Namespace) -> dict:
+    options = dict(
+        _input_options(args),
+        method=args.method,
+        k=args.k,
+        seed=args.seed,
         output=args.output,
         prefix=args.prefix,
         dtype=args.dtype,
         d=args.d,
-        group_column=args.group_column,
         standardize=args.standardize,
-        catalog=args.catalog,
     )
     options.update(_method_params(args))
     return options
@@ -305,19 +318,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         method = args.method or "achlioptas"
         seed = 0 if args.seed is None else args.seed
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
-        source = Source(
-            args.table,
-            args.id_column,
-            args.layout,
-            tuple(cols or ()),
-            args.array_column,
-            args.feature_column,
-            args.value_column,
-            args.schema,
-            args.nulls,
-            args.group_column,
-            catalog=args.catalog,
-        )
+        source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
         output = Output(args.output, args.prefix, args.prefix, args.dtype)
         sql = compile_sql(
             projection,
@@ -410,18 +411,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table_options(args: argparse.Namespace) -> dict:
-    return dict(
-        layout=args.layout,
-        columns=_columns(args),
-        array_column=args.array_column,
-        feature_column=args.feature_column,
-        value_column=args.value_column,
-        schema=args.schema,
-        nulls=args.nulls,
-    )
-
-
 def cmd_tune(args: argparse.Namespace) -> int:
     with _connect(args) as db:
         proj = api.tune(
@@ -437,7 +426,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             replace=args.replace,
             baseline=args.baseline,
             draws=args.draws,
-            **_table_options(args),
+            **_input_options(args),
         )
         print(json.dumps(proj.describe(), indent=2, default=str))
     return 0
@@ -484,7 +473,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             kernel=kernel,
             label_column=args.label_column,
             in_sql=not args.no_sql,
-            **_table_options(args),
+            **_input_options(args),
         )
         print(report)
         for f in report.files:
@@ -527,12 +516,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             incremental=args.incremental,
             replace=args.replace,
             check=not args.no_check,
-            layout=args.layout,
-            columns=_columns(args),
-            array_column=args.array_column,
-            schema=args.schema,
-            catalog=args.catalog,
-            nulls=args.nulls,
+            **{key: value for key, value in _input_options(args).items() if key in _INDEX_INPUT},
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
     return 0
