@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__, api
-from .backends import connect, default_url
+from .backends import connect, default_url, engines_table
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import InputError, InvalidParameter, exit_status, one_line
@@ -62,12 +62,16 @@ def _add_table(p: argparse.ArgumentParser, db_required: bool = True, table_requi
     p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
 
 
+def _urls() -> str:
+    """The registered engines' example URLs (each backend's registration), for help and errors."""
+    return ", ".join(dict.fromkeys(e["url"] for e in engines_table() if e["url"]))
+
+
 def _add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--db",
         default=default_url(),
-        help="database: duckdb:///file.db, postgresql://user@host/db, sqlite:///f.sqlite, chdb://, local[2], "
-        "spark://host:7077, or any SQLAlchemy URL (default: $SQLRP_DB)",
+        help=f"database: {_urls()}, or any SQLAlchemy URL (default: $SQLRP_DB)",
     )
 
 
@@ -353,8 +357,8 @@ def cmd_projections(args: argparse.Namespace) -> int:
         elif args.action == "copy":
             if not args.to or "://" not in args.to:
                 raise InvalidParameter(
-                    "projections copy needs --to URL, a database (duckdb:///f.db, postgresql://..., "
-                    "sqlite:///f.sqlite, chdb://, spark://...); to write a file: sqlrp projections export NAME --to F"
+                    f"projections copy needs --to URL, a database ({_urls()}); "
+                    "to write a file: sqlrp projections export NAME --to F"
                 )
             with connect(args.to) as target:
                 api.copy_projection(db, args.name, target, replace=args.replace)
