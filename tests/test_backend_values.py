@@ -80,3 +80,16 @@ def test_sqlite_float32_nan_is_missing():
     assert db.fetchall("SELECT type FROM pragma_table_info('t')") == [("INTEGER",)]
     assert db.fetchall("SELECT x FROM t ORDER BY rowid") == [(1,), (None,), (3,)]
     db.close()
+
+
+def test_a_frame_out_of_index_order_is_written_row_by_row(db):
+    """DuckDB and PostgreSQL: a shuffled index (``df.sample``) keeps each row's values together."""
+    rng = np.random.default_rng(3)
+    X = np.round(rng.uniform(-8, 8, (12, 3)), 2)
+    frame = pd.DataFrame(X, columns=["f0", "f1", "f2"])
+    frame.insert(0, "id", np.arange(12, dtype=np.int64))
+    frame["label"] = frame["id"].astype(str)
+    db.write_dataframe("shuffled_rows", frame.sample(frac=1.0, random_state=1))
+    back = db.query_df('SELECT * FROM "shuffled_rows" ORDER BY "id"')
+    np.testing.assert_array_equal(back[["f0", "f1", "f2"]].to_numpy(dtype=float), X)
+    assert back["label"].tolist() == frame["label"].tolist()

@@ -339,3 +339,18 @@ def test_missing_pyspark_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyspark.sql", None)
     with pytest.raises(MissingExtra, match=r"pip install 'sqlrp\[spark\]'"):
         SparkBackend.from_master("local[2]")
+
+
+def test_a_frame_out_of_index_order_is_written_row_by_row(spark_db):
+    """A DataFrame whose index is shuffled (``df.sample``) keeps each row's values together: Spark's
+    frame is built by position, never realigned on the index one column at a time."""
+    rng = np.random.default_rng(3)
+    X = np.round(rng.uniform(-8, 8, (12, 3)), 2)
+    frame = pd.DataFrame(X, columns=["f0", "f1", "f2"])
+    frame.insert(0, "id", np.arange(12, dtype=np.int64))
+    frame["even"] = frame["id"] % 2 == 0
+    frame["label"] = frame["id"].astype(str)
+    spark_db.write_dataframe("shuffled_rows", frame.sample(frac=1.0, random_state=1), replace=True)
+    back = spark_db.query_df("SELECT * FROM shuffled_rows ORDER BY id")
+    np.testing.assert_array_equal(back[["f0", "f1", "f2"]].to_numpy(dtype=float), X)
+    assert back["even"].tolist() == frame["even"].tolist() and back["label"].tolist() == frame["label"].tolist()

@@ -343,7 +343,7 @@ class SparkBackend(Backend):
             series = df[name]
             kind, values = _spark_type(types, series)
             fields.append(types.StructField(str(name), kind, nullable=True))
-            data[str(name)] = values
+            data[str(name)] = values.reset_index(drop=True)  # by position: df's own index may be in any order
         schema = types.StructType(fields)
         frame = pd.DataFrame(data, index=range(len(df)), columns=[str(c) for c in df.columns])
         with _pandas_quiet():
