@@ -43,7 +43,7 @@ from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.nodes import ident
 from .base import URL, Backend, ColumnInfo, Registration, missing_table, parse_url
-from .values import is_array, missing, py, recut, value_kind
+from .values import bind_literals, is_array, missing, py, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,26 +122,8 @@ def literal(value: Any) -> str:
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
     """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
-    parameter; ``sql`` unchanged if ``params`` is None.  Raises :class:`InvalidParameter` if the
-    counts differ."""
-    if params is None:
-        return sql
-    values = list(params)
-    used = 0
-
-    def replace(m: re.Match[str]) -> str:
-        nonlocal used
-        if m.group(0) != "?":
-            return m.group(0)
-        if used >= len(values):
-            raise InvalidParameter(f"{ENGINE}: the statement has more ? placeholders than the {len(values)} parameters")
-        used += 1
-        return literal(values[used - 1])
-
-    out = _TOKENS.sub(replace, sql)
-    if used != len(values):
-        raise InvalidParameter(f"{ENGINE}: {len(values)} parameters for {used} ? placeholders")
-    return out
+    parameter (:func:`~sqlrp.backends.values.bind_literals` with this engine's quoting)."""
+    return bind_literals(sql, params, _TOKENS, literal, ENGINE)
 
 
 def quote(name: str) -> str:

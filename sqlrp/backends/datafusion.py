@@ -41,7 +41,7 @@ from sqlglot import exp
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
-from .values import is_array, missing, py, value_kind
+from .values import bind_literals, is_array, missing, py, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -106,25 +106,8 @@ def literal(value: Any) -> str:
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
     """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
-    parameter; ``sql`` unchanged if ``params`` is None.  :class:`InvalidParameter` if the counts differ."""
-    if params is None:
-        return sql
-    values = list(params)
-    used = 0
-
-    def replace(m: re.Match[str]) -> str:
-        nonlocal used
-        if m.group(0) != "?":
-            return m.group(0)
-        if used >= len(values):
-            raise InvalidParameter(f"{ENGINE}: the statement has more ? placeholders than the {len(values)} parameters")
-        used += 1
-        return literal(values[used - 1])
-
-    out = _TOKENS.sub(replace, sql)
-    if used != len(values):
-        raise InvalidParameter(f"{ENGINE}: {len(values)} parameters for {used} ? placeholders")
-    return out
+    parameter (:func:`~sqlrp.backends.values.bind_literals` with this engine's quoting)."""
+    return bind_literals(sql, params, _TOKENS, literal, ENGINE)
 
 
 def quote(name: str) -> str:

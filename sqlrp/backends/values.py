@@ -12,11 +12,13 @@ column *holds* and which cells are missing is the same question everywhere, answ
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..core.errors import InvalidParameter
 from ..core.lazy import pd
 
 #: the kinds :func:`value_kind` returns
@@ -141,4 +143,42 @@ def recut(frames: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
         yield frame.reset_index(drop=True)
 
 
-__all__ = ["KINDS", "absent", "column_values", "is_array", "is_nan", "missing", "py", "recut", "value_kind"]
+def bind_literals(
+    sql: str, params: Sequence[Any] | None, tokens: re.Pattern[str], literal: Callable[[Any], str], engine: str
+) -> str:
+    """``sql`` with each ``?`` that ``tokens`` finds outside quotes and comments (the engine's own
+    quoting rules) replaced by ``literal`` of the next parameter, for engines whose client binds no
+    ``?`` (ClickHouse, DataFusion); ``sql`` unchanged if ``params`` is None.  :class:`InvalidParameter`
+    naming ``engine`` if the counts differ."""
+    if params is None:
+        return sql
+    values = list(params)
+    used = 0
+
+    def replace(m: re.Match[str]) -> str:
+        nonlocal used
+        if m.group(0) != "?":
+            return m.group(0)
+        if used >= len(values):
+            raise InvalidParameter(f"{engine}: the statement has more ? placeholders than the {len(values)} parameters")
+        used += 1
+        return literal(values[used - 1])
+
+    out = tokens.sub(replace, sql)
+    if used != len(values):
+        raise InvalidParameter(f"{engine}: {len(values)} parameters for {used} ? placeholders")
+    return out
+
+
+__all__ = [
+    "KINDS",
+    "absent",
+    "bind_literals",
+    "column_values",
+    "is_array",
+    "is_nan",
+    "missing",
+    "py",
+    "recut",
+    "value_kind",
+]
