@@ -33,6 +33,7 @@ from .core import files
 from .core.errors import InputError, InvalidParameter, ProjectionExists
 from .core.ir import Composed, Projection
 from .core.lazy import pd
+from .core.params import batches, optional_positive, positive_int, whole
 from .dialects import SqlrpDialect, get_dialect
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
@@ -131,6 +132,7 @@ def compile_projection(
     block: int | None = None,
 ) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
+    check_block(block, plan_.projection)
     target = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     if db is not None:
         stored_pairs_plan(db, plan_, target, strategy)
@@ -195,11 +197,15 @@ def project(
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
+    block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
+    chunk_rows = optional_positive("chunk_rows", chunk_rows)
+    progress = batches(progress)
     if into is None:
         outputs.check_format(output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         file_target(db, into, replace, view, incremental)
     p = plan(db, table, id_column, projection, **options)
+    check_block(block, p.projection)
     if check:
         check_source(db, p.projection, p.source)
     stored_pairs_plan(db, p, db.sql_dialect, strategy)
@@ -289,6 +295,12 @@ def project(
             materialise(db, p, p.source, into, compile_opts, progress, create=True)
             written(into)
     return None
+
+
+def check_block(block: int | None, projection: Projection | Composed) -> None:
+    """``block`` (mailman's features per block) is a whole number from 1 to the projection's ``d``: a
+    negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all zeros)."""
+    optional_positive("block", block, upper=projection.d, bound=f"d = {projection.d}: a block holds at most d features")
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
@@ -411,6 +423,12 @@ def tune(
     runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
     :func:`resolve_source`.  Only the sample rows leave the database.
     """
+    sample = positive_int("sample", sample)
+    k = positive_int("k", k)
+    iterations = whole("iterations", iterations, 0)
+    draws = positive_int("draws", draws)
+    if seed is not None:
+        whole("seed", seed, 0)
     source = resolve_source(db, table, id_column, **source_options)
     d = infer_d(db, source)
     sample_seed = 0 if seed is None else int(seed)

@@ -9,6 +9,7 @@ same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[skl
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,9 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .backends import connect
-from .core.errors import InputError
+from .core.errors import InputError, InvalidParameter
 from .core.ir import Projection
+from .core.params import is_whole, positive_int
 from .methods import johnson_lindenstrauss_min_dim, make_projection, reference
 from .methods.sparsity import data_sparsity, kurtosis_of
 from .registry.store import Registry
@@ -95,7 +97,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 raise InputError(f"the projection expects d = {self.projection.d} features, X has {d}")
             self.projection_ = self.projection
         else:
-            k = johnson_lindenstrauss_min_dim(n, self.eps) if self.n_components == "auto" else int(self.n_components)
+            k = self._n_components(n)
             seed = self.random_state
             if seed is None:
                 seed = int(np.random.default_rng().integers(2**31 - 1))
@@ -110,6 +112,18 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             if self.compute_inverse_components:
                 self.inverse_components_ = np.linalg.pinv(W.toarray())
         return self
+
+    def _n_components(self, n: int) -> int:
+        """k: ``n_components`` if a whole number >= 1 (``1.5`` is refused, as scikit-learn's own
+        projections refuse it, not truncated), or the JL bound for ``"auto"`` (``0 < eps < 1``)."""
+        if isinstance(self.n_components, str) and self.n_components == "auto":
+            eps = self.eps
+            if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 < eps < 1:
+                raise InvalidParameter(f"eps must be a number in (0, 1) for n_components='auto', got {eps!r}")
+            return johnson_lindenstrauss_min_dim(n, eps)
+        if not is_whole(self.n_components):
+            raise InvalidParameter(f"n_components must be 'auto' or a whole number >= 1, got {self.n_components!r}")
+        return positive_int("n_components", self.n_components)
 
     @property
     def _linear(self) -> bool:

@@ -189,7 +189,8 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
         query = query.where(source.row_filter.copy())
     lo, hi, rows = db.fetchall(db.sql_dialect.render(query))[0]
     # progress=True: up to 10 batches of >= MIN_BATCH_ROWS rows (each batch is planned anew)
-    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else int(progress)
+    # a number of batches is capped at the rows: more would be statements that select nothing
+    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else min(int(progress), rows)
     if lo is None or count <= 1:
         return [None]
     lo, hi = float(lo), float(hi)
