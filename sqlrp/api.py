@@ -349,7 +349,8 @@ def transform_frame(
     ``frame`` may be pandas, polars or a ``pyarrow.Table`` (the result is of the same kind, columns
     ``{prefix}0 ..``), or a 2-D NumPy array or list of rows, features in order, as scikit-learn takes
     them (the result is an ``n x k`` array).  Wrong widths, missing columns and NULL/NaN/infinite
-    values raise :class:`~sqlrp.core.errors.InputError` naming them."""
+    values raise :class:`~sqlrp.core.errors.InputError` naming them, and so do rows whose projection
+    overflows (the SQL path's error: :func:`sqlrp.methods.reference.check_outputs`)."""
     d = projection.d
     if isinstance(frame, (np.ndarray, list, tuple)):
         try:
@@ -380,7 +381,8 @@ def transform_frame(
     except (TypeError, ValueError) as exc:
         raise InputError(f"the feature columns must be numeric: {exc}") from None
     _finite(X, data.index.to_numpy())
-    out = pd.DataFrame(reference.transform(projection, X), columns=[f"{prefix}{j}" for j in range(projection.k)])
+    Y = reference.transform(projection, X, labels=data.index.to_numpy())  # overflow refused as in SQL
+    out = pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)])
     out.index = data.index
     if kind == "polars":
         import polars as pl

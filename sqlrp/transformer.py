@@ -131,16 +131,20 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         return self.projection_.combiner.is_identity and lin.power is None and lin.bias is None
 
     def transform(self, X: Any) -> Any:
-        """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype."""
+        """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype.
+        Rows whose projection overflows -- to infinity in float64, or past float32's range when ``X``
+        is float32 -- raise the SQL path's :class:`~sqlrp.core.errors.InputError`."""
         check_is_fitted(self, "projection_")
         X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32], reset=False)
         if sp.issparse(X):
             if not self._linear:
                 raise InputError("sparse input needs a linear projection (achlioptas, gaussian); pass a dense array")
-            Y = safe_sparse_dot(X.astype(np.float64), self.components_.T, dense_output=self.dense_output)
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, as the SQL path refuses it
+                Y = safe_sparse_dot(X.astype(np.float64), self.components_.T, dense_output=self.dense_output)
         else:
             Y = reference.transform(self.projection_, np.asarray(X, dtype=np.float64))
-        return Y.astype(X.dtype, copy=False)
+        # overflow to infinity, or past float32's range once cast back: the SQL path's error
+        return reference.check_outputs(Y, dtype=X.dtype).astype(X.dtype, copy=False)
 
     def inverse_transform(self, X: Any) -> np.ndarray:
         """Back to the input space: ``X @ pinv(components_).T`` (dense, like scikit-learn's)."""

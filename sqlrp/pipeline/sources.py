@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend, ColumnInfo
 from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from ..core.errors import InputError, InvalidParameter
+from ..core.errors import InputError, InvalidParameter, overflow_error
 from ..core.files import file_format, refuse_engine
 from ..core.ir import Projection
 from ..core.lazy import pd
@@ -323,7 +323,7 @@ def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], arr
         conds = [dialect.not_finite(col(n)) for n in names]
     bad = _offending_ids(db, table, col(key), any_of(conds))
     if bad:
-        raise InputError(_overflow_message(r[0] for r in bad))
+        raise overflow_error(r[0] for r in bad)
 
 
 def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -340,12 +340,4 @@ def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
 def check_finite_rows(ids: np.ndarray, finite: np.ndarray) -> None:
     """Raise the overflow error naming up to five of the ``ids`` whose row is not ``finite``."""
     if not finite.all():
-        raise InputError(_overflow_message(ids[~finite][:5]))
-
-
-def _overflow_message(ids: Iterable) -> str:
-    shown = ", ".join(repr(i.item() if hasattr(i, "item") else i) for i in ids)
-    return (
-        f"the projection overflowed to infinity or NaN (rows with id {shown}): the features are too large for "
-        "float64 sums; scale the data first (--standardize), nothing was written"
-    )
+        raise overflow_error(ids[~finite][:5])
