@@ -264,8 +264,19 @@ def _connect(args: argparse.Namespace):
     return db
 
 
+def _say_features(db: object, args: argparse.Namespace) -> None:
+    """For a file read as the input (its types guessed from the text): which feature columns are read,
+    on stderr, before the work -- so that a column left out (text) is never a silent change of d."""
+    if args.layout != "wide" or not (args.input or file_format(args.table)):
+        return
+    source = api.resolve_source(db, args.table, args.id_column, **_input_options(args))
+    shown = ", ".join(source.columns[:20]) + (", ..." if len(source.columns) > 20 else "")
+    print(f"reading {len(source.columns)} feature columns of {args.table!r}: {shown}", file=sys.stderr)
+
+
 def cmd_project(args: argparse.Namespace) -> int:
     with _connect(args) as db:
+        _say_features(db, args)
         # the bar goes to stderr: shown on a terminal, or when asked for (--progress); never in a pipe or a log
         wanted = args.progress or (sys.stderr.isatty() and not args.no_progress)
         progress = False if (not wanted or not args.into or args.view) else (args.batches or True)

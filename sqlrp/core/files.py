@@ -111,6 +111,13 @@ def read_input(db: object, path: str) -> str:
     return db.read_file(path)  # type: ignore[attr-defined]
 
 
+def read_as_file(db: object, table: str) -> bool:
+    """True if ``table`` is a file (or glob) ``db`` reads through a view of that name
+    (:meth:`sqlrp.backends.duckdb.DuckDBBackend.read_file`): its column types were guessed from the
+    file, not declared."""
+    return table in getattr(db, "_files", {})
+
+
 def definition_path(output: str | os.PathLike[str]) -> Path:
     """Where the projection that wrote ``output`` is kept: ``<output>.sqlrp.json``."""
     p = Path(output)
