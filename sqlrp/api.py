@@ -98,23 +98,35 @@ def create_projection(
 
 def load_projection(db: Backend, name: str) -> Projection:
     """The projection stored as ``name``."""
-    return registry_of(db).load(name)
+    return registry_of(existing_database(db)).load(name)
 
 
 def list_projections(db: Backend) -> pd.DataFrame:
     """All stored projections, one row each."""
-    return registry_of(db).list()
+    return registry_of(existing_database(db)).list()
 
 
 def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = None, replace: bool = False) -> None:
     """Copy the stored projection ``name`` from ``db`` into the registry of ``to`` (another database),
     so that both project with the identical matrix."""
-    registry_of(to).save(registry_of(db).load(name), new_name or name, replace=replace)
+    registry_of(to).save(registry_of(existing_database(db)).load(name), new_name or name, replace=replace)
 
 
 def drop_projection(db: Backend, name: str) -> None:
     """Delete the stored projection ``name``."""
-    registry_of(db).drop(name)
+    registry_of(existing_database(db)).drop(name)
+
+
+def existing_database(db: Backend) -> Backend:
+    """``db``, unless it names a database file that was not there (SQLite's ``missing_file``): a call
+    that only reads refuses it rather than make an empty file (the registry would be created in it)."""
+    missing = getattr(db, "missing_file", None)
+    if missing:
+        raise InputError(
+            f"no database file {missing!r}: nothing to read (check the path; storing a projection, "
+            "create_projection or `sqlrp create`, makes a new database)"
+        )
+    return db
 
 
 # ----------------------------------------------------------------------------------------------
