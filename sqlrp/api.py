@@ -210,6 +210,8 @@ def project(
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
+    if block is not None:  # against d too, before a new projection is stored
+        check_block(block, _input_dimension(db, table, id_column, projection, options))
     chunk_rows = optional_positive("chunk_rows", chunk_rows)
     progress = batches(progress)
     if into is None:
@@ -309,10 +311,30 @@ def project(
     return None
 
 
-def check_block(block: int | None, projection: Projection | Composed) -> None:
-    """``block`` (mailman's features per block) is a whole number from 1 to the projection's ``d``: a
-    negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all zeros)."""
-    optional_positive("block", block, upper=projection.d, bound=f"d = {projection.d}: a block holds at most d features")
+def check_block(block: int | None, projection: Projection | Composed | int | None) -> None:
+    """``block`` (mailman's features per block) is a whole number from 1 to the projection's ``d`` (or
+    the given ``d``): a negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all
+    zeros), one above d a misleading "needs a sign matrix"."""
+    d = projection if projection is None or isinstance(projection, int) else projection.d
+    bound = None if d is None else f"d = {d}: a block holds at most d features"
+    optional_positive("block", block, upper=d, bound=bound)
+
+
+_SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
+                   "group_column", "catalog")  # fmt: skip
+
+
+def _input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
+    """d as :func:`plan` will find it, read before it stores a new projection; ``None`` where only the
+    plan can tell (a long table: its largest feature index need not be the projection's d)."""
+    if isinstance(projection, (Projection, Composed)):
+        return projection.d
+    if options.get("d"):
+        return int(options["d"])
+    if options.get("layout", "wide") == "long":
+        return None
+    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in _SOURCE_OPTIONS})
+    return infer_d(db, source)
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:

@@ -53,7 +53,7 @@ class DuckDBBackend(Backend):
         self.url = f"duckdb:///{path}"
         # a database file that is not there is made by the first statement that writes, not by
         # connecting: until then reads see an empty database, and a mistyped path leaves no file
-        new_file = path and not path.startswith((":memory:", "md:")) and not os.path.exists(path)
+        new_file = path and not path.startswith((":memory:", "md:")) and files.creatable(path)
         self._pending: str | None = os.path.abspath(path) if new_file else None
         self._profile = (threads, memory_limit, temp_directory)
         self._con = duckdb.connect(":memory:" if self._pending else path)

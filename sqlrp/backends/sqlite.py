@@ -31,6 +31,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..core import files
 from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
@@ -76,7 +77,7 @@ class SQLiteBackend(Backend):
         self.path = path
         self.url = f"sqlite:///{path}"
         self._pending: str | None = None
-        if path not in ("", ":memory:") and not path.startswith("file:") and not os.path.exists(path):
+        if path not in ("", ":memory:") and not path.startswith("file:") and files.creatable(path):
             self._pending = os.path.abspath(path)  # where it would be made, whatever the working folder later
         self._con = _open(":memory:" if self._pending else path)
         self._restore_isolation: object = None

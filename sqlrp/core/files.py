@@ -111,6 +111,14 @@ def read_input(db: object, path: str) -> str:
     return db.read_file(path)  # type: ignore[attr-defined]
 
 
+def creatable(path: str) -> bool:
+    """True if ``path`` names no file yet but could be made: its folder exists.  The embedded engines
+    (DuckDB, SQLite) then make a database file at its first write, not when connecting (issue 31: a
+    read of a mistyped path left an empty database behind); a missing folder still fails at once."""
+    full = os.path.abspath(os.path.expanduser(path))
+    return not os.path.exists(full) and os.path.isdir(os.path.dirname(full))
+
+
 def read_as_file(db: object, table: str) -> bool:
     """True if ``table`` is a file (or glob) ``db`` reads through a view of that name
     (:meth:`sqlrp.backends.duckdb.DuckDBBackend.read_file`): its column types were guessed from the

@@ -149,10 +149,10 @@ def resolve_source(
 
 
 def is_text_type(sql_type: str) -> bool:
-    """``VARCHAR``, ``TEXT``, ``STRING``, ``CHAR(n)``...: what a file reader makes of a column it could
+    """``VARCHAR``, ``TEXT``, ``STRING``, ``JSON``...: what a file reader makes of a column it could
     not read as numbers."""
     upper = sql_type.upper()
-    return any(word in upper for word in ("CHAR", "TEXT", "STRING"))
+    return any(word in upper for word in ("CHAR", "TEXT", "STRING", "JSON"))
 
 
 def check_text_column(db: Backend, table: str, name: str) -> None:
