@@ -210,6 +210,7 @@ def project(
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
+    optional_positive("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored
         check_block(block, _input_dimension(db, table, id_column, projection, options))
     chunk_rows = optional_positive("chunk_rows", chunk_rows)

@@ -21,7 +21,7 @@ from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
 from .core.files import file_format, output_format, read_input
 from .core.lazy import pd
-from .core.params import arg_nonnegative, arg_positive, arg_positive_list
+from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
 from .demo import run_demo
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
@@ -201,7 +201,7 @@ def _add_method_params(p: argparse.ArgumentParser) -> None:
     k.add_argument("--degree", type=arg_positive, help="pk-rp, maclaurin, craftmap: polynomial degree")
     k.add_argument("--t", type=arg_positive, help="pk-rp, cbp: products summed per output (CLT)")
     k.add_argument("--p", type=arg_positive, help="pk-rp, cbp: number of random vectors (default g*t*k)")
-    k.add_argument("--c", type=float, help="constant of the inhomogeneous kernel (x.y + c)^degree")
+    k.add_argument("--c", type=arg_finite, help="constant of the inhomogeneous kernel (x.y + c)^degree")
     k.add_argument("--kernel-modified", action="store_true", help="p-rp: the modified kernel (x.y)^2 - (x^2).(y^2)")
     k.add_argument("--index", choices=["distinct", "balanced"], help="pk-rp: index scheme")
     k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors")
@@ -673,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure distortion in this polynomial kernel's space (default: the kernel the projection "
         "approximates, from its stored parameters; 1: the input space)",
     )
-    p.add_argument("--kernel-c", type=float, default=0.0, help="kernel constant c in (x.y + c)^degree")
+    p.add_argument("--kernel-c", type=arg_finite, default=0.0, help="kernel constant c in (x.y + c)^degree")
     p.add_argument("--modified-kernel", action="store_true", help="degree-2 kernel without its diagonal")
     p.add_argument("--label-column", help="class labels: adds linear-classifier accuracies")
     p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")

@@ -20,6 +20,7 @@ from sqlrp import api
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
 from sqlrp.demo import run_demo
+from sqlrp.evaluation.metrics import Kernel
 from sqlrp.methods import METHODS, make_projection
 from sqlrp.pipeline.materialise import id_batches
 from sqlrp.pipeline.sources import resolve_source
@@ -60,6 +61,8 @@ TUNE = ["tune", "--table", "t", "--id-column", "id", "--k", "2"]
         (EVALUATE + ["--queries", "0"], "--queries"),
         (EVALUATE + ["--recall-k", "41"], "recall_k = 41 is above 40"),
         (EVALUATE + ["--ks", "abc"], "--ks"),
+        (EVALUATE + ["--kernel-c", "nan"], "--kernel-c"),
+        (PROJECT + ["--method", "pk-rp", "--c", "inf"], "--c"),
         (EVALUATE + ["--ks", "4,0"], "--ks"),
         (["evaluate", "--index", "ix", "--top", "0"], "--top"),
         (["evaluate", "--index", "ix", "--queries", "-3"], "--queries"),
@@ -111,6 +114,7 @@ def test_a_negative_chunk_size_ends_at_once(dbfile):
         ({"chunk_rows": -1}, "chunk_rows must be"),
         ({"chunk_rows": True}, "chunk_rows must be"),
         ({"into": "o", "progress": 0}, "batches"),
+        ({"d": 0}, "d must be a whole number >= 1"),
         ({"into": "o", "progress": 2.5}, "batches"),
     ],
 )
@@ -149,6 +153,7 @@ def test_api_evaluate_tune_and_search_counts(dbfile):
             ({"ks": ["abc"]}, "ks must be"),
             ({"ks": [4, -2]}, "ks must be"),
             ({"seed": -1}, "seed must be"),
+            ({"kernel": Kernel(degree=2, c=float("nan"))}, "kernel constant c must be a finite number"),
         ):
             with pytest.raises(InvalidParameter, match=message):
                 sqlrp.evaluate(db, "t", "id", "rp", **{"sample": 50, "queries": 10, **options})

@@ -17,6 +17,7 @@ integer, never a ``bool`` and never a float (scikit-learn's ``Interval(Integral,
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,6 +67,19 @@ def positive_ints(name: str, values: Iterable[Any] | None) -> list[int] | None:
     return out
 
 
+def finite(name: str, value: Any, minimum: float | None = None) -> float:
+    """``value`` as a finite float (``>= minimum``), else :class:`InvalidParameter` naming ``name``:
+    a NaN constant makes every metric NaN."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or (minimum is not None and number < minimum):
+        floor = f" >= {minimum:g}" if minimum is not None else ""
+        raise InvalidParameter(f"{name} must be a finite number{floor}, got {value!r}")
+    return number
+
+
 def batches(value: bool | int) -> bool | int:
     """``progress``: ``False``, ``True`` or a number of batches (a whole number >= 1)."""
     if isinstance(value, (bool, np.bool_)):
@@ -97,6 +111,14 @@ arg_positive = _argtype(lambda v: positive_int("value", v), "a positive whole nu
 arg_nonnegative = _argtype(lambda v: whole("value", v, 0), "a whole number >= 0")
 
 
+def arg_finite(text: str) -> float:
+    """argparse type: a finite number (``nan`` and ``inf`` refused)."""
+    try:
+        return finite("value", text)
+    except InvalidParameter:
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}") from None
+
+
 def arg_positive_list(text: str) -> list[int]:
     """argparse type: ``10,20,50`` as positive whole numbers."""
     parts = [p for p in text.split(",")]
@@ -107,10 +129,12 @@ def arg_positive_list(text: str) -> list[int]:
 
 
 __all__ = [
+    "arg_finite",
     "arg_nonnegative",
     "arg_positive",
     "arg_positive_list",
     "batches",
+    "finite",
     "is_whole",
     "optional_positive",
     "positive_int",

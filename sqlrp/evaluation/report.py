@@ -30,7 +30,7 @@ from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
-from ..core.params import positive_int, positive_ints, whole
+from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline.plan import plan, registry_of
@@ -102,6 +102,8 @@ def evaluate(
     recall_k = positive_int("recall_k", recall_k)
     ks = positive_ints("ks", ks)
     whole("seed", seed, 0)
+    if isinstance(kernel, Kernel):
+        finite("the kernel constant c", kernel.c)
     if queries >= sample:
         raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     positive_int("recall_k", recall_k, upper=sample - queries, bound="the sample's database rows, sample - queries")
