@@ -335,6 +335,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
         method = args.method or "achlioptas"
         seed = 0 if args.seed is None else args.seed
+        api.check_block(args.block, d)
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
         source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
         output = Output(args.output, args.prefix, args.prefix, args.dtype)
