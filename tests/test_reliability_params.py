@@ -251,6 +251,26 @@ def test_standardize_zeroes_constant_columns_on_every_engine(db, method):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "datafusion://"])
+def test_standardize_on_engines_without_stddev_pop_or_with_it(url):
+    """SQLite has no ``stddev_pop``: a two-pass variance (it failed with ``no such function``); the
+    constant column is 0 on both."""
+    pytest.importorskip("datafusion") if url.startswith("datafusion") else None
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 4)) * 5 + 3
+    X[:, 1] = 0.1
+    X[:, 3] = 1e4 + rng.normal(size=200)  # E[x^2] - E[x]^2 would lose 8 digits here
+    with sqlrp.connect(url) as db:
+        db.write_dataframe("t", wide_frame(X))
+        proj = make_projection("achlioptas", 4, 5, seed=3, s=1)
+        got = sqlrp.project(db, "t", "id", proj, standardize=True).drop(columns="id").to_numpy()
+    constant = X.max(axis=0) == X.min(axis=0)
+    Z = np.where(constant, 0.0, (X - X.mean(axis=0)) / np.where(constant, 1.0, X.std(axis=0)))
+    want = sqlrp.transform(proj, Z)
+    assert np.abs(want).max() > 1
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+
+
 def test_standardize_refuses_moments_that_overflow(db):
     X = np.random.default_rng(4).normal(size=(20, 3))
     X[:, 0] *= 1e155

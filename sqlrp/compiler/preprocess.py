@@ -34,39 +34,64 @@ def _dense(projection: Projection | Composed, source: Source, dialect: SqlrpDial
     return dense_source(projection, source, dialect)  # type: ignore[arg-type] - only .d is used
 
 
-#: above this magnitude a feature's squares may overflow float64 in the engine's variance (PostgreSQL
-#: raises, DuckDB returns infinity): 1e150 squared, summed over up to 1e8 rows, stays below 1.8e308
+#: above this magnitude a feature's squares may overflow float64 in the variance (PostgreSQL raises,
+#: DuckDB returns infinity): 1e150 squared, summed over up to 1e8 rows, stays below 1.8e308
 MOMENT_LIMIT = 1e150
+
+#: engines without ``stddev_pop`` (SQLite): the variance of a second pass over the rows around the
+#: means of a first (the two-pass algorithm; ``E[x^2] - E[x]^2`` would cancel)
+TWO_PASS = frozenset({"sqlite"})
 
 
 def stats_query(projection: Projection | Composed, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """Per feature ``mean, std, min, max`` over the source relation (read by :func:`read_stats`).
+    """Per feature ``mean, spread, min, max`` over the source relation (read by :func:`read_stats`);
+    the spread is ``stddev_pop``, or on :data:`TWO_PASS` engines the population variance.
 
     A constant feature is told by its range, ``max = min``, never by a floating standard deviation:
     PostgreSQL's ``stddev_pop`` of a constant 0.1 column is 5e-16, not 0, which scaled the column to
     about +-1.5.  Its mean is then its value (``min``), so it centres to exactly 0.  Values above
-    :data:`MOMENT_LIMIT` are left out of ``avg`` / ``stddev_pop`` so that no engine raises or returns
-    infinity; :func:`read_stats` refuses such a column by its ``min`` / ``max``."""
+    :data:`MOMENT_LIMIT` are left out of the moments so that no engine raises or returns infinity;
+    :func:`read_stats` refuses such a column by its ``min`` / ``max``."""
     if source.layout == "long":
         raise InvalidParameter("standardize is supported for the wide and array layouts, not long (it would densify)")
-    src = _dense(projection, source, dialect).subquery("src", copy=False)
+    d = projection.d
+
+    def src(alias: str) -> exp.Expression:
+        return _dense(projection, source, dialect).subquery(alias, copy=False)
+
+    def tame(i: int) -> exp.Expression:
+        x = col(f"_x{i}")
+        small = exp.LTE(this=exp.Abs(this=x.copy()), expression=number(MOMENT_LIMIT))
+        return exp.Case(ifs=[exp.If(this=small, true=x)])
+
+    two_pass = dialect.name in TWO_PASS
     aggs: list[exp.Expression] = []
-    for i in range(projection.d):
+    for i in range(d):
         x = col(f"_x{i}")
         lo, hi = exp.Min(this=x.copy()), exp.Max(this=x.copy())
         constant = exp.EQ(this=lo.copy(), expression=hi.copy())
-        small = exp.If(this=exp.LTE(this=exp.Abs(this=x.copy()), expression=number(MOMENT_LIMIT)), true=x.copy())
-        tame = exp.Case(ifs=[small])
-        aggs.append(exp.Case(ifs=[exp.If(this=constant.copy(), true=lo.copy())], default=exp.Avg(this=tame.copy())))
-        aggs.append(exp.Case(ifs=[exp.If(this=constant, true=number(0))], default=exp.StddevPop(this=tame)))
+        if two_pass:
+            deviation = exp.paren(tame(i) - col(f"_m{i}"))
+            spread: exp.Expression = exp.Avg(this=exp.Mul(this=deviation, expression=deviation.copy()))  # no POWER
+        else:
+            spread = exp.StddevPop(this=tame(i))
+        aggs.append(exp.Case(ifs=[exp.If(this=constant.copy(), true=lo.copy())], default=exp.Avg(this=tame(i))))
+        aggs.append(exp.Case(ifs=[exp.If(this=constant, true=number(0))], default=spread))
         aggs.extend([lo, hi])
-    return exp.select(*aggs).from_(src)
+    query = exp.select(*aggs).from_(src("src"))
+    if two_pass:
+        means = exp.select(*(exp.alias_(exp.Avg(this=tame(i)), f"_m{i}") for i in range(d))).from_(src("_s0"))
+        query = query.join(means.subquery("_mu"), join_type="cross")
+    return query
 
 
-def read_stats(row: tuple, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
-    """``(means, stds)`` from the row of :func:`stats_query`; an all-NULL feature is centred at 0 and
-    not scaled.  A feature whose values exceed :data:`MOMENT_LIMIT` (its standard deviation would
-    overflow float64) or whose moments are not finite is refused, naming it, before any SQL is built."""
+def read_stats(
+    row: tuple, projection: Projection | Composed, source: Source, dialect: SqlrpDialect | None = None
+) -> tuple[list[float], list[float]]:
+    """``(means, stds)`` from the row of :func:`stats_query` for ``dialect`` (on :data:`TWO_PASS`
+    engines the root of the variance); an all-NULL feature is centred at 0 and not scaled.  A feature
+    whose values exceed :data:`MOMENT_LIMIT` (its standard deviation would overflow float64) or whose
+    moments are not finite is refused, naming it, before any SQL is built."""
     means: list[float] = []
     stds: list[float] = []
     for i in range(projection.d):
@@ -74,6 +99,8 @@ def read_stats(row: tuple, projection: Projection | Composed, source: Source) ->
         name = source.columns[i] if source.layout == "wide" else f"{source.array_column}[{i}]"
         mean = 0.0 if mean is None else float(mean)
         sd = 1.0 if sd is None else float(sd)
+        if dialect is not None and dialect.name in TWO_PASS:
+            sd = math.sqrt(max(sd, 0.0))  # the variance; inf stays inf (refused below)
         peak = max(abs(float(lo)), abs(float(hi))) if lo is not None and hi is not None else 0.0
         constant = lo is not None and lo == hi
         if not (math.isfinite(mean) and math.isfinite(sd)) or (peak > MOMENT_LIMIT and not constant):

@@ -51,7 +51,7 @@ def feature_stats(db: Backend, projection: Projection | Composed, source: Source
     """Per-feature mean and population standard deviation of ``source``, computed in the database."""
     dialect = db.sql_dialect
     row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
-    return read_stats(row, projection, source)  # constant columns by their range; overflow refused
+    return read_stats(row, projection, source, dialect)  # constant columns by their range; overflow refused
 
 
 def plan(
