@@ -31,6 +31,7 @@ from .compiler import (
 )
 from .core import files
 from .core.errors import InputError, InvalidParameter, ProjectionExists
+from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.lazy import pd
 from .core.params import batches, optional_positive, positive_int, whole
@@ -115,18 +116,6 @@ def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = 
 def drop_projection(db: Backend, name: str) -> None:
     """Delete the stored projection ``name``."""
     registry_of(existing_database(db)).drop(name)
-
-
-def existing_database(db: Backend) -> Backend:
-    """``db``, unless it names a database file that was not there (SQLite's ``missing_file``): a call
-    that only reads refuses it rather than make an empty file (the registry would be created in it)."""
-    missing = getattr(db, "missing_file", None)
-    if missing:
-        raise InputError(
-            f"no database file {missing!r}: nothing to read (check the path; storing a projection, "
-            "create_projection or `sqlrp create`, makes a new database)"
-        )
-    return db
 
 
 # ----------------------------------------------------------------------------------------------

@@ -369,6 +369,8 @@ def test_reading_a_missing_database_file_makes_no_file(tmp_path, scheme):
         lambda: sqlrp.list_projections(db),
         lambda: sqlrp.load_projection(db, "p"),
         lambda: sqlrp.drop_projection(db, "p"),
+        lambda: sqlrp.copy_projection(db, "p", sqlrp.connect()),
+        lambda: sqlrp.evaluate(db, "t", "id", "p"),
     ):
         with pytest.raises(InputError, match="no database file .*missing"):
             read()

@@ -28,7 +28,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
-from ..core.files import writable_folder
+from ..core.files import existing_database, writable_folder
 from ..core.lazy import pd
 from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
@@ -107,6 +107,7 @@ def evaluate(
     if queries >= sample:
         raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     positive_int("recall_k", recall_k, upper=sample - queries, bound="the sample's database rows, sample - queries")
+    existing_database(db)
     if isinstance(projection, str) and not registry_of(db).exists(projection):
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
     wide = source_options.get("layout", "wide") == "wide"
