@@ -326,6 +326,13 @@ def test_json_values_that_are_not_numbers_are_errors(tmp_path):
         sqlrp.project(duck, str(path), "id", k=2)
 
 
+def test_numbers_kept_as_text_in_a_parquet_file_are_an_error(tmp_path):
+    path = tmp_path / "s.parquet"
+    pd.DataFrame({"id": [1, 2, 3], "a": [1.0, 2.0, 3.0], "b": ["1.5", "2", None]}).to_parquet(path)
+    with sqlrp.connect() as duck, pytest.raises(InputError, match="column 'b' .* holds numbers as text"):
+        sqlrp.project(duck, str(path), "id", k=2)
+
+
 def test_text_columns_of_a_file_are_left_out_and_the_run_says_which_were_read(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "n.csv").write_text("id,a,name,c\n1,1.0,x,3.0\n2,4.0,y,6.0\n3,7.0,z,9.0\n")

@@ -176,7 +176,12 @@ def check_text_column(db: Backend, table: str, name: str) -> None:
     )
     bad = exp.select(c.copy()).from_(exp.Table(this=ident(table))).where(text).limit(1)
     first = db.fetchall(db.sql_dialect.render(bad))
-    value = "an empty cell" if not first or first[0][0] is None else repr(first[0][0])
+    if not first:  # every value is a number, kept as text (a Parquet or JSON string column)
+        raise InputError(
+            f"{where} holds numbers as text ({parsed} of them): cast it to a number in the file or a view, or "
+            "name the feature columns with --columns"
+        )
+    value = repr(first[0][0])
     raise InputError(
         f"{where} does not parse as a number: the first bad value is {value} (it made the whole column "
         "text); fix the file, or name the feature columns with --columns"
