@@ -150,6 +150,7 @@ def test_api_evaluate_tune_and_search_counts(dbfile):
             ({"recall_k": 0}, "recall_k must be"),
             ({"queries": 0}, "queries must be"),
             ({"sample": -1}, "sample must be"),
+            ({"sample": 2, "queries": 1, "recall_k": 1}, "sample must be a whole number >= 3"),
             ({"ks": ["abc"]}, "ks must be"),
             ({"ks": [4, -2]}, "ks must be"),
             ({"seed": -1}, "seed must be"),
