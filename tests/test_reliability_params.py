@@ -136,6 +136,14 @@ def test_mailman_block_up_to_d_matches_numpy(duck):
         api.compile_projection(duck, api.plan(duck, "t", "id", "m"), strategy="mailman", block=6)
 
 
+def test_compile_without_a_database_checks_the_block(capsys):
+    argv = ["compile", "--table", "t", "--id-column", "id", "--columns", "a,b,c", "--k", "2", "--strategy", "mailman"]
+    assert main([*argv, "--block", "4"]) == 2
+    assert capsys.readouterr().err.startswith("error: block = 4 is above 3")
+    assert main([*argv, "--block", "3"]) == 0
+    assert "SELECT" in capsys.readouterr().out
+
+
 def test_batches_are_capped_at_the_rows(duck):
     duck.write_dataframe("t", wide_frame(np.ones((40, 3))))
     assert len(id_batches(duck, resolve_source(duck, "t", "id"), 10_000)) == 40
