@@ -242,6 +242,22 @@ def test_float32_results_that_would_be_infinite_are_refused():
     assert model.transform(X[:1]).dtype == np.float32 and np.isfinite(model.transform(X[:1])).all()
 
 
+def test_float32_outputs_beyond_its_range_are_the_engines_own_error_not_a_bare_transaction_error(db):
+    """DuckDB's conversion error inside a transaction used to come back as ``TransactionContext Error:
+    Current transaction is aborted`` (the relations of bound constants were unregistered in the aborted
+    transaction); it is the engine's own error now, with what it means, and nothing is written."""
+    from sqlrp.core.errors import one_line
+
+    X = np.ones((3, 4))
+    X[1] = 3e38
+    db.write_dataframe("t", wide_frame(X))
+    for options in ({}, {"into": "o"}):
+        with pytest.raises(Exception) as err:
+            sqlrp.project(db, "t", "id", k=2, s=1, dtype="float32", **options)
+        assert "TransactionContext" not in str(err.value) and "float32" in one_line(err.value)
+    assert "o" not in db.table_names()
+
+
 # ---- 3. --standardize: constant columns by their range; moments that overflow refused ----
 
 
