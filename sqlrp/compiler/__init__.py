@@ -134,6 +134,16 @@ def _matrix_arrays(lin: LinearStage) -> exp.Select:
     )
 
 
+def _if(
+    dialect: SqlrpDialect, condition: exp.Expression, true: exp.Expression, false: exp.Expression
+) -> exp.Case | exp.If:
+    """``IF(c, a, b)`` where the engine is run and tested; ``CASE WHEN c THEN a ELSE b END`` elsewhere
+    (the portable core: sqlglot renders ``IF`` as Snowflake's ``IFF``, which no other engine has)."""
+    if dialect.executes:
+        return exp.If(this=condition, true=true, false=false)
+    return exp.Case(ifs=[exp.If(this=condition, true=true)], default=false)
+
+
 def _long_linear(
     projection: Projection,
     source: Source,
@@ -166,8 +176,8 @@ def _long_linear(
     v = col("_v", "s")
     weight = col("weight", "m")
     if lin.is_signs:
-        signed = exp.If(this=weight > exp.Literal.number(0), true=v, false=exp.Neg(this=v.copy()))
-        signed_sq = exp.If(this=weight > exp.Literal.number(0), true=v * v, false=exp.Neg(this=exp.paren(v * v)))
+        signed = _if(dialect, weight > exp.Literal.number(0), v, exp.Neg(this=v.copy()))
+        signed_sq = _if(dialect, weight > exp.Literal.number(0), v * v, exp.Neg(this=exp.paren(v * v)))
     else:
         signed, signed_sq = weight * v, weight * exp.paren(v * v)
     kv = (
