@@ -16,6 +16,7 @@ from . import __version__, api
 from .backends import connect, default_url, engines_table
 from .backends.base import Backend
 from .compiler import Output, Source, compile_sql, given
+from .compiler.selfcheck import check_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import InputError, InvalidParameter, exit_status, one_line
 from .core.files import file_format, output_format, read_input
@@ -25,7 +26,7 @@ from .demo import run_demo
 from .dialects import SqlrpDialect, get_dialect
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
-from .pipeline.plan import registry_of
+from .pipeline.plan import registry_of, stored_pairs_plan
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
 from .search.evaluate import evaluate_search
@@ -316,17 +317,27 @@ def cmd_compile(args: argparse.Namespace) -> int:
             if db.table_exists(args.table, args.schema) or not _elsewhere(args, target, db):
                 options = _plan_options(args) if projection is None else {**_plan_options(args), **_GIVEN}
                 plan = api.plan(db, args.table, args.id_column, projection or args.projection, **options)
-                sql = api.compile_projection(
-                    db,
-                    plan,
-                    target,
-                    into=args.into,
-                    view=args.view,
-                    strategy=args.strategy,
-                    block=args.block,
-                    # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
-                    matrix="values" if not args.db and args.matrix == "auto" else args.matrix,
-                )
+                # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
+                matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
+                if args.check:
+                    stored_pairs_plan(db, plan, target, args.strategy)
+                    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
+                        same = target.name == db.dialect and plan.projection.name
+                        matrix = "registry" if same else "values"
+                    sql = check_sql(
+                        plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block
+                    )
+                else:
+                    sql = api.compile_projection(
+                        db,
+                        plan,
+                        target,
+                        into=args.into,
+                        view=args.view,
+                        strategy=args.strategy,
+                        block=args.block,
+                        matrix=matrix,
+                    )
                 print(sql.rstrip(";") + ";")
                 return 0
             if projection is None:
@@ -380,6 +391,8 @@ def _compile_offline(
         raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
     source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
     output = Output(args.output, args.prefix, args.prefix, args.dtype)
+    if args.check:
+        return check_sql(projection, source, target, output, matrix, args.strategy, args.block)
     return compile_sql(
         projection,
         source,
@@ -651,6 +664,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dialect", help="duckdb, postgres, spark, or any sqlglot dialect (default: the --db's)")
     p.add_argument("--into", help="emit CREATE TABLE <into> AS ...")
     p.add_argument("--view", action="store_true", help="emit CREATE VIEW instead")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="print instead one statement that runs this SQL on a built-in fixture and compares it with NumPy's "
+        "outputs: run it once on the engine; it returns sqlrp_check = 'ok' (and the largest error) or 'wrong'",
+    )
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("create", help="generate a projection and store it under a name")
