@@ -17,7 +17,8 @@ anything is rendered, each with the way out:
 and these are rewritten, the meaning kept:
 
 - a number literal with an exponent (``1.6e-16``: a standardised mean) is written as a plain decimal
-  (``0.00000000000000016``) -- exponent literals are refused by a PostgreSQL-compatible engine;
+  (``0.00000000000000016``) -- exponent literals are refused by a PostgreSQL-compatible engine; one
+  that would need more than 38 digits (the largest double, in the infinity check) is cast from text;
 - ``COALESCE(<double>, 0)`` gets a DOUBLE zero (``COALESCE(x, CAST(0 AS DOUBLE))``): one engine
   refuses to unify a double with an integer;
 - ``IF(c, a, b)`` is ``CASE WHEN c THEN a ELSE b END`` (sqlglot writes Snowflake's ``IFF``).
@@ -65,13 +66,18 @@ def plain_decimal(text: str) -> str:
     return plain
 
 
-def rewrite(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with the portable spellings (module docstring): plain decimals, DOUBLE zeros in
-    ``COALESCE``, ``CASE`` for ``IF``.  Changes ``tree`` in place."""
-    for node in list(tree.find_all(exp.Literal, exp.Coalesce, exp.If)):
+def rewrite(tree: exp.Expression, spellings: bool = True) -> exp.Expression:
+    """``tree`` with plain decimal literals and, with ``spellings``, the other portable spellings
+    (module docstring): DOUBLE zeros in ``COALESCE``, ``CASE`` for ``IF``.  Changes ``tree`` in place."""
+    for node in list(tree.find_all(exp.Literal, exp.Coalesce, exp.If) if spellings else tree.find_all(exp.Literal)):
         if isinstance(node, exp.Literal):
             if node.is_number:
-                node.set("this", plain_decimal(node.this))
+                try:
+                    node.set("this", plain_decimal(node.this))
+                except EngineLimit:
+                    if not isinstance(node.parent, exp.Cast):
+                        raise
+                    node.replace(exp.Literal.string(node.this))  # CAST('1.7976931348623157e308' AS DOUBLE)
         elif isinstance(node, exp.Coalesce):
             for arg in list(node.expressions):
                 if isinstance(arg, exp.Literal) and arg.is_int:

@@ -48,9 +48,12 @@ SqlrpHyper = type("SqlrpHyper", (_BASE,), {"Generator": _Generator})
 
 class HyperDialect(SqlrpDialect):
     name = "hyper"
-    aliases = ("tableau-hyper", "hyperapi")
+    # "tableau" too: sqlglot's Tableau dialect is the calculation language (module docstring), not SQL
+    aliases = ("tableau", "tableau-hyper", "hyperapi")
     sqlglot = SqlrpHyper
+    # ---- what varies between engines (compiler/portable.py), each measured (module docstring) ----
     array_base = 1  # literal subscripts as PostgreSQL's: (ARRAY[1.5, 2.5])[1] is 1.5
+    exponent_literals = True  # SELECT 1.6e-16 is a DOUBLE PRECISION
     select_unnest = False  # two UNNESTs in one select list: a cross product (module docstring)
     arrays = False  # results and the inserter take no arrays (module docstring)
     ordered_array_agg = True  # ARRAY_AGG(x ORDER BY y), ARRAY_POSITION (1-based), INT subscripts

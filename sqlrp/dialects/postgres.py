@@ -53,6 +53,13 @@ class PostgresDialect(SqlrpDialect):
     name = "postgres"
     aliases = ("postgresql", "pg")
     parallel_insert = False  # PostgreSQL 15 plans INSERT ... SELECT serially: stage through a temp table
+    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # "By default PostgreSQL uses a one-based numbering convention for arrays" ("8.15.3. Accessing Arrays")
+    array_base = 1
+    # 1.925e-3 is a numeric constant ("4.1.2.6. Numeric Constants"), cast to double precision where used
+    exponent_literals = True
+    # the fence OFFSET CAST('0' AS BIGINT) is PostgreSQL's own (module docstring): Hyper, Daft and another
+    # PostgreSQL-like engine take a literal OFFSET only (DESIGN.md 4d), so it is in this profile alone
     sqlglot = extend(Postgres)
     # a table holds at most 1,600 columns, a select list 1,664 (MaxTupleAttributeNumber /
     # MaxHeapAttributeNumber, src/include/access/htup_details.h; "Appendix K. PostgreSQL Limits")
