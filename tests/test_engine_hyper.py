@@ -326,3 +326,22 @@ def test_column_types_and_errors(hy):
     with pytest.raises(Exception) as caught:
         hy.execute("SELECT * FROM nowhere")
     assert exit_status(caught.value) == EXIT_ENGINE
+
+
+def test_demo_on_a_hyper_file_says_what_it_wrote(tmp_path):
+    need_hyper()
+    from sqlrp.demo import run_demo
+
+    lines: list[str] = []
+    path = tmp_path / "x.hyper"
+    run_demo(str(path), ks=(20,), seeds=(0,), echo=lines.append)
+    assert lines[0].endswith(f"-> Tableau Hyper hyper:///{path}") and "DuckDB" not in "".join(lines)
+    assert "wrote the tables digits, digits_rp_k20 and 1 stored projections" in lines[-1]
+    with sqlrp.connect(str(path)) as db:
+        assert {"digits", "digits_rp_k20"} <= set(db.table_names())
+
+
+def test_tableau_is_hyper_not_the_calculation_language():
+    projection = make_projection("achlioptas", 3, 2, seed=1, s=1)
+    sql = compile_sql(projection, Source("t", "id", "wide", ("a", "b", "c")), "tableau")
+    assert '"a"' in sql and "[a]" not in sql and get_dialect("tableau").name == "hyper"

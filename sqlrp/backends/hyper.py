@@ -283,7 +283,7 @@ def _type_name(sql_type: Any) -> str:
 def _quote(name: str) -> str:
     """``name`` as a quoted identifier (``"`` doubled); a NUL is refused."""
     if "\x00" in name:
-        raise InvalidParameter(f"the name {name!r} contains a NUL character, which no engine keeps; rename it")
+        raise InvalidParameter(f"{ENGINE}: the name {name!r} contains a NUL character, which no engine keeps")
     return '"' + name.replace('"', '""') + '"'
 
 
