@@ -204,3 +204,21 @@ def test_portable_core_check_runs_on_duckdb_and_sqlite():
     assert sqlite3.connect(":memory:").execute(check_sql(projection, WIDE, "mysql")).fetchall()[0][0] == "ok"
     assert get_dialect("trino").portable_core and not get_dialect("duckdb").portable_core
     assert compile_sql(projection, WIDE, "trino")  # renders
+
+
+def test_ok_on_spark():
+    """Spark local[2] (slow to start: one session for this test)."""
+    try:
+        from sqlrp.backends.spark import SparkBackend
+
+        db = SparkBackend.from_master("local[2]", conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+        if IN_CI:
+            pytest.fail(f"CI=true and Spark could not be started: {type(exc).__name__}: {exc}")
+        pytest.skip(f"Spark unavailable: {exc}")
+    try:
+        found = verdicts(db.fetchall, "spark")
+    finally:
+        db.close()
+    assert {"s1-inline", "array", "array-output", "long-join", "p-rp", "pooled-nulls"} <= set(found)
+    all_ok(found)
