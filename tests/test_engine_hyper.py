@@ -345,3 +345,23 @@ def test_tableau_is_hyper_not_the_calculation_language():
     projection = make_projection("achlioptas", 3, 2, seed=1, s=1)
     sql = compile_sql(projection, Source("t", "id", "wide", ("a", "b", "c")), "tableau")
     assert '"a"' in sql and "[a]" not in sql and get_dialect("tableau").name == "hyper"
+
+
+def test_postgres_sql_on_hyper_is_never_ok(hy):
+    """The SQL of ``--dialect postgres`` (lockstep UNNEST, the BIGINT fence) run on Hyper: the check
+    says 'wrong' or Hyper refuses it -- it never says 'ok' (issue 32: sums 36x off, exit 0)."""
+    source = Source("t", "id", "wide", tuple("abcde"))
+    for method, params, strategy in [
+        ("achlioptas", {"s": 3}, "join"),
+        ("achlioptas", {"s": 3}, "lookup"),
+        ("p-rp", {"m": 2}, "auto"),
+    ]:
+        sql = check_sql(
+            make_projection(method, 5, 3, seed=2, **params), source, "postgres", Output(), "values", strategy
+        )
+        try:
+            status = hy.fetchall(sql)[0][0]
+        except Exception as exc:  # noqa: BLE001 - Hyper's own refusal
+            assert exit_status(exc) == EXIT_ENGINE
+            continue
+        assert status == "wrong", (method, strategy)
