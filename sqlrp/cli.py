@@ -307,47 +307,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     projection = given.read_file(args.projection) if args.projection else None
     if projection is not None:
         given.check_agrees(projection, f"file {args.projection!r}", **new)
-    given.check_matrix_table(args.matrix, given=bool(args.projection))
-    if args.db or _files_only(args):
-        with _connect(args) as db:
-            target = get_dialect(args.dialect or db.dialect)
-            if projection is None and args.projection and registry_of(db).exists(args.projection):
-                projection = api.load_projection(db, args.projection)
-                given.check_agrees(projection, f"stored projection {args.projection!r}", **new)
-            if db.table_exists(args.table, args.schema) or not _elsewhere(args, target, db):
-                options = _plan_options(args) if projection is None else {**_plan_options(args), **_GIVEN}
-                plan = api.plan(db, args.table, args.id_column, projection or args.projection, **options)
-                # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
-                matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
-                if args.check:
-                    stored_pairs_plan(db, plan, target, args.strategy)
-                    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
-                        same = target.name == db.dialect and plan.projection.name
-                        matrix = "registry" if same else "values"
-                    sql = check_sql(
-                        plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block
-                    )
-                else:
-                    sql = api.compile_projection(
-                        db,
-                        plan,
-                        target,
-                        into=args.into,
-                        view=args.view,
-                        strategy=args.strategy,
-                        block=args.block,
-                        matrix=matrix,
-                    )
-                print(sql.rstrip(";") + ";")
-                return 0
-            if projection is None:
-                raise InvalidParameter(
-                    f"no table {args.table!r} in --db and no stored projection {args.projection!r} there to "
-                    "render for the warehouse: give --projection NAME (stored) or FILE"
-                )
-            # the table is in the warehouse: the database only held the projection
-            sql = _compile_offline(args, projection, target, "values" if args.matrix == "auto" else args.matrix)
-    else:
+    if not (args.db or _files_only(args)):
         if args.projection and projection is None:
             raise InvalidParameter(
                 f"{args.projection!r} is no projection file and there is no database to hold a stored projection "
@@ -355,17 +315,56 @@ def cmd_compile(args: argparse.Namespace) -> int:
             )
         if args.matrix == "registry":
             raise InvalidParameter("--matrix registry reads the stored matrix from a database: give --db")
-        if projection is None:
-            cols = _columns(args)
-            d = len(cols) if cols else args.d
-            if not d or args.k is None:
-                raise InvalidParameter("without --db, give --k and --d (or --columns), or --projection FILE")
-            method = args.method or "achlioptas"
-            projection = make_projection(method, d, args.k, seed=0 if args.seed is None else args.seed, **params)
-        matrix = "values" if args.matrix == "auto" else args.matrix
-        sql = _compile_offline(args, projection, get_dialect(args.dialect or "duckdb"), matrix)
+        given.check_matrix_table(args.matrix, given=projection is not None)
+        target = get_dialect(args.dialect or "duckdb")
+        sql = _compile_offline(args, projection or _new_matrix(args, params), target)
+        print(sql.rstrip(";") + ";")
+        return 0
+    with _connect(args) as db:
+        target = get_dialect(args.dialect or db.dialect)
+        if projection is None and args.projection and registry_of(db).exists(args.projection):
+            projection = api.load_projection(db, args.projection)
+            given.check_agrees(projection, f"stored projection {args.projection!r}", **new)
+        given.check_matrix_table(args.matrix, given=projection is not None)  # a new matrix is in no warehouse
+        if db.table_exists(args.table, args.schema) or not _elsewhere(args, target, db):
+            sql = _compile_planned(args, db, target, projection)
+        elif projection is None and args.projection:
+            raise InvalidParameter(
+                f"no table {args.table!r} in --db and no stored projection {args.projection!r} there to render "
+                "for another engine: give the name of a stored projection, or --projection FILE"
+            )
+        else:  # the table is in the warehouse: the database only held the projection
+            sql = _compile_offline(args, projection or _new_matrix(args, params), target)
     print(sql.rstrip(";") + ";")
     return 0
+
+
+def _new_matrix(args: argparse.Namespace, params: dict) -> Projection | Composed:
+    """A new projection of ``--k`` outputs for ``--d`` features (or as many as ``--columns`` names)."""
+    cols = _columns(args)
+    d = len(cols) if cols else args.d
+    if not d or args.k is None:
+        raise InvalidParameter("without --db, give --k and --d (or --columns), or --projection FILE")
+    seed = 0 if args.seed is None else args.seed
+    return make_projection(args.method or "achlioptas", d, args.k, seed=seed, **params)
+
+
+def _compile_planned(
+    args: argparse.Namespace, db: Backend, target: SqlrpDialect, projection: Projection | Composed | None
+) -> str:
+    """The SQL (or with ``--check`` the self-check) of a plan on a table of ``db``."""
+    options = _plan_options(args) if projection is None else {**_plan_options(args), **_GIVEN}
+    plan = api.plan(db, args.table, args.id_column, projection or args.projection, **options)
+    # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
+    matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
+    if not args.check:
+        return api.compile_projection(
+            db, plan, target, into=args.into, view=args.view, strategy=args.strategy, block=args.block, matrix=matrix
+        )
+    stored_pairs_plan(db, plan, target, args.strategy)
+    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
+        matrix = "registry" if (target.name == db.dialect and plan.projection.name) else "values"
+    return check_sql(plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block)
 
 
 #: plan options that describe a new matrix: not passed on with a given one (checked by given.check_agrees)
@@ -378,13 +377,13 @@ def _elsewhere(args: argparse.Namespace, target: SqlrpDialect, db: Backend) -> b
     return target.name != db.dialect or args.matrix not in given.MATRIX_SOURCES
 
 
-def _compile_offline(
-    args: argparse.Namespace, projection: Projection | Composed, target: SqlrpDialect, matrix: str
-) -> str:
-    """The SQL of ``projection`` for a table sqlrp does not reach: its columns come from the command line."""
+def _compile_offline(args: argparse.Namespace, projection: Projection | Composed, target: SqlrpDialect) -> str:
+    """The SQL (or the self-check) of ``projection`` for a table sqlrp does not reach: its columns come
+    from the command line, the matrix is inlined unless ``--matrix`` names where it is."""
+    matrix = "values" if args.matrix == "auto" else args.matrix
     cols = _columns(args)
     if args.layout == "wide" and not cols:
-        raise InvalidParameter("for a table outside --db, name the feature columns with --columns (wide layout)")
+        raise InvalidParameter("name the feature columns with --columns (wide layout; the table is not in a --db)")
     if cols and len(cols) != projection.d:
         raise InvalidParameter(f"--columns names {len(cols)} features; the projection has d = {projection.d}")
     if args.standardize:

@@ -107,3 +107,15 @@ def test_a_missing_table_in_the_same_engine_is_still_an_error(stored, capsys):
     argv = ["compile", "--table", "events", "--layout", "long", "--id-column", "id", "--projection", "rp40"]
     assert main([*argv, "--db", "duckdb:///w.db"]) == 3
     assert "no table named 'events'" in capsys.readouterr().err
+
+
+def test_a_new_matrix_for_a_table_elsewhere_and_no_matrix_table_for_it(stored, capsys):
+    base = ["compile", "--dialect", "trino", "--table", "events", "--id-column", "id", "--db", "duckdb:///w.db"]
+    # a new matrix (no --projection) for a table that is not in --db: drawn as without --db, seed 0
+    with_db = compiled([*base, "--columns", "a,b,c", "--k", "2"], capsys)
+    assert with_db == compiled([*base[:-2], "--columns", "a,b,c", "--k", "2"], capsys)
+    # a stored name that is not there, for a table elsewhere; a new matrix joined from a warehouse table
+    assert main([*base, "--layout", "long", "--projection", "nope"]) == 2
+    assert "no stored projection 'nope'" in capsys.readouterr().err
+    assert main([*base, "--layout", "long", "--k", "2", "--d", "3", "--matrix", "w.m"]) == 2
+    assert "its scale and shape are not in that table" in capsys.readouterr().err
