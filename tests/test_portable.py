@@ -137,7 +137,8 @@ def need_daft():
     return daft
 
 
-def test_every_method_runs_exactly_on_daft_a_held_out_engine():
+@pytest.mark.parametrize("dialect", ["trino", "redshift", "postgres"])
+def test_every_method_runs_exactly_on_daft_a_held_out_engine(dialect):
     daft = need_daft()
     X = data()
     frame = pd.DataFrame(X, columns=list(COLUMNS))
@@ -147,13 +148,13 @@ def test_every_method_runs_exactly_on_daft_a_held_out_engine():
         projection = make_projection(method, 5, 3, seed=1, **params)
         for strategy in ("auto", "pairs"):
             try:
-                sql = compile_sql(projection, WIDE, "trino", strategy=strategy)
+                sql = compile_sql(projection, WIDE, dialect, strategy=strategy)
             except Exception:  # noqa: BLE001 - pairs needs a sign matrix
                 continue
             got = daft.sql(sql, t=table).to_pandas().sort_values("id")
             want = reference.transform(projection, X)
             assert np.allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-9, atol=1e-12), (method, strategy)
-            status = daft.sql(check_sql(projection, WIDE, "trino", strategy=strategy)).to_pandas()["sqlrp_check"]
+            status = daft.sql(check_sql(projection, WIDE, dialect, strategy=strategy)).to_pandas()["sqlrp_check"]
             assert list(status) == ["ok"], (method, strategy)
 
 

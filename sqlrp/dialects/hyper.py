@@ -8,8 +8,9 @@ with sqlglot's PostgreSQL dialect and this file lists what differs from PostgreS
   table is never unnested (``select_unnest = False``; the join/lookup strategies take long tables only).
 - **Subscripts**: ``[]`` "requires integer offsets": a BIGINT one (``ARRAY_POSITION`` returns BIGINT)
   is refused, so a computed subscript is cast to INT.  Literal subscripts are 1-based, as in PostgreSQL.
-- **Fence**: ``OFFSET`` "requires an integer argument": PostgreSQL's ``OFFSET CAST('0' AS BIGINT)``
-  (``dialects/postgres.py``) is refused; Hyper plans sub-queries itself and needs no fence.
+- **Fence**: ``OFFSET`` "requires an integer argument": PostgreSQL's old fence ``OFFSET CAST('0' AS
+  BIGINT)`` was refused (its fence is ``LIMIT ALL`` now, ``dialects/postgres.py``, which Hyper runs);
+  Hyper plans sub-queries itself and needs none.
 - **Types**: ``DOUBLE`` does not exist (``DOUBLE PRECISION`` does, as sqlglot's PostgreSQL dialect
   writes it); ``REAL`` is 4 bytes (``CAST(CAST(0.1 AS REAL) AS DOUBLE PRECISION)`` is
   0.10000000149011612): float32 outputs.  ``JSON`` exists; ``JSONB`` is not needed.
