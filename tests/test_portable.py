@@ -1,8 +1,8 @@
 """The portable core (:mod:`sqlrp.compiler.portable`): for an engine sqlrp does not execute, only
 constructs whose meaning does not vary between engines are rendered, the rest is refused before
 rendering, naming the construct and the way out.  Every method's wide layout then runs exactly on a
-held-out engine (Daft, ``daft.sql``: 0-based lists, no VALUES) and on DuckDB and SQLite; the
-self-check catches Daft's array base."""
+held-out engine (Daft, ``daft.sql``: 0-based lists, no VALUES; Polars' SQL) and on DuckDB and SQLite,
+as does ``--dialect postgres`` (its fence is ``LIMIT ALL``); the self-check catches Daft's array base."""
 
 from __future__ import annotations
 
@@ -165,3 +165,20 @@ def test_the_self_check_catches_dafts_array_base():
     sql = check_sql(projection, Source("t", "id", "array", array_column="x"), "duckdb")
     assert list(daft.sql(sql).to_pandas()["sqlrp_check"]) == ["wrong"]
     assert list(daft.sql(check_sql(projection, WIDE, "duckdb")).to_pandas()["sqlrp_check"]) == ["ok"]
+
+
+@pytest.mark.parametrize("dialect", ["trino", "redshift", "postgres", "duckdb"])
+def test_every_method_runs_exactly_on_polars_sql_another_held_out_engine(dialect):
+    pl = pytest.importorskip("polars") if not IN_CI else __import__("polars")
+    X = data()
+    frame = pd.DataFrame(X, columns=list(COLUMNS))
+    frame.insert(0, "id", np.arange(len(X)))
+    table = pl.from_pandas(frame)
+    for method, params in METHODS:
+        projection = make_projection(method, 5, 3, seed=1, **params)
+        sql = compile_sql(projection, WIDE, dialect)
+        got = pl.SQLContext(t=table).execute(sql, eager=True).to_pandas().sort_values("id")
+        want = reference.transform(projection, X)
+        assert np.allclose(got.drop(columns="id").to_numpy(), want, rtol=1e-9, atol=1e-12), (dialect, method)
+        status = pl.SQLContext().execute(check_sql(projection, WIDE, dialect), eager=True)["sqlrp_check"]
+        assert status.to_list() == ["ok"], (dialect, method)
