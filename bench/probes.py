@@ -93,7 +93,9 @@ def planning() -> None:
     print(f"  sqlrp.project (CSE off)      {seconds(lambda: sqlrp.project(db, 'src', 'id', proj)):6.2f} s")
 
 
-OLD_FENCE, FENCE = "OFFSET 0", "OFFSET CAST('0' AS BIGINT)"
+# the fence sqlrp writes (LIMIT ALL since issue 32), the one before it (OFFSET CAST('0' AS BIGINT): the same
+# plan, refused by other engines), and the usual one (OFFSET 0, which forbids the parallel plan)
+OLD_FENCE, CAST_FENCE, FENCE = "OFFSET 0", "OFFSET CAST('0' AS BIGINT)", "LIMIT ALL"
 
 
 def plan_shape(db, sql: str) -> str:
@@ -150,8 +152,9 @@ def pg_run(db, label: str, sql: str, settings: list[str]) -> None:
 
 def pg_array(n: int = 20_000) -> None:
     """n x 784 -> 200 (s = sqrt(d)) into a table on PostgreSQL: wide table; the array query as sqlrp
-    runs it (fence ``OFFSET CAST('0' AS BIGINT)`` and ``SET LOCAL min_parallel_table_scan_size = 0``);
-    the same without that setting; with the old fence ``OFFSET 0``; without the fence around the element
+    runs it (fence ``LIMIT ALL`` and ``SET LOCAL min_parallel_table_scan_size = 0``); the same without
+    that setting; with the fence ``OFFSET CAST('0' AS BIGINT)`` sqlrp wrote until issue 32; with the old
+    fence ``OFFSET 0``; without the fence around the element
     relation; without the detoast.  Each line says where EXPLAIN puts the Gather."""
     from sqlrp.dialects import get_dialect
 
@@ -161,6 +164,7 @@ def pg_array(n: int = 20_000) -> None:
         settings = get_dialect("postgres").local_settings(pa.source)
         array_sql = compile_sql(proj, pa.source, "postgres", pa.output, into="o")
         old_fence = array_sql.replace(FENCE, OLD_FENCE)
+        cast_fence = array_sql.replace(FENCE, CAST_FENCE)
         unfenced = array_sql.replace(f"\n  {FENCE}\n) AS src", "\n) AS src")
         no_detoast = array_sql.replace('ARRAY_CAT("_a0", CAST(ARRAY[] AS DOUBLE PRECISION[]))', '"_a0"')
         assert settings and len({array_sql, old_fence, unfenced, no_detoast}) == 4
@@ -168,6 +172,7 @@ def pg_array(n: int = 20_000) -> None:
         pg_run(db, "wide table", compile_sql(proj, pw.source, "postgres", pw.output, into="o"), [])
         pg_run(db, "array, as sqlrp runs it", array_sql, settings)
         pg_run(db, "array, without the setting", array_sql, [])
+        pg_run(db, "array, fence OFFSET CAST('0' AS BIGINT)", cast_fence, settings)
         pg_run(db, "array, old fence OFFSET 0", old_fence, settings)
         pg_run(db, "array, element relation unfenced", unfenced, settings)
         pg_run(db, "array, no detoast", no_detoast, settings)
@@ -175,7 +180,7 @@ def pg_array(n: int = 20_000) -> None:
 
 def pg_fence(n: int = 20_000) -> None:
     """The other fenced relations on PostgreSQL, n x 784 -> 200, old fence ``OFFSET 0`` against
-    ``OFFSET CAST('0' AS BIGINT)`` (with sqlrp's settings for the layout): mailman's partial sums
+    ``OFFSET CAST('0' AS BIGINT)`` and ``LIMIT ALL`` (with sqlrp's settings for the layout): mailman's partial sums
     (wide, s = 1) and a kernel method's linear sums (P-RP m = 4, wide, and array, which also fences the
     detoast and the elements)."""
     from sqlrp.dialects import get_dialect
@@ -193,7 +198,8 @@ def pg_fence(n: int = 20_000) -> None:
             sql = compile_sql(proj, plan.source, "postgres", plan.output, into="o", strategy=strategy)
             print(f" {label}: {sql.count(FENCE)} fenced sub-queries")
             pg_run(db, "old fence OFFSET 0", sql.replace(FENCE, OLD_FENCE), settings)
-            pg_run(db, "fence OFFSET CAST('0' AS BIGINT)", sql, settings)
+            pg_run(db, "fence OFFSET CAST('0' AS BIGINT)", sql.replace(FENCE, CAST_FENCE), settings)
+            pg_run(db, "fence LIMIT ALL", sql, settings)
 
 
 def scatter(n: int = 200_000) -> None:

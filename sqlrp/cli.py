@@ -16,15 +16,20 @@ from typing import NoReturn
 
 from . import __version__, api
 from .backends import connect, default_url, engines_table
-from .compiler import Output, Source, compile_sql
+from .backends.base import Backend
+from .compiler import Output, Source, compile_sql, given
+from .compiler.selfcheck import check_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
 from .core.files import file_format, output_format, read_input
+from .core.ir import Composed, Projection
 from .core.lazy import pd
 from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list, block_size
 from .demo import run_demo
+from .dialects import SqlrpDialect, get_dialect
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
+from .pipeline.plan import registry_of, stored_pairs_plan
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
 from .search.evaluate import evaluate_search
@@ -309,49 +314,110 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    if args.db or _files_only(args):
-        with _connect(args) as db:
-            plan = api.plan(db, args.table, args.id_column, args.projection, **_plan_options(args))
-            sql = api.compile_projection(
-                db,
-                plan,
-                args.dialect,
-                into=args.into,
-                view=args.view,
-                strategy=args.strategy,
-                block=args.block,
-                # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
-                matrix="values" if not args.db and args.matrix == "auto" else args.matrix,
+    """Print the SQL of the matrix given (a stored projection, an exported file, or a warehouse table
+    with the projection it came from: :mod:`sqlrp.compiler.given`), or of a new one (``--k``, ``--d``)."""
+    params = _method_params(args)
+    new = dict(method=args.method, k=args.k, d=args.d, seed=args.seed, params=params)
+    projection = given.read_file(args.projection) if args.projection else None
+    if projection is not None:
+        given.check_agrees(projection, f"file {args.projection!r}", **new)
+    if not (args.db or _files_only(args)):
+        if args.projection and projection is None:
+            raise InvalidParameter(
+                f"{args.projection!r} is no projection file and there is no database to hold a stored projection "
+                "of that name: give --db, or the file written by 'sqlrp projections export'"
             )
-    else:
-        # no database: the columns (or d) come from the command line; the matrix is inlined
-        cols = _columns(args)
-        if args.layout == "wide" and not cols:
-            raise InvalidParameter("without --db, name the feature columns with --columns (wide layout)")
-        d = len(cols) if cols else args.d
-        if not d or args.k is None:
-            raise InvalidParameter("without --db, give --k and --d (or --columns)")
-        if args.standardize:
-            raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
-        method = args.method or "achlioptas"
-        seed = 0 if args.seed is None else args.seed
-        block_size(args.block, d)
-        projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
-        source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
-        output = Output(args.output, args.prefix, args.prefix, args.dtype)
-        sql = compile_sql(
-            projection,
-            source,
-            args.dialect or "duckdb",
-            output,
-            into=args.into,
-            view=args.view,
-            strategy=args.strategy,
-            block=args.block,
-            matrix="values" if args.matrix == "auto" else args.matrix,
-        )
+        if args.matrix == "registry":
+            raise InvalidParameter("--matrix registry reads the stored matrix from a database: give --db")
+        given.check_matrix_table(args.matrix, given=projection is not None)
+        target = get_dialect(args.dialect or "duckdb")
+        sql = _compile_offline(args, projection or _new_matrix(args, params), target)
+        print(sql.rstrip(";") + ";")
+        return 0
+    with _connect(args) as db:
+        target = get_dialect(args.dialect or db.dialect)
+        if projection is None and args.projection and registry_of(db).exists(args.projection):
+            projection = api.load_projection(db, args.projection)
+            given.check_agrees(projection, f"stored projection {args.projection!r}", **new)
+        given.check_matrix_table(args.matrix, given=projection is not None)  # a new matrix is in no warehouse
+        if db.table_exists(args.table, args.schema) or not _elsewhere(args, target, db):
+            sql = _compile_planned(args, db, target, projection)
+        elif projection is None and args.projection:
+            raise InvalidParameter(
+                f"no table {args.table!r} in --db and no stored projection {args.projection!r} there to render "
+                "for another engine: give the name of a stored projection, or --projection FILE"
+            )
+        else:  # the table is in the warehouse: the database only held the projection
+            sql = _compile_offline(args, projection or _new_matrix(args, params), target)
     print(sql.rstrip(";") + ";")
     return 0
+
+
+def _new_matrix(args: argparse.Namespace, params: dict) -> Projection | Composed:
+    """A new projection of ``--k`` outputs for ``--d`` features (or as many as ``--columns`` names)."""
+    cols = _columns(args)
+    d = len(cols) if cols else args.d
+    if not d or args.k is None:
+        raise InvalidParameter("without --db, give --k and --d (or --columns), or --projection FILE")
+    seed = 0 if args.seed is None else args.seed
+    return make_projection(args.method or "achlioptas", d, args.k, seed=seed, **params)
+
+
+def _compile_planned(
+    args: argparse.Namespace, db: Backend, target: SqlrpDialect, projection: Projection | Composed | None
+) -> str:
+    """The SQL (or with ``--check`` the self-check) of a plan on a table of ``db``."""
+    options = _plan_options(args) if projection is None else {**_plan_options(args), **_GIVEN}
+    plan = api.plan(db, args.table, args.id_column, projection or args.projection, **options)
+    # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
+    matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
+    if not args.check:
+        return api.compile_projection(
+            db, plan, target, into=args.into, view=args.view, strategy=args.strategy, block=args.block, matrix=matrix
+        )
+    stored_pairs_plan(db, plan, target, args.strategy)
+    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
+        matrix = "registry" if (target.name == db.dialect and plan.projection.name) else "values"
+    return check_sql(plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block)
+
+
+#: plan options that describe a new matrix: not passed on with a given one (checked by given.check_agrees)
+_GIVEN = dict.fromkeys(("method", "k", "seed", "d"), None)
+
+
+def _elsewhere(args: argparse.Namespace, target: SqlrpDialect, db: Backend) -> bool:
+    """The table lives in another engine than ``--db`` (the warehouse recipe): rendering for another
+    dialect, or joining a matrix table loaded there."""
+    return target.name != db.dialect or args.matrix not in given.MATRIX_SOURCES
+
+
+def _compile_offline(args: argparse.Namespace, projection: Projection | Composed, target: SqlrpDialect) -> str:
+    """The SQL (or the self-check) of ``projection`` for a table sqlrp does not reach: its columns come
+    from the command line, the matrix is inlined unless ``--matrix`` names where it is."""
+    matrix = "values" if args.matrix == "auto" else args.matrix
+    cols = _columns(args)
+    if args.layout == "wide" and not cols:
+        raise InvalidParameter("name the feature columns with --columns (wide layout; the table is not in a --db)")
+    if cols and len(cols) != projection.d:
+        raise InvalidParameter(f"--columns names {len(cols)} features; the projection has d = {projection.d}")
+    if args.standardize:
+        raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
+    block_size(args.block, projection.d)
+    source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
+    output = Output(args.output, args.prefix, args.prefix, args.dtype)
+    if args.check:
+        return check_sql(projection, source, target, output, matrix, args.strategy, args.block)
+    return compile_sql(
+        projection,
+        source,
+        target,
+        output,
+        into=args.into,
+        view=args.view,
+        strategy=args.strategy,
+        block=args.block,
+        matrix=matrix,
+    )
 
 
 def cmd_create(args: argparse.Namespace) -> int:
@@ -613,6 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dialect", help="duckdb, postgres, spark, or any sqlglot dialect (default: the --db's)")
     p.add_argument("--into", help="emit CREATE TABLE <into> AS ...")
     p.add_argument("--view", action="store_true", help="emit CREATE VIEW instead")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="print instead one statement that runs this SQL on a built-in fixture and compares it with NumPy's "
+        "outputs: run it once on the engine; it returns sqlrp_check = 'ok' (and the largest error) or 'wrong'",
+    )
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("create", help="generate a projection and store it under a name")

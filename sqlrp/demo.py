@@ -1,5 +1,6 @@
 """``sqlrp demo``: project a real bundled dataset (the UCI digits, 1,797 x 64, :mod:`sqlrp.datasets`)
-inside an embedded DuckDB file for several k and compare the mean pairwise distortion with the JL floor."""
+inside a database (a DuckDB file by default; any ``--db``) for several k and compare the mean pairwise
+distortion with the JL floor."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ def run_demo(
     X, _ = load_digits()
     frame = pd.DataFrame(X, columns=[f"pixel_{i}" for i in range(X.shape[1])])
     frame.insert(0, "id", np.arange(len(X), dtype=np.int64))
-    echo(f"sqlrp demo: scikit-learn digits ({X.shape[0]} rows x {X.shape[1]} features) -> DuckDB file {db_path}")
     rows = []
     with connect(db_path) as db:
+        registration = type(db).registration
+        engine = registration.name if registration is not None else db.dialect
+        where = f"{engine} {db.url}"
+        echo(f"sqlrp demo: scikit-learn digits ({X.shape[0]} rows x {X.shape[1]} features) -> {where}")
         db.write_dataframe("digits", frame, replace=True)
         for k in ks:
             dist, secs = [], []
@@ -54,5 +58,9 @@ def run_demo(
             )
     report = pd.DataFrame(rows)
     echo(report.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    echo(f"(mean over seeds {list(seeds)}; s = {s}; projected tables digits_rp_k* are in {db_path})")
+    written = ", ".join(["digits", *(f"digits_rp_k{k}" for k in ks)])
+    echo(
+        f"(mean over seeds {list(seeds)}; s = {s}; wrote the tables {written} and {len(ks) * len(seeds)} stored "
+        f"projections demo_digits_k*_seed* to {where})"
+    )
     return report

@@ -202,6 +202,8 @@ FEATURES = [
     "wide_as_long",
     "list_lambdas",
     "select_unnest",
+    "exponent_literals",
+    "values_relation",
     "code_word_bits",
     "identifier_case",
     "quoted_case_fold",

@@ -41,6 +41,7 @@ from ..core.nodes import (  # noqa: F401 - the SQL-expression helpers, re-export
     table_ref,
 )
 from ..dialects import SqlrpDialect, get_dialect
+from . import portable
 from .compose import compile_composed
 from .inputs import dense_source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
@@ -134,6 +135,16 @@ def _matrix_arrays(lin: LinearStage) -> exp.Select:
     )
 
 
+def _if(
+    dialect: SqlrpDialect, condition: exp.Expression, true: exp.Expression, false: exp.Expression
+) -> exp.Case | exp.If:
+    """``IF(c, a, b)`` where the engine is run and tested; ``CASE WHEN c THEN a ELSE b END`` elsewhere
+    (the portable core: sqlglot renders ``IF`` as Snowflake's ``IFF``, which no other engine has)."""
+    if dialect.executes:
+        return exp.If(this=condition, true=true, false=false)
+    return exp.Case(ifs=[exp.If(this=condition, true=true)], default=false)
+
+
 def _long_linear(
     projection: Projection,
     source: Source,
@@ -166,8 +177,8 @@ def _long_linear(
     v = col("_v", "s")
     weight = col("weight", "m")
     if lin.is_signs:
-        signed = exp.If(this=weight > exp.Literal.number(0), true=v, false=exp.Neg(this=v.copy()))
-        signed_sq = exp.If(this=weight > exp.Literal.number(0), true=v * v, false=exp.Neg(this=exp.paren(v * v)))
+        signed = _if(dialect, weight > exp.Literal.number(0), v, exp.Neg(this=v.copy()))
+        signed_sq = _if(dialect, weight > exp.Literal.number(0), v * v, exp.Neg(this=exp.paren(v * v)))
     else:
         signed, signed_sq = weight * v, weight * exp.paren(v * v)
     kv = (
@@ -367,8 +378,11 @@ def _linear_relation(
             *[exp.alias_(e, f"_k{v}", quoted=True, copy=False) for v, e in enumerate(sums)], append=True, copy=False
         )
         return dialect.fence(rel), [col(f"_k{v}") for v in range(len(sums))]
-    if not dialect.arrays:
-        raise dialect.refuse(f"{len(sums)} linear sums exceed the limit of {limit} columns and there is no array type")
+    if not dialect.arrays or dialect.portable_core:
+        raise dialect.refuse(
+            f"{len(sums)} linear sums exceed the limit of {limit} columns and there is no array type"
+            + (" whose subscripts mean the same on every engine (a smaller k or m)" if dialect.arrays else "")
+        )
     rel = keys.select(exp.alias_(exp.Array(expressions=sums), "_kv", quoted=True, copy=False), append=True, copy=False)
     refs = [exp.Bracket(this=col("_kv"), expressions=[exp.Literal.number(v)], offset=0) for v in range(len(sums))]
     return dialect.fence(rel), refs
@@ -434,6 +448,12 @@ def compile_select(
     :mod:`.lists`) and ``join`` / ``lookup`` (long); ``block`` forces the mailman block size.
     """
     dialect = get_dialect(dialect)  # a name resolved at the entry (compose and preprocess pass the object)
+    arrayed = source.layout == "array" or (output is not None and output.form == "array")
+    if not dialect.arrays and arrayed:
+        what = "the array layout" if source.layout == "array" else "array output"
+        raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
+    if dialect.portable_core:  # refused before rendering: constructs whose meaning varies (compiler/portable.py)
+        portable.check(dialect.name, source, output or Output(), strategy, matrix, dialect.values_relation)
     if source.standardize is not None:
         return compile_standardized(
             projection, source, dialect, output, matrix, strategy, block, compile_select=compile_select
@@ -448,11 +468,10 @@ def compile_select(
     check_output_columns(dialect, key_out, names)
     if matrix == "auto":
         matrix = "registry" if projection.name else "values"
-    if not dialect.arrays and (source.layout == "array" or output.form == "array"):
-        what = "the array layout" if source.layout == "array" else "array output"
-        raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
     pooled = source.group_column is not None
     strategy = choose(projection, source, dialect, strategy, matrix)
+    if dialect.portable_core:
+        portable.check(dialect.name, source, output, strategy, matrix, dialect.values_relation)
 
     if source.layout == "long" or strategy in LONG_STRATEGIES:
         unnested = _unnested(projection, source, dialect) if source.layout != "long" else None

@@ -406,6 +406,12 @@ def choose(
                 "the list_transform strategy needs list lambdas (list_transform, list_select, list_sum) as DuckDB "
                 "has them; use --strategy inline"
             )
+        if strategy in LONG_STRATEGIES and source.layout != "long" and not engine.select_unnest:
+            raise engine.refuse(
+                f"the {strategy} strategy on a {source.layout} table unnests two arrays in one select list, and this "
+                "engine's profile does not say they run in lockstep (in Hyper they are a cross product); use "
+                "--strategy inline, pairs or mailman"
+            )
         if strategy not in allowed:
             raise InvalidParameter(
                 f"strategy {strategy!r} does not apply to the {source.layout} layout; "

@@ -102,6 +102,18 @@ class SqlrpDialect:
     # a wider integer that AND and its bit count take (fewer columns joined and ANDed per pair)
     code_word_bits = 64
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
+    # a number literal with an exponent (1.6e-16) is read as a number; else every literal is written as a
+    # plain decimal (one PostgreSQL-compatible engine refuses exponents: compiler/portable.py)
+    exponent_literals = False
+    # ``(VALUES ...) AS t(a, b)`` is a relation here: the long layout may inline its matrix.  Only read
+    # where the engine is not executed (:attr:`portable_core`): Daft has no VALUES (DESIGN.md 4d)
+    values_relation = False
+
+    @property
+    def portable_core(self) -> bool:
+        """sqlrp does not execute this engine: only constructs whose meaning does not vary between
+        engines are rendered (:mod:`sqlrp.compiler.portable`), the rest is refused."""
+        return not self.executes
 
     # ---- the registry's tables (sqlrp/registry/schema.py renders its one definition through these) ----
     registry_constraints = True  # PRIMARY KEY and NOT NULL are written (Spark's and ClickHouse's tables have none)
@@ -295,6 +307,10 @@ class SqlrpDialect:
 
     @gc_paused
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
+        if self.portable_core or not self.exponent_literals:  # plain decimals [, DOUBLE zeros, CASE for IF]
+            from ..compiler.portable import rewrite
+
+            expression = rewrite(expression, spellings=self.portable_core)
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)
 
 

@@ -70,6 +70,13 @@ class ClickHouseDialect(SqlrpDialect):
     correlated_subqueries = False
     transactional = False
     executes = True
+    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # "indexes in an array begin from one" (arrayElement, https://clickhouse.com/docs/sql-reference/functions/array-functions)
+    array_base = 1
+    # 1.6e-16 is a Float64 ("Numeric literals", https://clickhouse.com/docs/sql-reference/syntax; toTypeName, chdb 4.4)
+    exponent_literals = True
+    # UNNEST pairing: none (select_unnest False: ARRAY JOIN of several arrays pairs them, but the wide
+    # table is not unnested here); no fence (the base's)
 
     # no uniqueness and no NOT NULL clause: a column is nullable by its type (Nullable(T)), and the
     # sorting key (ORDER BY) is the other engines' primary key; sqlrp.registry.store checks names before it writes

@@ -90,6 +90,8 @@ class DataFusionDialect(SqlrpDialect):
     transactional = False
     nan_propagating_sums = True
     select_unnest = True  # lockstep unnest() in one select list (module docstring)
+    # 1.6e-16 is a Float64 (arrow_typeof, measured on datafusion 55); no fence (the base's)
+    exponent_literals = True
     float32 = True  # REAL and FLOAT are Float32 (module docstring)
     executes = True
 

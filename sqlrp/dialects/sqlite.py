@@ -40,6 +40,10 @@ class SQLiteDialect(SqlrpDialect):
     # quoted names match ignoring ASCII case only (sqlite3StrICmp folds A-Z), measured with Python's sqlite3
     quoted_case_fold = "ascii"
     executes = True
+    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # no arrays (above), so no array base and no UNNEST; 1.5e-3 is a REAL ("Literal Values",
+    # https://www.sqlite.org/lang_expr.html); no fence (the base's)
+    exponent_literals = True
 
     def is_nan(self, value: exp.Expression) -> exp.Expression:
         # SQLite has no NaN: it stores one as NULL (which the NULL check finds), and CAST('NaN' AS

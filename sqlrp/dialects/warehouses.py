@@ -22,6 +22,8 @@ class SnowflakeDialect(SqlrpDialect):
     ordered_array_agg = False  # ARRAY_AGG ... WITHIN GROUP, ARRAY_POSITION is 0-based
     filter_clause = False
     transactional = False  # DDL commits the open transaction (docs: "DDL statements ... implicit commit")
+    # "VALUES ... can be used in the FROM clause" with column aliases (docs.snowflake.com, "VALUES")
+    values_relation = True
 
 
 class BigQueryDialect(SqlrpDialect):
@@ -46,6 +48,8 @@ class TSQLDialect(SqlrpDialect):
     # packet size" (256 MB at the default 4 KB packets); nested sub-queries: 32
     max_columns = 4096
     max_statement_bytes = 65_536 * 4096
+    # a table value constructor in FROM, "(VALUES ...) AS t(a, b)" (learn.microsoft.com, "Table Value Constructor")
+    values_relation = True
     arrays = False
     filter_clause = False
     ordered_array_agg = False
@@ -72,5 +76,6 @@ class TrinoDialect(SqlrpDialect):
     sqlglot = extend(Trino)
     # query.max-length: 1,000,000 characters by default (trino.io/docs, "Query management properties")
     max_statement_bytes = 1_000_000
+    values_relation = True  # "VALUES ... can be used anywhere a query can" with column aliases (trino.io, "VALUES")
     ordered_array_agg = False  # array_agg(x ORDER BY y) exists, but lookup is measured on DuckDB/PostgreSQL only
     transactional = False
