@@ -124,7 +124,7 @@ def refuse_tables(
             if _same(db, target, other, current):
                 raise InvalidParameter(
                     f"{db.dialect}: cannot write {_label(target)}: it is {other.role} this operation reads "
-                    "(sqlrp never writes what it reads); choose another name"
+                    "(sqlrp never writes the source, nor anything it reads); choose another name"
                 )
     owned = owned_tables(db, besides)
     for target in writes:
@@ -200,8 +200,8 @@ def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: It
             if _same_file(target, path):
                 same = "" if os.path.abspath(target) == os.path.abspath(path) else f" (through {str(path)!r})"
                 raise InvalidParameter(
-                    f"cannot write {role} {str(target)!r}: it is {what} this operation reads{same}; "
-                    "sqlrp never writes what it reads: choose another file"
+                    f"cannot write {role} {str(target)!r}: it is {what} this operation reads{same} "
+                    "(sqlrp never writes the source, nor anything it reads); choose another file"
                 )
 
 
