@@ -254,6 +254,40 @@ def test_schemas_are_resolved_not_spelled(pg):
         pg.execute("DROP SCHEMA other CASCADE")
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "postgres", "clickhouse", "sqlite"])
+def test_a_table_read_through_views_is_never_written(request, tmp_path, engine):
+    """The input is a view of a view of ``t``: ``t`` is what the operation reads, and is refused."""
+    if engine == "sqlite":
+        db = sqlrp.connect(f"sqlite:///{tmp_path / 'x.db'}")
+    else:
+        db = request.getfixturevalue({"duckdb": "duck", "postgres": "pg", "clickhouse": "chdb"}[engine])
+    db.write_dataframe("t", frame(clustered(20, 46)))
+    db.execute("CREATE VIEW v AS SELECT * FROM t WHERE id > 2")
+    db.execute("CREATE VIEW v2 AS SELECT * FROM v")
+    with pytest.raises(InvalidParameter, match="under the view 'v'") as err:
+        sqlrp.project(db, "v2", "id", method="achlioptas", k=3, seed=1, into="t", replace=True)
+    assert "\n" not in str(err.value)
+    assert len(_rows(db, "t")) == 20
+    sqlrp.project(db, "v2", "id", method="achlioptas", k=3, seed=1, into="out")
+    assert len(_rows(db, "out")) == 17
+
+
+def test_a_file_read_through_a_view_is_never_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _parquet(tmp_path / "real.parquet")
+    before = _digest(tmp_path / "real.parquet")
+    url = f"duckdb:///{tmp_path / 'u.duckdb'}"
+    db = sqlrp.connect(url)
+    db.execute("CREATE VIEW v AS SELECT * FROM read_parquet('real.parquet')")
+    db.execute("CREATE VIEW w AS SELECT * FROM 'real.parquet'")
+    db.close()
+    for view in ("v", "w"):
+        options = ["--id-column", "id", "--k", "2", "--into", "real.parquet", "--replace"]
+        code, err = _cli("project", "--db", url, "--table", view, *options)
+        assert code == 2 and f"under the view '{view}'" in err and err.count("\n") == 1, err
+    assert _digest(tmp_path / "real.parquet") == before
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "datafusion"])
 def test_project_into_the_input_spelled_otherwise_is_refused(tmp_path, engine):
     """SQLite and DataFusion have no indexes; their table writer still refuses the input under

@@ -24,6 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import sqlglot
+from sqlglot import exp
+
 from ..backends import Backend
 from ..core import files
 from ..core.errors import InvalidParameter
@@ -112,18 +115,79 @@ def owned_tables(db: Backend, besides: str | None = None) -> list[Table]:
     return owned
 
 
+# a view's defining query, by (name, schema, catalog), where the catalogue keeps it
+_VIEW_SQL = {
+    "duckdb": "SELECT sql FROM duckdb_views() WHERE view_name = ? AND schema_name = coalesce(?, current_schema()) "
+    "AND database_name = coalesce(?, current_database()) UNION ALL SELECT sql FROM duckdb_views() "
+    "WHERE view_name = ? AND ? IS NULL AND ? IS NULL AND database_name = 'temp'",
+    "postgres": "SELECT pg_get_viewdef(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relname = ? AND n.nspname = coalesce(?, current_schema()) AND c.relkind IN ('v', 'm') "
+    "AND CAST(? AS text) IS NULL",
+    "clickhouse": "SELECT as_select FROM system.tables WHERE name = ? AND database = coalesce(?, currentDatabase()) "
+    "AND engine IN ('View', 'MaterializedView') AND ? IS NULL",
+    "sqlite": "SELECT sql FROM sqlite_master WHERE type = 'view' AND name = ? AND ? IS NULL AND ? IS NULL",
+}
+
+
+def _view_reads(db: Backend, table: Table) -> tuple[list[Table], list[str]]:
+    """The tables and the files (DuckDB's ``read_parquet('...')``) the view ``table`` reads: none if it
+    is no view, or on an engine whose views sqlrp cannot look into.  Its defining query is parsed,
+    its table names taken where the engine would."""
+    sql = _VIEW_SQL.get(db.dialect)
+    if sql is None:
+        return [], []
+    params = [table.name, table.schema, table.catalog]
+    try:
+        rows = db.fetchall(sql, params * 2 if db.dialect == "duckdb" else params)
+    except Exception:  # noqa: BLE001 - a catalogue that cannot say: nothing more is known
+        return [], []
+    tables: list[Table] = []
+    paths: list[str] = []
+    for (text,) in rows:
+        try:
+            tree = sqlglot.parse_one(str(text), read=db.sql_dialect.sqlglot)
+        except Exception:  # noqa: BLE001 - a view sqlglot cannot read: its own name stays protected
+            continue
+        ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+        for node in tree.find_all(exp.Table):
+            if isinstance(node.this, exp.Identifier) and node.name not in ctes:
+                role = f"the table under the view {table.name!r}"
+                tables.append(Table(node.name, node.db or table.schema, node.catalog or table.catalog, role))
+            elif isinstance(node.this, exp.Func):  # read_parquet('a'), read_csv(['a', 'b'], ...)
+                for literal in node.this.find_all(exp.Literal):
+                    if literal.is_string and isinstance(literal.parent, (exp.Func, exp.Array)):
+                        paths.append(literal.this)
+    return tables, paths
+
+
+def _with_views(db: Backend, reads: Iterable[Table], depth: int = 8) -> tuple[list[Table], list[str]]:
+    """``reads`` and, for each view among them, the tables it reads, to ``depth`` views deep; and the
+    files those views read."""
+    out: list[Table] = []
+    paths: list[str] = []
+    todo = list(reads)
+    for _ in range(depth):
+        out += todo
+        found = [_view_reads(db, table) for table in todo]
+        todo = [t for tables, _ in found for t in tables]
+        paths += [p for _, ps in found for p in ps]
+        if not todo:
+            break
+    return out, paths
+
+
 def refuse_tables(
     db: Backend, writes: Sequence[Table], reads: Iterable[Table] = (), *, besides: str | None = None
 ) -> None:
-    """Refuse (one line) if a table in ``writes`` is one of ``reads`` or one sqlrp owns
-    (:func:`owned_tables`, but the index ``besides``).  Before any work."""
-    reads = list(reads)
+    """Refuse (one line) if a table in ``writes`` is one of ``reads`` (or a table a view among them
+    reads) or one sqlrp owns (:func:`owned_tables`, but the index ``besides``).  Before any work."""
+    reads, _ = _with_views(db, reads)
     current = _current(db)
     for target in writes:
         for other in reads:
             if _same(db, target, other, current):
                 raise InvalidParameter(
-                    f"{db.dialect}: cannot write {_label(target)}: it is {other.role} this operation reads "
+                    f"{db.dialect}: cannot write {_label(target)}: it is {other.role}, which this operation reads "
                     "(sqlrp never writes the source, nor anything it reads); choose another name"
                 )
     owned = owned_tables(db, besides)
@@ -173,6 +237,12 @@ def input_files(
     """What an operation on ``table`` (with the projection ``projection``) reads from files, each with
     what it is: ``(path, "the input file")``, ``(path, "the projection file")``."""
     found = [(p, "the input file") for p in table_files(db, table, schema, catalog)]
+    under, paths = _with_views(db, [Table(table, schema, catalog)])
+    for t in under[1:]:  # the tables and files the input reads, if it is a view
+        found += [(p, f"a file under the view {table!r}") for p in table_files(db, t.name, t.schema, t.catalog)]
+    for path in paths:
+        if not files.is_remote(path):
+            found += [(p, f"a file under the view {table!r}") for p in files.matching(path)]
     return found + [(p, "the projection file") for p in projection_files(projection)]
 
 
@@ -200,7 +270,7 @@ def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: It
             if _same_file(target, path):
                 same = "" if os.path.abspath(target) == os.path.abspath(path) else f" (through {str(path)!r})"
                 raise InvalidParameter(
-                    f"cannot write {role} {str(target)!r}: it is {what} this operation reads{same} "
+                    f"cannot write {role} {str(target)!r}: it is {what}, which this operation reads{same} "
                     "(sqlrp never writes the source, nor anything it reads); choose another file"
                 )
 

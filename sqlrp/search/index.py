@@ -10,15 +10,17 @@ they were made.  A search probes each query's nearest lists, ranks their rows by
 distance estimate and re-ranks the best ``candidates`` exactly on the table itself
 (:mod:`sqlrp.search.query`).
 
-**An index knows its table.** Each index row keeps a hash of the row's id and features; their sum
-and count are the table's fingerprint, which every search compares with the table as it is (one pass
+**An index knows its table.** Each index row keeps a hash of the row's id and features; their count
+and the sum of each hash hashed again are the table's fingerprint
+(:func:`~sqlrp.search.query.fingerprint`), which every search compares with the table as it is (one pass
 over it: 0.24 s for 1,000,000 x 128 ``FLOAT[128]`` rows on DuckDB, ``bench/search.py``). A table
 changed since the build -- rows inserted, deleted, updated, duplicated, the table re-created --
 gives a warning (``strict=True``: an error) that names the refresh; the exact re-rank reads the
 table's current rows, so a deleted row is never returned. ``build_index(..., incremental=True)``
 refreshes: rows whose hash no longer matches, or that are gone, leave the index, and new or changed
 rows get their codes, in one transaction, with the same centroids and rotation (so that it equals a
-new build on those centroids).
+new build on those centroids).  The id column's type is recorded: if it changes, the index's ids no
+longer name the table's rows, and a refresh and a search refuse, naming the rebuild (issue 31).
 """
 
 from __future__ import annotations
