@@ -182,6 +182,16 @@ def _check_targets(db: Backend, name: str, source: Source, old: Source | None, e
             raise ProjectionExists(f"a table {table.name!r} exists and is not an index; choose another index name")
 
 
+def _registered_source(row: tuple) -> Source | None:
+    """The source an index's registry row names (None if it names none that sqlrp can read)."""
+    try:
+        src = json.loads(row[0])
+        src["columns"] = tuple(src["columns"])
+        return Source(**src)
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
 def _unique_ids(db: Backend, source: Source, what: str) -> int:
     """Row count of ``source``; its ids must be unique and not NULL (a search result names rows by id)."""
     dialect = db.sql_dialect
@@ -389,7 +399,7 @@ def build_index(
     if source.layout == "long":
         raise InvalidParameter("indexes read the wide or array layout (the re-ranking needs every feature)")
     _check_name(dialect, name, source)
-    _check_targets(db, name, source, load_index(db, name).source if existing and existing[1] else None, existing)
+    _check_targets(db, name, source, _registered_source(existing) if existing else None, existing)
     d = infer_d(db, source)
     size = rotation_size(d, bits)
     rows = _unique_ids(db, source, "table")
