@@ -289,6 +289,14 @@ def refuse_output_file(db: Backend, target: Path, definition: Path | None, reads
     refuse_files(writes, [*reads, *((p, "the database file") for p in database_files(db))])
 
 
+def refuse_report(db: Backend, out: str | os.PathLike[str], names: Sequence[str], source: object) -> None:
+    """A report's files (``names`` in the folder ``out``) are none of the files the evaluated table
+    ``source`` (a :class:`~sqlrp.compiler.Source`) reads, nor the database file."""
+    reads = input_files(db, source.table, None, source.schema, source.catalog)  # type: ignore[attr-defined]
+    reads += [(p, "the database file") for p in database_files(db)]
+    refuse_files([(Path(out) / name, "the report file") for name in names], reads)
+
+
 __all__ = [
     "Table",
     "database_files",
@@ -298,6 +306,7 @@ __all__ = [
     "projection_files",
     "refuse_files",
     "refuse_output_file",
+    "refuse_report",
     "refuse_tables",
     "same_table",
     "table_files",
