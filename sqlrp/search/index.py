@@ -171,10 +171,10 @@ def _check_targets(db: Backend, name: str, source: Source, old: Source | None, e
     owns (the registry, another index's: :func:`sqlrp.pipeline.targets.refuse_tables`), or a table of
     the user's -- any table there but this index's own (``old``: where its source was)."""
     schema, catalog = source.schema, source.catalog
-    new = targets.index_tables(db, name, schema, catalog)[:3]
+    new = targets.index_tables(name, schema, catalog)[:3]
     indexed = targets.Table(source.table, schema, catalog, f"index {name!r}'s source table")
     targets.refuse_tables(db, new, [indexed], besides=name)
-    own = targets.index_tables(db, name, old.schema, old.catalog) if old is not None else []
+    own = targets.index_tables(name, old.schema, old.catalog) if old is not None else []
     for table in new:
         if existing is not None and (old is None or any(targets.same_table(db, table, o) for o in own)):
             continue
@@ -535,7 +535,7 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
     if check:
         check_source(db, index.d, source)
     indexed = targets.Table(source.table, source.schema, source.catalog, f"index {index.name!r}'s source table")
-    written = targets.index_tables(db, index.name, source.schema, source.catalog)[:3]
+    written = targets.index_tables(index.name, source.schema, source.catalog)[:3]
     targets.refuse_tables(db, written, [indexed], besides=index.name)
     layout = index.layout
     fresh = exp.Table(this=ident("_sqlrp_fresh"))
