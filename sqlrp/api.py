@@ -38,7 +38,7 @@ from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
-from .pipeline import outputs
+from .pipeline import outputs, targets
 from .pipeline.frames import transform_frame
 from .pipeline.materialise import (
     file_target,
@@ -207,7 +207,8 @@ def project(
     if into is None:
         outputs.check_format(output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
-        file_target(db, into, replace, view, incremental)
+        reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
+        file_target(db, into, replace, view, incremental, reads)
     p = plan(db, table, id_column, projection, **options)
     check_block(block, p.projection)
     if check:
@@ -250,6 +251,8 @@ def project(
         raise InvalidParameter(
             f"the output table must not be the input table (sqlrp never writes the source){same}; choose another name"
         )
+    source_table = targets.Table(p.source.table, p.source.schema, p.source.catalog, "the input table")
+    targets.refuse_tables(db, [dataclasses.replace(source_table, name=into, role="the output table")], [source_table])
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
 
