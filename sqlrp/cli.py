@@ -17,7 +17,7 @@ from typing import NoReturn
 from . import __version__, api
 from .backends import connect, default_url, engines_table
 from .backends.base import Backend
-from .compiler import Output, Source, compile_sql, given
+from .compiler import Output, Source, compile_sql
 from .compiler.selfcheck import check_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
@@ -29,6 +29,7 @@ from .demo import run_demo
 from .dialects import SqlrpDialect, get_dialect
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
+from .pipeline import given
 from .pipeline.plan import registry_of, stored_pairs_plan
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
@@ -315,7 +316,7 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Print the SQL of the matrix given (a stored projection, an exported file, or a warehouse table
-    with the projection it came from: :mod:`sqlrp.compiler.given`), or of a new one (``--k``, ``--d``)."""
+    with the projection it came from: :mod:`sqlrp.pipeline.given`), or of a new one (``--k``, ``--d``)."""
     params = _method_params(args)
     new = dict(method=args.method, k=args.k, d=args.d, seed=args.seed, params=params)
     projection = given.read_file(args.projection) if args.projection else None

@@ -1,4 +1,4 @@
-"""The portable core (:mod:`sqlrp.compiler.portable`): for an engine sqlrp does not execute, only
+"""The portable core (:mod:`sqlrp.dialects.portable`): for an engine sqlrp does not execute, only
 constructs whose meaning does not vary between engines are rendered, the rest is refused before
 rendering, naming the construct and the way out.  Every method's wide layout then runs exactly on a
 held-out engine (Daft, ``daft.sql``: 0-based lists, no VALUES; Polars' SQL) and on DuckDB and SQLite,
@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from sqlrp.compiler import Output, Source, compile_sql
-from sqlrp.compiler.portable import plain_decimal
 from sqlrp.compiler.selfcheck import check_sql
 from sqlrp.core.errors import EngineLimit
+from sqlrp.dialects.portable import plain_decimal
 from sqlrp.methods import make_projection, reference
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -40,8 +40,7 @@ from ..core.nodes import (  # noqa: F401 - the SQL-expression helpers, re-export
     number,
     table_ref,
 )
-from ..dialects import SqlrpDialect, get_dialect
-from . import portable
+from ..dialects import SqlrpDialect, get_dialect, portable
 from .compose import compile_composed
 from .inputs import dense_source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
@@ -452,7 +451,7 @@ def compile_select(
     if not dialect.arrays and arrayed:
         what = "the array layout" if source.layout == "array" else "array output"
         raise dialect.refuse(f"{what} needs an array type, which this engine does not have; use wide columns")
-    if dialect.portable_core:  # refused before rendering: constructs whose meaning varies (compiler/portable.py)
+    if dialect.portable_core:  # refused before rendering: constructs whose meaning varies (dialects/portable.py)
         portable.check(dialect.name, source, output or Output(), strategy, matrix, dialect.values_relation)
     if source.standardize is not None:
         return compile_standardized(

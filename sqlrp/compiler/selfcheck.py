@@ -33,6 +33,9 @@ from ..core.ir import Composed, Projection
 from ..core.layout import Output, Source
 from ..core.nodes import as_double, col, ident
 from ..dialects import SqlrpDialect, get_dialect
+from ..dialects.portable import plain_decimal
+from ..methods.reference import transform
+from . import compile_select
 
 FIXTURE = "_sqlrp_fixture"
 IDS = (1, 2, 3_000_000_000, -4)
@@ -64,8 +67,6 @@ def _value(x: float, column: int, null: bool) -> exp.Expression:
 
 def _decimal(x: float) -> str:
     """``x`` as a plain decimal literal (the shortest repr, without an exponent)."""
-    from .portable import plain_decimal
-
     return plain_decimal(repr(float(x)))
 
 
@@ -109,8 +110,6 @@ def _fixture_relation(source: Source, X: np.ndarray, nulls: np.ndarray) -> exp.E
 
 def expected(projection: Projection | Composed, source: Source, X: np.ndarray) -> tuple[list[int], np.ndarray]:
     """The keys and NumPy's outputs for the fixture ``X`` (NULLs already 0), standardised as the SQL is."""
-    from ..methods.reference import transform
-
     if source.standardize is not None:
         means, stds = (np.asarray(v, dtype=np.float64) for v in source.standardize)
         X = (X - means) / np.where(stds > 0, stds, 1.0)
@@ -130,8 +129,6 @@ def check_select(
 ) -> exp.Select:
     """The self-check statement (module docstring) for the projection of ``source`` as compiled with
     these options."""
-    from . import compile_select
-
     dialect = get_dialect(dialect)
     X = fixture(projection.d)
     nulls = np.zeros_like(X, dtype=bool)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -182,3 +183,32 @@ def writable_folder(out: str | Path) -> Path:
             f"cannot write the report into {str(out)!r}: {exc.strerror or exc}; name a folder you can write"
         ) from None
     return folder
+
+
+def database_files(db: object) -> list[str]:
+    """The database file itself, where the engine keeps one (DuckDB, SQLite, chdb)."""
+    path = getattr(db, "path", None)
+    if not isinstance(path, str) or not path or path.startswith(":") or "://" in path:
+        return []
+    return [path] if os.path.isfile(path) else []
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them is not there: compare where they would be
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: Iterable[tuple[str, str]] = ()) -> None:
+    """Refuse (one line) if a file in ``writes`` -- ``(path, what it is)`` pairs -- is (resolved:
+    symlinks, hard links) one of ``reads``, pairs likewise."""
+    reads = list(reads)
+    for target, role in writes:
+        for path, what in reads:
+            if same_file(target, path):
+                same = "" if os.path.abspath(target) == os.path.abspath(path) else f" (through {str(path)!r})"
+                raise InvalidParameter(
+                    f"cannot write {role} {str(target)!r}: it is {what}, which this operation reads{same} "
+                    "(sqlrp never writes the source, nor anything it reads); choose another file"
+                )

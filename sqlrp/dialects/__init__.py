@@ -26,7 +26,8 @@ def _discover(key: str) -> None:
     global _all_imported
     if _all_imported:
         return
-    files = [m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"]
+    # base and portable (the portable core's rewrite) declare no engine
+    files = [m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "portable")]
     if key in files:
         importlib.import_module(f".{key}", __name__)
     if key in DIALECTS or key in ALIASES:

@@ -18,6 +18,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from ..core.errors import EngineLimit, refuse_nul
 from ..core.nodes import SignedSum, gc_paused, signed_sum_sql
+from .portable import rewrite
 
 if TYPE_CHECKING:
     from ..core.layout import Source
@@ -103,7 +104,7 @@ class SqlrpDialect:
     code_word_bits = 64
     executes = False  # sqlrp has a backend that runs this dialect (tested against the NumPy reference)
     # a number literal with an exponent (1.6e-16) is read as a number; else every literal is written as a
-    # plain decimal (one PostgreSQL-compatible engine refuses exponents: compiler/portable.py)
+    # plain decimal (one PostgreSQL-compatible engine refuses exponents: dialects/portable.py)
     exponent_literals = False
     # ``(VALUES ...) AS t(a, b)`` is a relation here: the long layout may inline its matrix.  Only read
     # where the engine is not executed (:attr:`portable_core`): Daft has no VALUES (DESIGN.md 4d)
@@ -112,7 +113,7 @@ class SqlrpDialect:
     @property
     def portable_core(self) -> bool:
         """sqlrp does not execute this engine: only constructs whose meaning does not vary between
-        engines are rendered (:mod:`sqlrp.compiler.portable`), the rest is refused."""
+        engines are rendered (:mod:`sqlrp.dialects.portable`), the rest is refused."""
         return not self.executes
 
     # ---- the registry's tables (sqlrp/registry/schema.py renders its one definition through these) ----
@@ -308,8 +309,6 @@ class SqlrpDialect:
     @gc_paused
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
         if self.portable_core or not self.exponent_literals:  # plain decimals [, DOUBLE zeros, CASE for IF]
-            from ..compiler.portable import rewrite
-
             expression = rewrite(expression, spellings=self.portable_core)
         return expression.sql(dialect=self.sqlglot, pretty=pretty, copy=False)
 

@@ -70,7 +70,7 @@ class ClickHouseDialect(SqlrpDialect):
     correlated_subqueries = False
     transactional = False
     executes = True
-    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # ---- what varies between engines (dialects/portable.py), stated with its source ----
     # "indexes in an array begin from one" (arrayElement, https://clickhouse.com/docs/sql-reference/functions/array-functions)
     array_base = 1
     # 1.6e-16 is a Float64 ("Numeric literals", https://clickhouse.com/docs/sql-reference/syntax; toTypeName, chdb 4.4)

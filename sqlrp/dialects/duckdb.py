@@ -16,7 +16,7 @@ class DuckDBDialect(SqlrpDialect):
     name = "duckdb"
     sqlglot = extend(DuckDB)
     star_exclude = True
-    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # ---- what varies between engines (dialects/portable.py), stated with its source ----
     # lists are 1-based: list_extract / x[i] "using a 1-based index" (https://duckdb.org/docs/stable/sql/functions/list)
     array_base = 1
     # 1.6e-16 is a DOUBLE ("scientific notation", https://duckdb.org/docs/stable/sql/data_types/literal_types)

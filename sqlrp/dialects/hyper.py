@@ -52,7 +52,7 @@ class HyperDialect(SqlrpDialect):
     # "tableau" too: sqlglot's Tableau dialect is the calculation language (module docstring), not SQL
     aliases = ("tableau", "tableau-hyper", "hyperapi")
     sqlglot = SqlrpHyper
-    # ---- what varies between engines (compiler/portable.py), each measured (module docstring) ----
+    # ---- what varies between engines (dialects/portable.py), each measured (module docstring) ----
     array_base = 1  # literal subscripts as PostgreSQL's: (ARRAY[1.5, 2.5])[1] is 1.5
     exponent_literals = True  # SELECT 1.6e-16 is a DOUBLE PRECISION
     select_unnest = False  # two UNNESTs in one select list: a cross product (module docstring)

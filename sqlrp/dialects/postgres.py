@@ -62,7 +62,7 @@ class PostgresDialect(SqlrpDialect):
     name = "postgres"
     aliases = ("postgresql", "pg")
     parallel_insert = False  # PostgreSQL 15 plans INSERT ... SELECT serially: stage through a temp table
-    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # ---- what varies between engines (dialects/portable.py), stated with its source ----
     # "By default PostgreSQL uses a one-based numbering convention for arrays" ("8.15.3. Accessing Arrays")
     array_base = 1
     # 1.925e-3 is a numeric constant ("4.1.2.6. Numeric Constants"), cast to double precision where used

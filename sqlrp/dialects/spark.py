@@ -48,7 +48,7 @@ class SparkDialect(SqlrpDialect):
     # StackOverflowError, Spark 4.3 local, default 1 MB thread stacks): groups of at most 100 terms
     sqlglot = extend(Spark, depth=100)
     max_expression_depth = 100
-    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # ---- what varies between engines (dialects/portable.py), stated with its source ----
     # x[i] is 0-based ("array[index]", https://spark.apache.org/docs/latest/api/sql/index.html#_2) while
     # element_at and array_position are 1-based (the module docstring)
     array_base = 0

@@ -40,7 +40,7 @@ class SQLiteDialect(SqlrpDialect):
     # quoted names match ignoring ASCII case only (sqlite3StrICmp folds A-Z), measured with Python's sqlite3
     quoted_case_fold = "ascii"
     executes = True
-    # ---- what varies between engines (compiler/portable.py), stated with its source ----
+    # ---- what varies between engines (dialects/portable.py), stated with its source ----
     # no arrays (above), so no array base and no UNNEST; 1.5e-3 is a REAL ("Literal Values",
     # https://www.sqlite.org/lang_expr.html); no fence (the base's)
     exponent_literals = True

@@ -31,7 +31,9 @@ from sqlglot import exp
 from ..backends import Backend
 from ..core import files
 from ..core.errors import InvalidParameter
+from ..core.files import database_files, refuse_files
 from ..registry.store import REGISTRY_TABLES
+from ..registry.transfer import is_projection_file, sidecar
 
 #: the registry table that lists the indexes (``sqlrp.search.index.INDEX_TABLE``)
 INDEX_REGISTRY = "sqlrp_index"
@@ -224,7 +226,6 @@ def table_files(db: Backend, table: str, schema: str | None = None, catalog: str
 
 def projection_files(projection: object) -> list[str]:
     """The files a projection named by a path is read from (a CSV export: the matrix and its sidecar)."""
-    from ..registry.transfer import is_projection_file, sidecar
 
     if not isinstance(projection, (str, os.PathLike)) or not is_projection_file(projection):
         return []
@@ -245,35 +246,6 @@ def input_files(
         if not files.is_remote(path):
             found += [(p, f"a file under the view {table!r}") for p in files.matching(path)]
     return found + [(p, "the projection file") for p in projection_files(projection)]
-
-
-def database_files(db: Backend) -> list[str]:
-    """The database file itself, where the engine keeps one (DuckDB, SQLite, chdb)."""
-    path = getattr(db, "path", None)
-    if not isinstance(path, str) or not path or path.startswith(":") or "://" in path:
-        return []
-    return [path] if os.path.isfile(path) else []
-
-
-def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them is not there: compare where they would be
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: Iterable[tuple[str, str]] = ()) -> None:
-    """Refuse (one line) if a file in ``writes`` -- ``(path, what it is)`` pairs -- is (resolved:
-    symlinks, hard links) one of ``reads``, pairs likewise."""
-    reads = list(reads)
-    for target, role in writes:
-        for path, what in reads:
-            if _same_file(target, path):
-                same = "" if os.path.abspath(target) == os.path.abspath(path) else f" (through {str(path)!r})"
-                raise InvalidParameter(
-                    f"cannot write {role} {str(target)!r}: it is {what}, which this operation reads{same} "
-                    "(sqlrp never writes the source, nor anything it reads); choose another file"
-                )
 
 
 def refuse_output_file(db: Backend, target: Path, definition: Path | None, reads: Iterable[tuple[str, str]]) -> None:

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..backends import Backend, need
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.files import database_files, refuse_files
 from ..core.ir import Combiner, Composed, LinearStage, Projection
 from ..core.lazy import pd
 from .store import Registry, stage_names
@@ -408,10 +409,8 @@ def export_projection(
         written = [Path(path), sidecar(path)] if fmt == "csv" else [Path(path)]
         if not replace:
             _refuse_existing(written)
-        from ..pipeline import targets  # the pipeline imports this module
-
-        database = [(p, "the database file") for p in targets.database_files(db)]
-        targets.refuse_files([(p, "the export file") for p in written], database)
+        database = [(p, "the database file") for p in database_files(db)]
+        refuse_files([(p, "the export file") for p in written], database)
         projection = Registry(db).load(name)
     return write_projection(projection, path, replace=replace)
 

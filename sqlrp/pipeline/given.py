@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Composed, Projection
+from ..registry.transfer import is_projection_file, read_projection
 
 #: ``--matrix`` values that are not a table name
 MATRIX_SOURCES = ("auto", "registry", "values")
@@ -29,8 +30,6 @@ MATRIX_SOURCES = ("auto", "registry", "values")
 def read_file(name: str) -> Projection | Composed | None:
     """The projection in the file ``name`` (an export or a ``.sqlrp.json``), or None if ``name`` is
     not a projection file."""
-    from ..registry.transfer import is_projection_file, read_projection
-
     return read_projection(name) if is_projection_file(name) else None
 
 
