@@ -1,7 +1,7 @@
 """Planning: a projection bound to an input table (:class:`Plan`), with what the compiler needs from
 the database gathered here, once, before any SQL is compiled -- the input's columns and row estimate
 (:func:`sqlrp.pipeline.sources.resolve_source`), the stored projection or a new one stored in the
-registry, the kurtosis that picks ``s`` (:mod:`.moments`), the features' means and deviations for
+registry, the kurtosis that picks ``s`` (:mod:`.moments`, on a bounded sample), the features' means and deviations for
 ``standardize``, the stored ``pairs`` plan (:func:`stored_pairs_plan`) and whether the registry holds
 the matrix (:func:`choose_matrix`).  The compiler below reads none of them from the database itself."""
 
@@ -26,7 +26,7 @@ from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
-from .moments import table_kurtosis
+from .moments import sample_kurtosis
 from .sources import infer_d, resolve_source
 
 
@@ -146,7 +146,8 @@ def plan(
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
         d_in = d if d is not None else infer_d(db, source)
         seed = 0 if seed is None else seed
-        params = data_sparsity(method, params, lambda: table_kurtosis(db, source, d_in, standardize))  # issue 24
+        # issue 24's rule on a bounded sample (issue 34: no whole read of the table for a default)
+        params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:
