@@ -163,8 +163,9 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument(
         "--dtype",
         choices=["float64", "float32"],
-        default="float64",
-        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL)",
+        default=None,
+        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL); "
+        "default: float32 for float32 features where the engine has it, else float64",
     )
     p.add_argument(
         "--strategy",
@@ -323,7 +324,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         seed = 0 if args.seed is None else args.seed
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
         source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
-        output = Output(args.output, args.prefix, args.prefix, args.dtype)
+        output = Output(args.output, args.prefix, args.prefix, args.dtype or "float64")
         sql = compile_sql(
             projection,
             source,

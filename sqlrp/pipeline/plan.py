@@ -27,7 +27,7 @@ from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
 from .moments import sample_kurtosis
-from .sources import infer_d, resolve_source
+from .sources import describe, infer_d, resolve_source
 
 
 def registry_of(db: Backend) -> Registry:
@@ -74,7 +74,7 @@ def plan(
     group_column: str | None = None,
     output: str = "wide",
     prefix: str = "p",
-    dtype: str = "float64",
+    dtype: str | None = None,
     d: int | None = None,
     save_as: str | None = None,
     standardize: bool = False,
@@ -84,7 +84,9 @@ def plan(
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
 
-    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere).
+    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere); the
+    default (``None``) follows the input (:func:`input_dtype`): float32 features give float32 outputs
+    where the engine has the type, as the scikit-learn transformer keeps float32.
     ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
     deviations computed over the table now, then inlined in the SQL); recommended for the
     polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
@@ -171,7 +173,27 @@ def plan(
     if standardize:
         means, stds = feature_stats(db, proj, source)
         source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
+    if dtype is None:
+        dtype = input_dtype(db, source)
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+FLOAT32_TYPES = ("FLOAT", "FLOAT4", "REAL")
+
+
+def input_dtype(db: Backend, source: Source) -> str:
+    """``"float32"`` if every feature of ``source`` is a 4-byte float (DuckDB ``FLOAT``, PostgreSQL
+    ``real``; an array's elements) and the engine has that type for outputs, else ``"float64"``."""
+    if not db.sql_dialect.float32:
+        return "float64"
+    info = {c.name: c for c in describe(db, source.table, source.schema, source.catalog)}
+    if source.layout == "wide":
+        types = [info[c].type for c in source.columns if c in info]
+    elif source.layout == "array":
+        types = [info[source.array_column].element_type or ""] if source.array_column in info else []
+    else:
+        types = [info[source.value_column].type] if source.value_column in info else []
+    return "float32" if types and all(str(t).upper() in FLOAT32_TYPES for t in types) else "float64"
 
 
 def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:
