@@ -264,14 +264,16 @@ def write_file(
                 )
         else:
             run(db, statements, lambda sql: db.execute(copy(sql)))
+        key = p.source.group_column or p.source.id_column
         if check:
             # read back what was written: CSV has no types, so the values are read as numbers
             types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
             written = exp.Table(this=files.reader(str(tmp), fmt, types))
-            key = p.source.group_column or p.source.id_column
             check_outputs(db, written, key, names, p.projection.k if array else None)
         if definition is not None:
-            write_projection(p.projection, tmp_definition, replace=True)
+            # the sidecar records what the file holds: the output type follows the input's (issue 34)
+            held = {"dtype": p.output.dtype, "form": p.output.form, "columns": [key, *names]}
+            write_projection(p.projection, tmp_definition, replace=True, output=held)
             os.chmod(tmp_definition, os.stat(tmp).st_mode & 0o777)  # as readable as the output DuckDB wrote
             os.replace(tmp_definition, definition)
         os.replace(tmp, target)
