@@ -51,6 +51,9 @@ class DuckDBBackend(Backend):
         self.path = path
         self.url = f"duckdb:///{path}"
         self.con = duckdb.connect(path)
+        # DuckDB's own bar (printed after 2 s by default) only where asked: sqlrp's --progress bar covers
+        # the whole command (a caller's connection, wrap(), keeps its own settings)
+        self.con.execute("SET enable_progress_bar = false")
         self._setup(threads, memory_limit, temp_directory)
 
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
@@ -165,6 +168,18 @@ class DuckDBBackend(Backend):
         if failed:
             raise failed[0]
         report(100.0)
+
+    @contextlib.contextmanager
+    def reading_few_rows(self) -> Iterator[None]:
+        # prefetching reads each Parquet column chunk whole: the length of the first array of a
+        # 200,000 x 300 file in one row group took 0.7-2.6 s with it, 0.03-0.06 s without (loaded machine)
+        name = "disable_parquet_prefetching"
+        before = self.con.execute(f"SELECT current_setting('{name}')").fetchone()[0]  # type: ignore[index]
+        self.con.execute(f"SET {name} = true")
+        try:
+            yield
+        finally:
+            self._restore({name: before})
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)

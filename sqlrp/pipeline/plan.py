@@ -110,6 +110,15 @@ def plan(
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = registry_of(db)
+    known: dict[str, int] = {}
+
+    def table_d() -> int:
+        """The input's d, read once (an array's length is one row's: on a Parquet file, a read)."""
+        if "d" not in known:
+            with db.reading_few_rows():
+                known["d"] = infer_d(db, source)
+        return known["d"]
+
     if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
         projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
     if isinstance(projection, (Projection, Composed)):
@@ -146,10 +155,11 @@ def plan(
         method = method or "achlioptas"
         if k is None:
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
-        d_in = d if d is not None else infer_d(db, source)
+        d_in = d if d is not None else table_d()
         seed = 0 if seed is None else seed
         # issue 24's rule on a bounded sample (issue 34: no whole read of the table for a default)
-        params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
+        with db.reading_few_rows():
+            params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:
@@ -158,7 +168,7 @@ def plan(
                 proj = same
         if proj.name is None:
             registry.save(proj, name)
-    d_in = infer_d(db, source) if source.layout != "long" else proj.d
+    d_in = table_d() if source.layout != "long" else proj.d
     if source.layout == "wide" and d_in != proj.d:
         raise InputError(
             f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
