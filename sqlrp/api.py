@@ -50,6 +50,7 @@ from .pipeline.materialise import (
     write_file,
 )
 from .pipeline.plan import Plan, choose_matrix, plan, registry_of, stored_pairs_plan
+from .pipeline.progress import CommandBar, command_bar
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
     check_outputs,
@@ -200,6 +201,39 @@ def project(
         outputs.check_format(output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         file_target(db, into, replace, view, incremental)
+    # one bar over the whole command, from the first read to the last write (pipeline/progress.py)
+    with command_bar(progress if (into and not view) else False, f"sqlrp project {files.label(table)}") as bar:
+        if bar is not None:
+            bar.step("planning (columns, sample, matrix)", 0.0)
+        return _plan_and_project(
+            db, table, id_column, projection, bar or progress, into=into, view=view, replace=replace, check=check,
+            matrix=matrix, strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental,
+            ordered=ordered, output_format=output_format, **options,
+        )
+
+
+def _plan_and_project(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str | Projection | None,
+    progress: bool | int | CommandBar,
+    *,
+    into: str | None,
+    view: bool,
+    replace: bool,
+    check: bool,
+    matrix: str,
+    strategy: str,
+    block: int | None,
+    chunk_rows: int | None,
+    incremental: bool,
+    ordered: bool,
+    output_format: str,
+    **options: Any,
+) -> Any:
+    """:func:`project` from its plan on, checking the input in the projection's own statement where
+    the engine can (:mod:`sqlrp.compiler.guard`)."""
     p = plan(db, table, id_column, projection, **options)
     stored_pairs_plan(db, p, db.sql_dialect, strategy)
     chosen = choose_matrix(db, p, matrix)
@@ -208,7 +242,11 @@ def project(
     one_pass = bool(check) and not chunk_rows and not view
     one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, strategy, chosen)
     if check and not one_pass:
+        if isinstance(progress, CommandBar):
+            progress.step("checking the input", 2.0)
         check_source(db, p.projection, p.source)
+    if isinstance(progress, CommandBar):
+        progress.step("compiling")
     run_opts = dict(into=into, view=view, replace=replace, check=check, matrix=chosen, strategy=strategy, block=block)
     more = dict(chunk_rows=chunk_rows, incremental=incremental, progress=progress, ordered=ordered)
     try:
@@ -237,7 +275,7 @@ def _project(
     block: int | None,
     chunk_rows: int | None,
     incremental: bool,
-    progress: bool | int,
+    progress: bool | int | CommandBar,
     ordered: bool,
     output_format: str,
 ) -> Any:
