@@ -481,7 +481,9 @@ def compile_select(
             outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
     elif strategy == "list_transform":  # linear sums and combiner in lists (:mod:`.lists`)
-        relation, outputs = list_outputs(projection, source, dense_source(projection, source, dialect))
+        # list_sum skips NULLs: a guard reads every feature in the source relation (checked="all")
+        src = dense_source(projection, source, dialect, checked="all" if guard else False)
+        relation, outputs = list_outputs(projection, source, src)
         key_cols = [col("_g")] if pooled else [col("_id")]
         base = exp.select(*key_cols).from_(relation.subquery("src", copy=False))
     else:

@@ -19,8 +19,9 @@ that name up to five rows, with the same message as before, or -- if the input i
 overflowed, or the guard's own sum did -- projects again the old way, with the output check.
 
 Only shapes whose sums propagate NULL are guarded: wide and array inputs, ``inline`` / ``pairs`` /
-``mailman`` sums, no ``GROUP BY`` (``SUM`` and ``list_sum`` skip NULLs: pooled, long, unnested and
-``list_transform`` plans keep the separate scan), no in-SQL standardisation, one matrix (not a composition).
+``mailman`` sums, and ``list_transform`` (its ``list_sum`` skips NULLs: its input guard sums every
+feature), no ``GROUP BY`` (``SUM`` skips NULLs: pooled, long and unnested plans keep the separate scan),
+no in-SQL standardisation, one matrix (not a composition).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..dialects import SqlrpDialect, get_dialect
 
 #: the start of the text the in-query check raises (sqlrp.api.project recognises it)
 MARKER = "sqlrp input check"
-GUARDED_STRATEGIES = ("inline", "pairs", "mailman")
+GUARDED_STRATEGIES = ("inline", "pairs", "mailman", "list_transform")
 
 
 def guardable(projection: object, source: Source, dialect: SqlrpDialect, strategy: str) -> bool:
@@ -103,11 +104,13 @@ def input_guard(
     features: list[exp.Expression],
     key: exp.Expression,
     array: exp.Expression | None = None,
+    every: bool = False,
 ) -> exp.Expression | None:
     """The source relation's guard (module docstring): ``features`` are the raw feature expressions,
-    ``array`` the array column (array layout); ``None`` if there is nothing to check there."""
+    ``array`` the array column (array layout); ``every``: all features, not only those no output reads
+    (``list_transform``, whose ``list_sum`` skips NULLs); ``None`` if there is nothing to check there."""
     conditions: list[exp.Expression] = []
-    unused = unused_features(projection)
+    unused = np.arange(projection.d) if every else unused_features(projection)
     if len(unused):
         conditions.append(finite(balanced([feature_input(features[i].copy(), source) for i in unused], exp.Add)))
     if array is not None:  # NULL for a NULL array

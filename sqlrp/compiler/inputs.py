@@ -14,11 +14,11 @@ from .guard import input_guard
 
 
 def dense_source(
-    projection: Projection | int, source: Source, dialect: SqlrpDialect, checked: bool = False
+    projection: Projection | int, source: Source, dialect: SqlrpDialect, checked: bool | str = False
 ) -> exp.Select:
     """``SELECT _id, [_g,] _x0 .. _x{d-1} FROM <table>`` for the wide and array layouts (``d`` given,
     or the projection's).  ``checked``: with the input's guard of :func:`.guard.input_guard` (the
-    features no output reads, the arrays' lengths) in its ``WHERE``."""
+    features no output reads, the arrays' lengths; ``"all"``: every feature) in its ``WHERE``."""
     d = projection if isinstance(projection, int) else projection.d
     keys = [exp.alias_(col(source.id_column), "_id", quoted=True, copy=False)]
     if source.group_column:
@@ -49,7 +49,7 @@ def dense_source(
             key = col(source.id_column)
         feats = [exp.Bracket(this=array.copy(), expressions=[exp.Literal.number(i)], offset=0) for i in range(d)]
     if checked and isinstance(projection, Projection):
-        guard = input_guard(projection, source, dialect, feats, key, array)
+        guard = input_guard(projection, source, dialect, feats, key, array, every=checked == "all")
         if guard is not None:
             inner = inner.where(guard, copy=False)
     relation = inner.select(

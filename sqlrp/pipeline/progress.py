@@ -32,7 +32,7 @@ class CommandBar:
 
     def step(self, text: str, at: float | None = None) -> None:
         """Show ``text``, and move to ``at`` percent of the command (never back)."""
-        self.bar.set_description_str(text, refresh=False)
+        self.bar.set_description_str(text)
         self.move(self.bar.n if at is None else at)
 
     def move(self, at: float) -> None:
