@@ -163,4 +163,4 @@ def test_one_bar_over_the_whole_command(duck, capsys):
     err = capsys.readouterr().err
     assert "planning" in err and "projecting into o" in err and "100%" in err
     assert err.index("planning") < err.index("projecting into o")
-    assert duck.fetchall("SELECT current_setting('enable_progress_bar')")[0][0] is False  # DuckDB's own: off
+    assert duck.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0] is False  # DuckDB's own: off

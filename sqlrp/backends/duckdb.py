@@ -54,6 +54,7 @@ class DuckDBBackend(Backend):
         # DuckDB's own bar (printed after 2 s by default) only where asked: sqlrp's --progress bar covers
         # the whole command (a caller's connection, wrap(), keeps its own settings)
         self.con.execute("SET enable_progress_bar = false")
+        self.con.execute("SET enable_progress_bar_print = false")  # setting it true turns the bar on again
         self._setup(threads, memory_limit, temp_directory)
 
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
