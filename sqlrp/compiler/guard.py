@@ -124,7 +124,7 @@ def input_guard(
 def output_guard(base: exp.Select, outputs: list[exp.Expression], dialect: SqlrpDialect) -> exp.Select:
     """``SELECT _id FROM (fenced: base's key as _id, the outputs as _o{j}) WHERE <their sum is finite, else
     raise>``: the caller adds the outputs ``_o{j}`` under their names, as it would have to ``base``."""
-    inner = base.copy()
+    inner = base  # the caller's, built for this statement
     key = inner.expressions[0]
     inner.set("expressions", [exp.alias_(key, "_id", quoted=True, copy=False)])
     inner = inner.select(

@@ -168,6 +168,9 @@ def plan(
                 proj = same
         if proj.name is None:
             registry.save(proj, name)
+            # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
+            # later use loads it (stored_pairs_plan) instead of planning again
+            stored_pairs_plan(db, Plan(proj, source, Output()), db.sql_dialect, "auto")
     d_in = table_d() if source.layout != "long" else proj.d
     if source.layout == "wide" and d_in != proj.d:
         raise InputError(
