@@ -129,7 +129,10 @@ class DuckDBBackend(Backend):
             yield
         finally:
             for name in constants:
-                self.con.unregister(name)
+                # in a transaction the statement's error aborted, unregistering fails too: that error
+                # would hide the statement's own (the names are the statement's own, never reused)
+                with contextlib.suppress(duckdb.TransactionException):
+                    self.con.unregister(name)
 
     def execute_watched(self, sql: str, report: Callable[[float], None], every: float = 0.25) -> None:
         """Run ``sql`` on a worker thread (DuckDB releases the GIL) and poll ``query_progress()``.
