@@ -251,7 +251,7 @@ def _lookup_pivot(
     return collected, sums
 
 
-def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
+def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect, guard: bool = False) -> exp.Select:
     """A wide (or array) source as a long one: ``SELECT _id, [_g,] UNNEST([0, .., d-1]) AS _f,
     UNNEST([_x0, .., _x{d-1}]) AS _v`` over :func:`dense_source` -- two unnests of equal length in one
     select list run in lockstep (``dialect.select_unnest``).  Its SQL grows with d, not with the
@@ -261,7 +261,7 @@ def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> 
     before anything runs, and ``nulls="zero"`` reads them as 0 on every path; only with the check
     off would a NULL be 0 here where the inline sums give NULL."""
     d = projection.d
-    wide = dense_source(projection, source, dialect)
+    wide = dense_source(projection, source, dialect, checked="all" if guard else False)  # SUM skips NULLs
     keys = [col("_id")] + ([col("_g")] if source.group_column else [])
     features = exp.Array(expressions=[exp.Literal.number(i) for i in range(d)])
     values = exp.Array(expressions=[col(f"_x{i}") for i in range(d)])
@@ -463,7 +463,7 @@ def compile_select(
         raise InvalidParameter(f"the {strategy} plan of this projection cannot check its input in the same statement")
 
     if source.layout == "long" or strategy in LONG_STRATEGIES:
-        unnested = _unnested(projection, source, dialect) if source.layout != "long" else None
+        unnested = _unnested(projection, source, dialect, guard) if source.layout != "long" else None
         body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy, unnested)
         relation = body.subquery("kv", copy=False)
         key_cols = [col("_g")] if pooled else [col("_id")]

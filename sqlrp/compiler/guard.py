@@ -18,10 +18,11 @@ written; :func:`sqlrp.api.project` then runs the separate scans (:func:`sqlrp.pi
 that name up to five rows, with the same message as before, or -- if the input is clean and only a sum
 overflowed, or the guard's own sum did -- projects again the old way, with the output check.
 
-Only shapes whose sums propagate NULL are guarded: wide and array inputs, ``inline`` / ``pairs`` /
-``mailman`` sums, and ``list_transform`` (its ``list_sum`` skips NULLs: its input guard sums every
-feature), no ``GROUP BY`` (``SUM`` skips NULLs: pooled, long and unnested plans keep the separate scan),
-no in-SQL standardisation, one matrix (not a composition).
+Guarded: wide and array inputs with any strategy -- ``inline`` / ``pairs`` / ``mailman``, whose sums
+propagate NULL, and ``list_transform`` and the unnested ``join`` / ``lookup``, whose ``list_sum`` and
+``SUM`` skip NULLs, so their input guard sums every feature -- with no ``GROUP BY`` (a pooled ``SUM``
+skips NULL rows), no in-SQL standardisation, one matrix (not a composition).  The long layout (which
+also checks feature indices) and those others keep the separate scan.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..dialects import SqlrpDialect, get_dialect
 
 #: the start of the text the in-query check raises (sqlrp.api.project recognises it)
 MARKER = "sqlrp input check"
-GUARDED_STRATEGIES = ("inline", "pairs", "mailman", "list_transform")
+GUARDED_STRATEGIES = ("inline", "pairs", "mailman", "list_transform", "join", "lookup")
 
 
 def guardable(projection: object, source: Source, dialect: SqlrpDialect, strategy: str) -> bool:
