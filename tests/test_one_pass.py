@@ -55,6 +55,23 @@ def test_one_read_of_the_table(db, strategy):
     np.testing.assert_allclose(Y, reference.transform(sqlrp.load_projection(db, "rp"), X), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize(("method", "params"), [("pk-rp", {}), ("maclaurin", {}), ("p-rp", {"m": 4})])
+def test_kernels_read_their_input_once(db, method, params):
+    """The kernel methods' products of sums propagate NULL/NaN as the sums do: one read, and a NaN
+    still refused with its row."""
+    X = np.random.default_rng(7).standard_normal((300, 12))
+    db.write_dataframe("t", wide_frame(X))
+    log = reads(db, "t")
+    out = sqlrp.project(db, "t", "id", "kern", method=method, k=8, seed=3, strategy="inline", **params)
+    assert len(full_reads(log)) == 1, full_reads(log)
+    want = reference.transform(sqlrp.load_projection(db, "kern"), X)
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), want, rtol=1e-9, atol=1e-9)
+    X[120, 4] = np.nan
+    db.write_dataframe("t2", wide_frame(X))
+    with pytest.raises(sqlrp.InputError, match=r"rows with id 120"):
+        sqlrp.project(db, "t2", "id", "kern", into="o", strategy="inline")
+
+
 @pytest.mark.parametrize("bad", ["nan", "null", "inf"])
 @pytest.mark.parametrize("strategy", ["inline", "pairs", "list_transform", "lookup"])
 def test_bad_value_refused_from_inside_the_statement(db, bad, strategy):

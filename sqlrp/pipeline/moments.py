@@ -141,7 +141,16 @@ def sample_rows(db: Backend, source: Source, d: int) -> np.ndarray:
         sampled = dataclasses.replace(sampled, columns=tuple(source.columns[i] for i in features))
         relation = dense_source(len(features), sampled, dialect)
         names = [f"_x{i}" for i in range(len(features))]
-    else:
+    elif not dialect.needs_materialised_array():  # only the sampled elements, each read off the array
+        array = col(source.array_column)  # type: ignore[arg-type]
+        at = [exp.Literal.number(int(i)) for i in features]
+        names = [f"_x{i}" for i in range(len(features))]
+        values = [
+            exp.alias_(feature_input(exp.Bracket(this=array.copy(), expressions=[i], offset=0), source), n, quoted=True)
+            for i, n in zip(at, names, strict=True)
+        ]
+        relation = exp.select(*values).from_(table_ref(source)).where(both)
+    else:  # PostgreSQL: each element of the array detoasted once (the compiler's own relation)
         relation = dense_source(d, sampled, dialect)
         names = [f"_x{i}" for i in features]
     query = exp.select(*[col(n) for n in names]).from_(relation.subquery("_sample", copy=False))
