@@ -74,7 +74,7 @@ from sqlrp.methods import (  # noqa: E402
     reference,  # noqa: E402
 )
 from sqlrp.methods.distortion import kernel_distortion  # noqa: E402
-from sqlrp.methods.sparsity import data_sparsity, kurtosis_of  # noqa: E402
+from sqlrp.methods.sparsity import data_sparsity, kurtosis_of, sample_kurtosis_of  # noqa: E402
 
 K = 160
 KINDS = ("dense", "sparse_binary", "raw_counts", "wide")
@@ -117,10 +117,11 @@ CASES: dict[str, tuple[dict, tuple[int, float], str]] = {
 
 
 def default_projection(case: str, X: np.ndarray, seed: int):
-    """The projection ``project`` would generate for ``case`` with its defaults on the rows ``X``."""
+    """The projection ``project`` would generate for ``case`` with its defaults on the rows ``X`` (ids in
+    row order): the kurtosis of its bounded sample (issue 34; ``sample_kurtosis_of``)."""
     params, _, _ = CASES[case]
     method = case.removesuffix("-3")
-    params = data_sparsity(method, dict(params), lambda: kurtosis_of(X))
+    params = data_sparsity(method, dict(params), lambda: sample_kurtosis_of(X))
     return make_projection(method, X.shape[1], K, seed=seed, **params)
 
 

@@ -27,6 +27,7 @@ from .compiler import (
     compile_statements,
     ident,
 )
+from .compiler.guard import guarded, tripped
 from .core import files
 from .core.errors import InputError, InvalidParameter, ProjectionExists
 from .core.files import existing_database
@@ -50,6 +51,7 @@ from .pipeline.materialise import (
     write_file,
 )
 from .pipeline.plan import Plan, choose_matrix, plan, registry_of, stored_pairs_plan
+from .pipeline.progress import CommandBar, command_bar
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     check_frame_outputs,
     check_outputs,
@@ -209,23 +211,100 @@ def project(
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
         file_target(db, into, replace, view, incremental, reads)
+    # one bar over the whole command, from the first read to the last write (pipeline/progress.py)
+    with command_bar(progress if (into and not view) else False, f"sqlrp project {files.label(table)}") as bar:
+        if bar is not None:
+            bar.step("planning (columns, sample, matrix)", 0.0)
+        return _plan_and_project(
+            db, table, id_column, projection, bar or progress, into=into, view=view, replace=replace, check=check,
+            matrix=matrix, strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental,
+            ordered=ordered, output_format=output_format, **options,
+        )
+
+
+def _plan_and_project(
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str | Projection | None,
+    progress: bool | int | CommandBar,
+    *,
+    into: str | None,
+    view: bool,
+    replace: bool,
+    check: bool,
+    matrix: str,
+    strategy: str,
+    block: int | None,
+    chunk_rows: int | None,
+    incremental: bool,
+    ordered: bool,
+    output_format: str,
+    **options: Any,
+) -> Any:
+    """:func:`project` from its plan on, checking the input in the projection's own statement where
+    the engine can (:mod:`sqlrp.compiler.guard`)."""
     p = plan(db, table, id_column, projection, **options)
     check_block(block, p.projection)
-    if check:
-        check_source(db, p.projection, p.source)
     stored_pairs_plan(db, p, db.sql_dialect, strategy)
+    chosen = choose_matrix(db, p, matrix)
+    # the input and output checks ride along the projection's own statement where the engine can raise
+    # from inside a query (sqlrp.compiler.guard): the data is read once
+    one_pass = bool(check) and not chunk_rows and not view
+    one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, strategy, chosen)
+    if check and not one_pass:
+        if isinstance(progress, CommandBar):
+            progress.step("checking the input", 2.0)
+        check_source(db, p.projection, p.source)
+    if isinstance(progress, CommandBar):
+        progress.step("compiling")
+    run_opts = dict(into=into, view=view, replace=replace, check=check, matrix=chosen, strategy=strategy, block=block)
+    more = dict(chunk_rows=chunk_rows, incremental=incremental, progress=progress, ordered=ordered)
+    try:
+        return _project(db, p, table, one_pass=one_pass, output_format=output_format, **run_opts, **more)
+    except Exception as exc:
+        if not (one_pass and tripped(exc)):
+            raise
+    # the statement stopped at a bad row and wrote nothing: the separate scan names the rows (up to five),
+    # as before; a clean input means an output overflowed: project again, checking the written outputs
+    check_source(db, p.projection, p.source)
+    return _project(db, p, table, one_pass=False, output_format=output_format, **run_opts, **more)
+
+
+def _project(
+    db: Backend,
+    p: Plan,
+    table: str,
+    *,
+    into: str | None,
+    view: bool,
+    replace: bool,
+    check: bool,
+    one_pass: bool,
+    matrix: str,
+    strategy: str,
+    block: int | None,
+    chunk_rows: int | None,
+    incremental: bool,
+    progress: bool | int | CommandBar,
+    ordered: bool,
+    output_format: str,
+) -> Any:
+    """The rest of :func:`project` once planned: ``one_pass`` compiles the checks into the statement
+    (:mod:`sqlrp.compiler.guard`), else ``check`` reads the written outputs back."""
     dialect = db.sql_dialect
     key = p.source.group_column or p.source.id_column
+    check_written = check and not one_pass
 
     def written(name: str) -> None:
         """Nothing non-finite was written (``check``), before the commit or the swap."""
-        if check:
+        if check_written:
             length = p.projection.k if p.output.form == "array" else None
             check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
-    compile_opts = dict(matrix=choose_matrix(db, p, matrix), strategy=strategy, block=block, bind=db.binds_constants)
+    compile_opts = dict(matrix=matrix, strategy=strategy, block=block, bind=db.binds_constants, guard=one_pass)
     if into is not None and files.output_format(into) is not None:
-        return write_file(db, p, into, compile_opts, replace, check, progress)
+        return write_file(db, p, into, compile_opts, replace, check_written, progress)
     if into is None:
         statements = compile_statements(
             p.projection, p.source, db.sql_dialect, p.output, ordered=ordered, pretty=False,
@@ -236,13 +315,13 @@ def project(
                 raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
             columns = [key, *p.output.names(p.projection.k)]
             chunks = outputs.fetch_chunks(db, statements.main, int(chunk_rows), output_format, columns)
-            return (outputs.check_finite(c, key, output_format) for c in chunks) if check else chunks
+            return (outputs.check_finite(c, key, output_format) for c in chunks) if check_written else chunks
         settings = dialect.local_settings(p.source)
         with db.transaction():
             for statement in settings:
                 db.execute(statement)
             result = run(db, statements, lambda sql: outputs.fetch(db, sql, output_format))
-        return outputs.check_finite(result, key, output_format) if check else result
+        return outputs.check_finite(result, key, output_format) if check_written else result
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     check_output_names(dialect, p, into)

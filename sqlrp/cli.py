@@ -172,8 +172,9 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
     p.add_argument(
         "--dtype",
         choices=["float64", "float32"],
-        default="float64",
-        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL)",
+        default=None,
+        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL); "
+        "default: float32 for float32 features where the engine has it, else float64",
     )
     p.add_argument(
         "--strategy",
@@ -405,7 +406,7 @@ def _compile_offline(args: argparse.Namespace, projection: Projection | Composed
         raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
     block_size(args.block, projection.d)
     source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
-    output = Output(args.output, args.prefix, args.prefix, args.dtype)
+    output = Output(args.output, args.prefix, args.prefix, args.dtype or "float64")  # no table to follow
     if args.check:
         return check_sql(projection, source, target, output, matrix, args.strategy, args.block)
     return compile_sql(

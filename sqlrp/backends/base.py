@@ -196,6 +196,12 @@ class Backend(ABC):
             raise NotImplementedError(f"{type(self).__name__} does not bind constants")
         yield
 
+    @contextlib.contextmanager
+    def reading_few_rows(self) -> Iterator[None]:
+        """Statements inside read a few rows of a possibly large input (the kurtosis sample, an array's
+        length): where the engine reads ahead, it is told not to (DuckDB: Parquet column chunks whole)."""
+        yield
+
     def lock(self, key: str) -> None:
         """Wait for, then hold until the current transaction ends, an exclusive lock named ``key``
         (one writer per output table, one migrating process).  PostgreSQL takes an advisory lock;

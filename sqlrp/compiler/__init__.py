@@ -42,6 +42,7 @@ from ..core.nodes import (  # noqa: F401 - the SQL-expression helpers, re-export
 )
 from ..dialects import SqlrpDialect, get_dialect, portable
 from .compose import compile_composed
+from .guard import guardable, output_guard
 from .inputs import dense_source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .lists import binding, list_outputs
@@ -260,7 +261,7 @@ def _lookup_pivot(
     return collected, sums
 
 
-def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> exp.Select:
+def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect, guard: bool = False) -> exp.Select:
     """A wide (or array) source as a long one: ``SELECT _id, [_g,] UNNEST([0, .., d-1]) AS _f,
     UNNEST([_x0, .., _x{d-1}]) AS _v`` over :func:`dense_source` -- two unnests of equal length in one
     select list run in lockstep (``dialect.select_unnest``).  Its SQL grows with d, not with the
@@ -270,7 +271,7 @@ def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> 
     before anything runs, and ``nulls="zero"`` reads them as 0 on every path; only with the check
     off would a NULL be 0 here where the inline sums give NULL."""
     d = projection.d
-    wide = dense_source(projection, source, dialect)
+    wide = dense_source(projection, source, dialect, checked="all" if guard else False)  # SUM skips NULLs
     keys = [col("_id")] + ([col("_g")] if source.group_column else [])
     features = exp.Array(expressions=[exp.Literal.number(i) for i in range(d)])
     values = exp.Array(expressions=[col(f"_x{i}") for i in range(d)])
@@ -282,11 +283,12 @@ def _unnested(projection: Projection, source: Source, dialect: SqlrpDialect) -> 
 
 
 def _dense_linear(
-    projection: Projection, source: Source, dialect: SqlrpDialect, strategy: str, block: int | None
+    projection: Projection, source: Source, dialect: SqlrpDialect, strategy: str, block: int | None, guard: bool = False
 ) -> tuple[exp.Select, list[exp.Expression]]:
-    """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman`` / ``pairs``)."""
+    """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman`` / ``pairs``);
+    ``guard``: the source relation checks the input (:func:`.guard.input_guard`)."""
     lin = projection.linear
-    src = dense_source(projection, source, dialect)
+    src = dense_source(projection, source, dialect, checked=guard)
     inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
     if strategy == "mailman":
         plan = best_mailman(lin, dialect, block)
@@ -437,8 +439,12 @@ def compile_select(
     matrix: str = "auto",
     strategy: str = "auto",
     block: int | None = None,
+    guard: bool = False,
 ) -> exp.Select:
     """The projection of ``source`` as a sqlglot ``SELECT`` (id column first, then the outputs).
+
+    ``guard``: the input and output checks ride along (:mod:`.guard`; only where
+    :func:`.guard.guarded` says so: asked elsewhere, it is refused rather than left out).
 
     ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
     ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
@@ -471,9 +477,11 @@ def compile_select(
     strategy = choose(projection, source, dialect, strategy, matrix)
     if dialect.portable_core:
         portable.check(dialect.name, source, output, strategy, matrix, dialect.values_relation)
+    if guard and not guardable(projection, source, dialect, strategy):
+        raise InvalidParameter(f"the {strategy} plan of this projection cannot check its input in the same statement")
 
     if source.layout == "long" or strategy in LONG_STRATEGIES:
-        unnested = _unnested(projection, source, dialect) if source.layout != "long" else None
+        unnested = _unnested(projection, source, dialect, guard) if source.layout != "long" else None
         body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy, unnested)
         relation = body.subquery("kv", copy=False)
         key_cols = [col("_g")] if pooled else [col("_id")]
@@ -491,11 +499,13 @@ def compile_select(
             outputs = _combine(projection, k_cols)
             base = exp.select(*key_cols).from_(lin_sel.subquery("lin", copy=False))
     elif strategy == "list_transform":  # linear sums and combiner in lists (:mod:`.lists`)
-        relation, outputs = list_outputs(projection, source, dense_source(projection, source, dialect))
+        # list_sum skips NULLs: a guard reads every feature in the source relation (checked="all")
+        src = dense_source(projection, source, dialect, checked="all" if guard else False)
+        relation, outputs = list_outputs(projection, source, src)
         key_cols = [col("_g")] if pooled else [col("_id")]
         base = exp.select(*key_cols).from_(relation.subquery("src", copy=False))
     else:
-        src, sums = _dense_linear(projection, source, dialect, strategy, block)
+        src, sums = _dense_linear(projection, source, dialect, strategy, block, guard)
         key_cols = [col("_g")] if pooled else [col("_id")]
         if projection.combiner.is_identity:
             outputs, base = list(sums), exp.select(*key_cols).from_(src.subquery("src", copy=False))
@@ -516,6 +526,9 @@ def compile_select(
                 "float32 outputs need a 4-byte float type, which this engine does not have; use float64"
             )
         final = [exp.cast(e, exp.DataType.build("FLOAT")) for e in final]
+    if guard:  # the outputs computed once in a fenced select, checked, then named below
+        base = output_guard(base, final, dialect)
+        final = [col(f"_o{j}") for j in range(len(final))]
     # rename the key back to the user's column name
     key_expr = base.expressions[0]
     base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True, copy=False)])
@@ -544,12 +557,14 @@ def compile_sql(
     block: int | None = None,
     insert: bool = False,
     temporary: bool = False,
+    guard: bool = False,
 ) -> str:
     """SQL text of the projection: a ``SELECT``, ``CREATE [TEMPORARY] TABLE|VIEW <into> AS SELECT ...``,
     or with ``insert=True`` ``INSERT INTO <into> (key, outputs...) SELECT ...``.  Where the engine's
     limits need several statements (:mod:`.limits`), a script of them, separated by ``;``."""
     statements = compile_statements(
-        projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary
+        projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary,
+        guard=guard,
     )
     return statements.script() if statements.setup else statements.main
 
@@ -570,16 +585,19 @@ def compile_statements(
     temporary: bool = False,
     ordered: bool = False,
     bind: bool = False,
+    guard: bool = False,
 ) -> Statements:
     """The projection as statements within the engine's limits: one, or -- for a linear projection
     too large for one statement -- blocks of outputs staged in tables and joined on the id
     (:mod:`.limits`).  Raises :class:`~sqlrp.core.errors.EngineLimit` naming the engine otherwise.
     ``bind``: dense weight matrices go in ``Statements.constants`` instead of the text
-    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.pipeline.materialise.run` does)."""
+    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.pipeline.materialise.run` does).
+    ``guard``: the input and output checks ride along in each statement (:mod:`.guard`)."""
     dialect = get_dialect(dialect)  # a name resolved once, at the entry: below, the dialect object
     with binding(bind and not view) as bound:
         statements = _statements(
-            projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary, ordered
+            projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary,
+            ordered, guard,
         )
     return dataclasses.replace(statements, constants=bound) if bound else statements
 
@@ -598,6 +616,7 @@ def _statements(
     insert: bool,
     temporary: bool,
     ordered: bool,
+    guard: bool = False,
 ) -> Statements:
     output = output or Output()
     source, output = fold_names(source, output, dialect)
@@ -619,7 +638,7 @@ def _statements(
             return select.order_by(col(source.group_column or source.id_column), copy=False)
         return select
 
-    select = compile_select(projection, source, dialect, output, matrix, strategy, block)
+    select = compile_select(projection, source, dialect, output, matrix, strategy, block, guard)
     statement = wrap(select)
     dialect.check_identifiers(statement)  # a name the engine would truncate could name another object
     sql = dialect.render(statement, pretty=pretty)
@@ -629,7 +648,7 @@ def _statements(
         if soft is None or len(sql.encode()) <= soft or view or not splittable(projection, source, output):
             return checked
         count = int(np.ceil(len(sql.encode()) / soft))  # the engine runs smaller statements better
-        return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty)
+        return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard)
     except EngineLimit as exc:
         if view or not splittable(projection, source, output) or dialect.max_columns_exceeded_by(source):
             hint = (
@@ -645,13 +664,13 @@ def _statements(
     count = max(2, int(np.ceil(size * 1.25)))
     while count <= projection.k:
         try:
-            return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty)
+            return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard)
         except EngineLimit:
             count *= 2
     raise dialect.refuse("a single output's sum is larger than the engine accepts in one statement")
 
 
-def _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty) -> Statements:  # noqa: ANN001
+def _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard=False) -> Statements:  # noqa: ANN001
     """``count`` staged blocks of outputs and the join that puts them back together."""
     key = source.group_column or source.id_column
     names = output.names(projection.k)
@@ -659,7 +678,7 @@ def _split(projection, source, dialect, output, wrap, count, matrix, strategy, p
     for b, (start, stop) in enumerate(blocks(projection.k, count)):
         part = output_block(projection, start, stop)
         staged = new_staging_name()
-        select = compile_select(part, source, dialect, Output(prefix="_o"), "values", strategy)
+        select = compile_select(part, source, dialect, Output(prefix="_o"), "values", strategy, guard=guard)
         create = exp.Create(
             kind="TABLE",
             this=exp.Table(this=ident(staged)),

@@ -55,7 +55,6 @@ reuse the same linear-stage strategies: the combiner sits on top of whatever the
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,7 +212,11 @@ def plan_mailman(linear: LinearStage, block: int) -> MailmanPlan:
     return MailmanPlan(block, d, partials, terms, uses_feature)
 
 
-_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def plans_of(linear: LinearStage) -> dict:
+    """The plans derived from the matrix ``linear`` (mailman per block size, pairs per dialect), held by
+    the matrix object itself -- no process-wide memo: they live and die with it, and a stored
+    projection's pairs plan is read back with it (``Registry.pairs_plan``)."""
+    return linear.__dict__.setdefault("_sqlrp_plans", {})
 
 
 def best_mailman(
@@ -224,7 +227,7 @@ def best_mailman(
     if not mailman_applicable(linear):
         return None
     dialect = get_dialect(dialect)
-    cache = _PLANS.setdefault(linear, {})
+    cache = plans_of(linear)
     if (dialect.name, block) not in cache:
         cache[(dialect.name, block)] = _best_mailman(linear, dialect, block)
     return cache[(dialect.name, block)]
@@ -273,7 +276,7 @@ def best_pairs(
     seconds = PLANNER_SECONDS[1] if seconds is None else seconds
     dialect = get_dialect(dialect)
     key = dialect.name
-    cache = _PLANS.setdefault(linear, {})
+    cache = plans_of(linear)
     held = cache.get(("pairs", key), False)
     if held is False or (held is not None and not held.complete and cache.get(("seconds", key), 0) < seconds):
         budget = pairs_budget(linear, dialect)
@@ -290,12 +293,12 @@ def best_pairs(
 
 def pairs_planned(linear: LinearStage, dialect: SqlrpDialect | str = "duckdb") -> bool:
     """True if this process already holds the pair plan of ``linear`` for ``dialect``."""
-    return ("pairs", get_dialect(dialect).name) in _PLANS.get(linear, {})
+    return ("pairs", get_dialect(dialect).name) in plans_of(linear)
 
 
 def remember_pairs(linear: LinearStage, dialect: SqlrpDialect | str, plan: PairsPlan) -> None:
     """Hand the compiler a pair plan made earlier (a stored one), so it is not planned again."""
-    _PLANS.setdefault(linear, {})[("pairs", get_dialect(dialect).name)] = plan
+    plans_of(linear)[("pairs", get_dialect(dialect).name)] = plan
 
 
 def pairs_cost(plan: PairsPlan) -> float:

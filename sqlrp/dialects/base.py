@@ -219,6 +219,14 @@ class SqlrpDialect:
         """True where the DOUBLE ``value`` is NaN or +/-infinity (the input check, the output check)."""
         return exp.Or(this=self.is_nan(value), expression=self.is_infinite(value.copy()))
 
+    def raise_in_query(self, message: exp.Expression) -> exp.Expression | None:
+        """A boolean expression that stops the statement with an error whose text holds ``message`` (a
+        string that depends on the row, so that no planner folds it into a constant and raises it
+        before any row is read), put in the arm of a ``CASE`` taken only for a bad row: the input
+        and output checks then ride along the projection's own pass (:mod:`sqlrp.compiler.guard`).
+        ``None``: the engine cannot raise from inside a query; sqlrp checks with separate scans."""
+        return None
+
     def not_a_number(self, value: exp.Expression) -> exp.Expression | None:
         """True where a value of a numeric column is not a number (only where typing is loose)."""
         return None

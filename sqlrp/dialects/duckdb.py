@@ -48,6 +48,11 @@ class DuckDBDialect(SqlrpDialect):
     # (200 queries, 1M rows, 126 probes) took 4.3 s against 6.2 s (a throw-away probe, loaded machine)
     code_word_bits = 128
 
+    def raise_in_query(self, message: exp.Expression) -> exp.Expression | None:
+        # error(message) "throws the given error message" (https://duckdb.org/docs/stable/sql/functions/utility);
+        # in a CASE arm it runs only for the rows that take it
+        return exp.Anonymous(this="error", expressions=[message])
+
     def popcount(self, word: exp.Expression) -> exp.Expression:
         # bit_count() on BIGINT (https://duckdb.org/docs/stable/sql/functions/numeric); it returns
         # TINYINT, cast so that sums over words cannot overflow

@@ -87,6 +87,14 @@ class PostgresDialect(SqlrpDialect):
         # JSON as JSONB: stored parsed, compared and indexed as values ("8.14. JSON Types")
         return exp.DataType.build("JSONB" if name == "JSON" else name, dialect="postgres")
 
+    def raise_in_query(self, message: exp.Expression) -> exp.Expression | None:
+        # a checked cast: CAST('<message>' AS BOOLEAN) fails with 'invalid input syntax for type boolean:
+        # "<message>"', and the cast is built in and parallel safe (a plpgsql function would need CREATE
+        # rights, and one in pg_temp forbids parallel plans).  The text depends on the row: a constant
+        # one would be folded and raised at planning time even in a CASE arm no row takes ("4.2.14.
+        # Expression Evaluation Rules")
+        return exp.Cast(this=message, to=exp.DataType.build("BOOLEAN"))
+
     def popcount(self, word: exp.Expression) -> exp.Expression:
         # bit_count() takes bit strings (PostgreSQL 14+, "9.6. Bit String Functions and Operators"), so
         # the word is cast to bit(64) first (two's complement, all 64 bits)

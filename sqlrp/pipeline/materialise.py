@@ -23,9 +23,9 @@ from ..core.ir import Projection
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from . import targets
 from .plan import Plan
+from .progress import CommandBar, asked, command_bar
 from .sources import check_outputs
 
-_PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 T = TypeVar("T")
 
 
@@ -49,50 +49,61 @@ def run(db: Backend, statements: Statements, action: Callable[[str], T]) -> T:
 
 
 def materialise(
-    db: Backend, p: Plan, source: Source, into: str, compile_opts: dict, progress: bool | int, create: bool
+    db: Backend,
+    p: Plan,
+    source: Source,
+    into: str,
+    compile_opts: dict,
+    progress: bool | int | CommandBar,
+    create: bool,
 ) -> None:
     """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``
-    (the caller holds the transaction).  ``progress=True`` shows a tqdm bar: the engine's own
-    progress of the one statement where it reports it (DuckDB), else id-range batches; an integer
-    asks for that many batches."""
+    (the caller holds the transaction).  ``progress=True`` shows a tqdm bar (the command's own, if
+    given: :mod:`.progress`): the engine's own progress of the one statement where it reports it
+    (DuckDB), else id-range batches; an integer asks for that many batches."""
     dialect = db.sql_dialect
     for statement in dialect.local_settings(source):
         db.execute(statement)  # SET LOCAL: ends with the caller's transaction
-    if progress is True and db.reports_progress and (create or dialect.parallel_insert):
-        from tqdm import tqdm
-
-        statements = compile_statements(
-            p.projection, source, db.sql_dialect, p.output, into=into, insert=not create, **compile_opts
-        )
-        with tqdm(total=100, desc=f"projecting into {into}", unit="%", bar_format=_PERCENT_BAR) as bar:
-
-            def report(percent: float) -> None:
-                bar.update(max(0.0, round(percent, 1) - bar.n))
-
-            run(db, statements, lambda sql: db.execute_watched(sql, report))
-        return
-    batches = id_batches(db, source, progress) if progress else [None]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(batches), desc=f"projecting into {into}", unit="batch")
-    try:
-        for i, condition in enumerate(batches):
-            part = source
-            if condition is not None:
-                both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
-                part = dataclasses.replace(source, row_filter=both)
-            if create and i == 0:
-                statements = compile_statements(p.projection, part, db.sql_dialect, p.output, into=into, **compile_opts)
-                run(db, statements, db.execute)
-            else:
-                insert(db, p, part, into, compile_opts)
-            if bar is not None:
-                bar.update(1)
-    finally:
+    wanted = asked(progress)
+    with command_bar(progress, f"projecting into {into}") as bar:
         if bar is not None:
-            bar.close()
+            bar.step(f"projecting into {into}")
+        if wanted is True and db.reports_progress and (create or dialect.parallel_insert):
+            statements = compile_statements(
+                p.projection, source, db.sql_dialect, p.output, into=into, insert=not create, **compile_opts
+            )
+            assert bar is not None
+            report = bar.statement()
+            run(db, statements, lambda sql: db.execute_watched(sql, report))
+            return
+        _batches(db, p, source, into, compile_opts, wanted, create, bar)
+
+
+def _batches(
+    db: Backend,
+    p: Plan,
+    source: Source,
+    into: str,
+    compile_opts: dict,
+    wanted: bool | int,
+    create: bool,
+    bar: CommandBar | None,
+) -> None:
+    """:func:`materialise` in id-range batches (one, without progress), each moving the bar."""
+    batches = id_batches(db, source, wanted) if wanted else [None]
+    report = bar.statement() if bar is not None else None
+    for i, condition in enumerate(batches):
+        part = source
+        if condition is not None:
+            both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
+            part = dataclasses.replace(source, row_filter=both)
+        if create and i == 0:
+            statements = compile_statements(p.projection, part, db.sql_dialect, p.output, into=into, **compile_opts)
+            run(db, statements, db.execute)
+        else:
+            insert(db, p, part, into, compile_opts)
+        if report is not None:
+            report(100.0 * (i + 1) / len(batches))
 
 
 def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) -> None:
@@ -233,7 +244,13 @@ def file_target(
 
 
 def write_file(
-    db: Backend, p: Plan, path: str, compile_opts: dict, replace: bool, check: bool, progress: bool | int = False
+    db: Backend,
+    p: Plan,
+    path: str,
+    compile_opts: dict,
+    replace: bool,
+    check: bool,
+    progress: bool | int | CommandBar = False,
 ) -> list[Path]:
     """Write the projection of ``p.source`` to the file ``path`` (``.parquet``, ``.csv``, ``.json``)
     with DuckDB's ``COPY (query) TO``, and the projection beside it (``<path>.sqlrp.json``, when it is
@@ -259,25 +276,23 @@ def write_file(
         return f"COPY ({sql.rstrip().rstrip(';')}) TO {literal} (FORMAT {fmt})"
 
     try:
-        if progress is True and db.reports_progress:
-            from tqdm import tqdm
-
-            with tqdm(total=100, desc=f"projecting into {target.name}", unit="%", bar_format=_PERCENT_BAR) as bar:
-                run(
-                    db,
-                    statements,
-                    lambda sql: db.execute_watched(copy(sql), lambda v: bar.update(max(0.0, round(v, 1) - bar.n))),
-                )
-        else:
-            run(db, statements, lambda sql: db.execute(copy(sql)))
+        with command_bar(progress if db.reports_progress else False, f"projecting into {target.name}") as bar:
+            if bar is not None:
+                bar.step(f"projecting into {target.name}")
+                report = bar.statement()
+                run(db, statements, lambda sql: db.execute_watched(copy(sql), report))
+            else:
+                run(db, statements, lambda sql: db.execute(copy(sql)))
+        key = p.source.group_column or p.source.id_column
         if check:
             # read back what was written: CSV has no types, so the values are read as numbers
             types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
             written = exp.Table(this=files.reader(str(tmp), fmt, types))
-            key = p.source.group_column or p.source.id_column
             check_outputs(db, written, key, names, p.projection.k if array else None)
         if definition is not None:
-            write_projection(p.projection, tmp_definition, replace=True)
+            # the sidecar records what the file holds: the output type follows the input's (issue 34)
+            held = {"dtype": p.output.dtype, "form": p.output.form, "columns": [key, *names]}
+            write_projection(p.projection, tmp_definition, replace=True, output=held)
             os.chmod(tmp_definition, os.stat(tmp).st_mode & 0o777)  # as readable as the output DuckDB wrote
             os.replace(tmp_definition, definition)
         os.replace(tmp, target)

@@ -1,7 +1,7 @@
 """Planning: a projection bound to an input table (:class:`Plan`), with what the compiler needs from
 the database gathered here, once, before any SQL is compiled -- the input's columns and row estimate
 (:func:`sqlrp.pipeline.sources.resolve_source`), the stored projection or a new one stored in the
-registry, the kurtosis that picks ``s`` (:mod:`.moments`), the features' means and deviations for
+registry, the kurtosis that picks ``s`` (:mod:`.moments`, on a bounded sample), the features' means and deviations for
 ``standardize``, the stored ``pairs`` plan (:func:`stored_pairs_plan`) and whether the registry holds
 the matrix (:func:`choose_matrix`).  The compiler below reads none of them from the database itself."""
 
@@ -26,8 +26,8 @@ from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
-from .moments import table_kurtosis
-from .sources import infer_d, resolve_source
+from .moments import sample_kurtosis
+from .sources import describe, infer_d, resolve_source
 
 
 def registry_of(db: Backend) -> Registry:
@@ -72,7 +72,7 @@ def plan(
     group_column: str | None = None,
     output: str = "wide",
     prefix: str = "p",
-    dtype: str = "float64",
+    dtype: str | None = None,
     d: int | None = None,
     save_as: str | None = None,
     standardize: bool = False,
@@ -82,7 +82,9 @@ def plan(
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
 
-    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere).
+    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere); the
+    default (``None``) follows the input (:func:`input_dtype`): float32 features give float32 outputs
+    where the engine has the type, as the scikit-learn transformer keeps float32.
     ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
     deviations computed over the table now, then inlined in the SQL); recommended for the
     polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
@@ -106,6 +108,15 @@ def plan(
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = registry_of(db)
+    known: dict[str, int] = {}
+
+    def table_d() -> int:
+        """The input's d, read once (an array's length is one row's: on a Parquet file, a read)."""
+        if "d" not in known:
+            with db.reading_few_rows():
+                known["d"] = infer_d(db, source)
+        return known["d"]
+
     if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
         projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
     if isinstance(projection, (Projection, Composed)):
@@ -142,9 +153,11 @@ def plan(
         method = method or "achlioptas"
         if k is None:
             raise InvalidParameter("give k (the output dimension) or the name of a stored projection")
-        d_in = d if d is not None else infer_d(db, source)
+        d_in = d if d is not None else table_d()
         seed = 0 if seed is None else seed
-        params = data_sparsity(method, params, lambda: table_kurtosis(db, source, d_in, standardize))  # issue 24
+        # issue 24's rule on a bounded sample (issue 34: no whole read of the table for a default)
+        with db.reading_few_rows():
+            params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         if name is None:
@@ -153,7 +166,10 @@ def plan(
                 proj = same
         if proj.name is None:
             registry.save(proj, name)
-    d_in = infer_d(db, source) if source.layout != "long" else proj.d
+            # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
+            # later use loads it (stored_pairs_plan) instead of planning again
+            stored_pairs_plan(db, Plan(proj, source, Output()), db.sql_dialect, "auto")
+    d_in = table_d() if source.layout != "long" else proj.d
     if source.layout == "wide" and d_in != proj.d:
         raise InputError(
             f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
@@ -168,7 +184,27 @@ def plan(
     if standardize:
         means, stds = feature_stats(db, proj, source)
         source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
+    if dtype is None:
+        dtype = input_dtype(db, source)
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+FLOAT32_TYPES = ("FLOAT", "FLOAT4", "REAL")
+
+
+def input_dtype(db: Backend, source: Source) -> str:
+    """``"float32"`` if every feature of ``source`` is a 4-byte float (DuckDB ``FLOAT``, PostgreSQL
+    ``real``; an array's elements) and the engine has that type for outputs, else ``"float64"``."""
+    if not db.sql_dialect.float32:
+        return "float64"
+    info = {c.name: c for c in describe(db, source.table, source.schema, source.catalog)}
+    if source.layout == "wide":
+        types = [info[c].type for c in source.columns if c in info]
+    elif source.layout == "array":
+        types = [info[source.array_column].element_type or ""] if source.array_column in info else []
+    else:
+        types = [info[source.value_column].type] if source.value_column in info else []
+    return "float32" if types and all(str(t).upper() in FLOAT32_TYPES for t in types) else "float64"
 
 
 def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, Projection | None]:

@@ -240,12 +240,16 @@ def _integers(series: pd.Series, column: str) -> np.ndarray:
 
 
 def write_projection(
-    projection: Projection | Composed, path: str | os.PathLike[str], replace: bool = False
+    projection: Projection | Composed,
+    path: str | os.PathLike[str],
+    replace: bool = False,
+    output: dict[str, Any] | None = None,
 ) -> list[Path]:
     """Write ``projection`` to ``path`` (``.parquet`` or ``.csv``, module docstring); returns the
     files written (for CSV the matrix and its ``.json`` sidecar).  An existing file is refused unless
     ``replace``; each file is written under a temporary name and renamed over the old one only once
-    it is complete, so a failure leaves the old file whole."""
+    it is complete, so a failure leaves the old file whole.  ``output`` (JSON, beside a projected file):
+    what the projected file holds -- its output type, form and names -- under the key ``"output"``."""
     target = Path(path)
     fmt = _format(target)
     if not replace:
@@ -264,6 +268,8 @@ def write_projection(
         lin = projection.linear
         order = np.lexsort((lin.feature, lin.vector))
         document = metadata(projection)
+        if output is not None:
+            document["output"] = output
         columns = (lin.vector[order].astype(int), lin.feature[order].astype(int), lin.weight[order].astype(float))
         document["entries"] = {c: v.tolist() for c, v in zip(COLUMNS, columns, strict=True)}  # exact doubles
         with _replacing(target) as tmp:
