@@ -34,6 +34,7 @@ from ..core.ir import Projection
 from ..core.layout import Source
 from ..core.nodes import balanced, col, feature_input
 from ..dialects import SqlrpDialect, get_dialect
+from .strategies import choose
 
 #: the start of the text the in-query check raises (sqlrp.api.project recognises it)
 MARKER = "sqlrp input check"
@@ -55,8 +56,6 @@ def guardable(projection: object, source: Source, dialect: SqlrpDialect, strateg
 
 def guarded(projection: object, source: Source, dialect: SqlrpDialect | str, strategy: str, matrix: str) -> bool:
     """:func:`guardable` for the strategy the compiler will choose (:func:`.strategies.choose`)."""
-    from .strategies import choose
-
     dialect = get_dialect(dialect)
     if not guardable(projection, source, dialect, strategy if strategy != "auto" else "inline"):
         return False

@@ -70,6 +70,7 @@ def choose_s(d: int, kurtosis: float | None, tolerance: float = TOLERANCE) -> fl
     return cap if best >= cap else float(max(3, best))
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def difference_kurtosis(
     n: float, s1: np.ndarray, s2: np.ndarray, s3: np.ndarray, s4: np.ndarray, standardize: bool = False
 ) -> float | None:
@@ -94,6 +95,7 @@ def difference_kurtosis(
     return float(len(e2) * e4.sum() / total**2)
 
 
+@np.errstate(over="ignore", invalid="ignore")  # powers of huge values: inf sums give None, not warnings
 def kurtosis_of(X: Any, standardize: bool = False) -> float | None:
     """``kappa`` of the rows of ``X`` (dense or SciPy sparse), in NumPy: the oracle of the SQL query."""
     if hasattr(X, "tocsc"):  # scipy.sparse
