@@ -25,7 +25,7 @@ from .methods import METHODS, make_projection
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
 from .search.evaluate import evaluate_search
-from .search.index import build_index, describe_index, drop_index, list_indexes, search
+from .search.index import build_index, describe_defaults, describe_index, drop_index, list_indexes, search
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -520,6 +520,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             incremental=args.incremental,
             replace=args.replace,
             check=not args.no_check,
+            recall=args.recall,
+            calibration_queries=args.calibration_queries,
             **{key: value for key, value in _input_options(args).items() if key in _INDEX_INPUT},
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
@@ -545,6 +547,10 @@ def cmd_search(args: argparse.Namespace) -> int:
             exact=args.exact,
             strict=args.strict,
         )
+        if not args.exact and args.probes is None and args.candidates is None:
+            line = describe_defaults(db, args.index, args.top)
+            if line:
+                print(line, file=sys.stderr)
         if args.into:
             print(f"wrote table {args.into!r}", file=sys.stderr)
         else:
@@ -669,7 +675,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops")
     p.add_argument("--lists", type=_positive, help="inverted lists (default: about sqrt(rows))")
     p.add_argument("--bits", type=_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
-    p.add_argument("--probes", type=_positive, help="lists a search probes by default (default: 1/12 of them, >= 16)")
+    p.add_argument(
+        "--probes", type=_positive, help="lists a search probes by default (default: calibrated on the table, adaptive)"
+    )
+    p.add_argument(
+        "--recall", type=float, default=0.95, help="Recall@10 the search defaults are calibrated for (default 0.95)"
+    )
+    p.add_argument(
+        "--calibration-queries",
+        type=int,
+        default=100,
+        help="table rows searched as queries to calibrate the defaults (default 100; 0: none)",
+    )
     p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance")
     p.add_argument("--sample", type=_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation")
@@ -687,8 +704,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema", help="schema of the query (and output) tables")
     p.add_argument("--catalog", help="catalog holding --schema")
     p.add_argument("--top", type=_positive, default=10, help="neighbours per query (K)")
-    p.add_argument("--candidates", type=_positive, help="rows re-ranked exactly per query (C; default 30 * top)")
-    p.add_argument("--probes", type=_positive, help="lists probed per query (P; default: the index's)")
+    p.add_argument("--candidates", type=_positive, help="rows re-ranked exactly per query (C; default: calibrated)")
+    p.add_argument("--probes", type=_positive, help="lists probed per query (P; default: the index's calibrated rule)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
     p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
     p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")

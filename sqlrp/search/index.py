@@ -42,6 +42,7 @@ from ..dialects import SqlrpDialect
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
+from .calibrate import QUERIES, TARGET, Calibration, calibrate, sample_rows
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
 from .query import (
     CENTRE,
@@ -93,6 +94,7 @@ class Index:
     signs: np.ndarray
     probes: int  #: the search's default number of probed lists
     word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
+    calibration: Calibration | None = None  #: the defaults measured on the table (:mod:`.calibrate`)
 
     @property
     def layout(self) -> IndexLayout:
@@ -220,6 +222,7 @@ def load_index(db: Backend, name: str) -> Index:
         rotation_signs(int(p["bits"]), int(p["seed"]), int(p["rounds"])),
         int(p["probes"]),
         int(p.get("word_bits", 64)),
+        Calibration.from_json(p.get("calibration")),
     )
 
 
@@ -265,20 +268,6 @@ def drop_index(db: Backend, name: str) -> None:
         db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
         for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
             db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
-
-
-def _sample(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
-    """``size`` rows of the table's features for k-means: those with the smallest hash of (id, seed),
-    a deterministic sample on any engine (one pass and a top-N)."""
-    dialect = db.sql_dialect
-    x = feature_rows(source, d, dialect, metric)
-    if size < rows:
-        key = dialect.row_hash([col("_id"), exp.Literal.number(int(seed))])
-        x = exp.select(*[col(f"_x{i}") for i in range(d)]).from_(x.subquery("_s", copy=False))
-        x = x.order_by(key, copy=False).limit(size, copy=False)
-    else:
-        x = exp.select(*[col(f"_x{i}") for i in range(d)]).from_(x.subquery("_s", copy=False))
-    return db.query_df(dialect.render(x)).to_numpy(dtype=np.float64)
 
 
 def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarray]) -> None:
@@ -329,6 +318,8 @@ def build_index(
     schema: str | None = None,
     catalog: str | None = None,
     nulls: str = "error",
+    recall: float = TARGET,
+    calibration_queries: int = QUERIES,
 ) -> Index:
     """Index ``table`` for similarity search (module docstring): ``lists`` inverted lists (default
     :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
@@ -339,7 +330,11 @@ def build_index(
     One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
     are staged and swapped in and the registry row written last: :func:`_build_staged`).
     ``incremental=True`` refreshes an existing index from its table (new, changed and deleted rows;
-    same centroids); ``replace=True`` rebuilds it."""
+    same centroids); ``replace=True`` rebuilds it.
+
+    The defaults a search uses are measured on the table itself (:mod:`sqlrp.search.calibrate`):
+    ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
+    are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored."""
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
     if metric not in METRICS:
@@ -349,6 +344,14 @@ def build_index(
             raise InvalidParameter(f"{label} must be a positive integer, got {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidParameter(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0 < recall <= 1:
+        raise InvalidParameter(f"recall must be a number in (0, 1], got {recall!r}")
+    if (
+        isinstance(calibration_queries, bool)
+        or not isinstance(calibration_queries, (int, np.integer))
+        or calibration_queries < 0
+    ):
+        raise InvalidParameter(f"calibration_queries must be a whole number >= 0, got {calibration_queries!r}")
     dialect = _check_engine(db)
     Registry(db)
     existing = _row(db, name) if isinstance(name, str) and name else None
@@ -378,7 +381,8 @@ def build_index(
         check_source(db, d, source)
     L = min(lists if lists is not None else default_lists(rows), rows)
     want = sample if sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
-    centroids = train_lists(_sample(db, source, d, metric, rows, min(want, rows), seed), L, seed)
+    size_ = min(want, rows)
+    centroids = train_lists(sample_rows(db, source, d, metric, rows, size_, seed), L, seed)
     signs = rotation_signs(size, seed, ROUNDS)
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
@@ -396,6 +400,16 @@ def build_index(
         "nulls": source.nulls,
     }
 
+    def measure(built: Index) -> None:  # the defaults, measured on the written index (calibrate.py)
+        nonlocal index
+        found = calibrate(
+            db, built.layout, centroids, rows, size_, int(seed), recall, calibration_queries, probes and int(P)
+        )
+        if found is not None:
+            params["calibration"] = found.to_json()
+            params["probes"] = found.floor
+            index = Index(**{**index.__dict__, "probes": found.floor, "calibration": found})
+
     def register() -> None:
         db.execute(
             f"INSERT INTO {INDEX_TABLE} (name, projection, source, bits, band_bits, means, vectors, params) "
@@ -404,13 +418,14 @@ def build_index(
         )
 
     if not db.transactional:
-        _build_staged(db, index, source, centroids, existing, register)
+        _build_staged(db, index, source, centroids, existing, register, measure)
         return index
     with db.transaction():
         db.lock(f"sqlrp index {name}")
         if existing is not None:
             _unregister(db, name, source, existing)
         _write_index(db, index.layout, source, centroids)
+        measure(index)
         register()
     return index
 
@@ -439,7 +454,13 @@ def _unregister(db: Backend, name: str, source: Source, existing: tuple) -> None
 
 
 def _build_staged(
-    db: Backend, index: Index, source: Source, centroids: Lists, existing: tuple | None, register: Callable[[], None]
+    db: Backend,
+    index: Index,
+    source: Source,
+    centroids: Lists,
+    existing: tuple | None,
+    register: Callable[[], None],
+    measure: Callable[[Index], None] = lambda _: None,
 ) -> None:
     """A build on an engine without transactions (Spark, ClickHouse): the tables are written under a
     staging name, where no search looks; only then is an old index unregistered and dropped, the
@@ -450,6 +471,7 @@ def _build_staged(
     stage = Index(**{**index.__dict__, "name": _staging_name()})
     try:
         _write_index(db, stage.layout, source, centroids)
+        measure(stage)
     except BaseException:
         _drop_tables(db, source, _tables(stage.name))
         raise
@@ -629,13 +651,26 @@ def search(
         raise InvalidParameter(
             f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric {metric}"
         )
+    cal = idx.calibration
     C = candidates
     if C is None:  # the default follows top (a nonsense top is refused below)
-        C = default_candidates(top) if isinstance(top, (int, np.integer)) and not isinstance(top, bool) else top
+        whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
+        C = (cal.default_candidates(top) if cal else default_candidates(top)) if whole else top
     P = probes if probes is not None else idx.probes
     check_search(top, C, P, idx.metric)
     if P > idx.lists:
         raise InvalidParameter(f"probes ({P}) cannot exceed the index's {idx.lists} lists")
+    # the calibrated rule probes adaptively (floor P, cap, ratio); probes given: exactly those
+    ratio, cap = (cal.ratio, cal.cap) if cal is not None and probes is None else (None, None)
+    if cal is not None and not exact and (probes is not None or candidates is not None):
+        expected = cal.expected(probes, candidates, top)
+        if expected < cal.target - 0.005:
+            warnings.warn(
+                f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
+                f"table's, below the {cal.target:g} index {index!r} was calibrated for (its defaults: "
+                f"{cal.describe()})",
+                stacklevel=2,
+            )
     src = idx.source
     for table in (query_table, src.table):
         if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
@@ -649,7 +684,7 @@ def search(
     select = (
         exact_select(idx.layout, queries, dialect, top)
         if exact
-        else search_select(idx.layout, queries, dialect, top, C, P)
+        else search_select(idx.layout, queries, dialect, top, C, P, ratio=ratio, cap=cap)
     )
     if into is None:
         with db.transaction():
@@ -734,10 +769,19 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
 
 def describe_index(index: Index) -> str:
     """One line for the CLI."""
-    return (
-        f"index {index.name!r}: {index.lists} lists, {index.bits}-bit codes, {index.metric}, "
-        f"{index.probes} probes by default"
-    )
+    head = f"index {index.name!r}: {index.lists} lists, {index.bits}-bit codes, {index.metric}"
+    if index.calibration is not None:
+        return f"{head}; defaults {index.calibration.describe()}"
+    return f"{head}, {index.probes} probes by default"
+
+
+def describe_defaults(db: Backend, name: str, top: int) -> str | None:
+    """What a search of ``name`` at its defaults does and the recall they were calibrated for (``None``
+    for an index built without a calibration)."""
+    cal = load_index(db, name).calibration
+    if cal is None:
+        return None
+    return f"search defaults of index {name!r}: {cal.describe()}; candidates {cal.default_candidates(top)} at top {top}"
 
 
 __all__ = [
@@ -747,6 +791,7 @@ __all__ = [
     "build_index",
     "check_fresh",
     "default_candidates",
+    "describe_defaults",
     "drop_index",
     "list_indexes",
     "load_index",
