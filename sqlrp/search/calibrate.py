@@ -57,8 +57,8 @@ from .query import (
     exact_select,
     feature_rows,
     probe_counts,
-    search_select,
 )
+from .staged import run_search
 
 #: the default Recall@K the calibration aims for (``--recall``)
 TARGET = 0.95
@@ -382,13 +382,17 @@ def _measure(
     best: Calibration | None = None
     steps_here = sorted({min(s, rows) for s in steps if s >= top} | {top})
     for floor, ratio, cap, share, mean in rules[start : start + ATTEMPTS]:
-        select = search_select(
-            layout, qsource, dialect, top + 1, steps_here[-1], floor, ratio=ratio, cap=cap, ranked=True
+        cands = run_search(
+            db,
+            layout,
+            qsource,
+            top=top + 1,
+            candidates=steps_here[-1],
+            probes=floor,
+            ratio=ratio,
+            cap=cap,
+            ranked=True,
         )
-        with db.transaction():
-            for statement in dialect.local_settings(layout.source):
-                db.execute(statement)
-            cands = db.query_df(dialect.render(select))
         recalls = _recall_by_candidates(cands, truth, top, steps_here)
         chosen = next((i for i, r in enumerate(recalls) if r >= min(1.0, target + margin)), None)
         pick = chosen if chosen is not None else int(np.argmax(recalls))

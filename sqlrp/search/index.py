@@ -62,6 +62,7 @@ from .query import (
     search_select,
 )
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
+from .staged import run_search, staged_engine, staged_search
 
 INDEX_TABLE = "sqlrp_index"
 KIND = "ivf-rabitq"
@@ -118,12 +119,22 @@ def default_candidates(top: int) -> int:
     return 30 * top
 
 
+#: ClickHouse session settings a search raises: an index of 256-bit codes is written by one
+#: statement of about 0.5-2 MB and 100,000+ syntax nodes, beyond the defaults (262,144 bytes, 50,000
+#: nodes: 3,000 x 32 rows at 256 bits failed at position 262,142)
+CLICKHOUSE_LIMITS = {"max_query_size": 1 << 28, "max_ast_elements": 1 << 24, "max_expanded_ast_elements": 1 << 24}
+
+
 def _check_engine(db: Backend) -> SqlrpDialect:
     """Search runs where the engine counts bits and hashes rows (DuckDB, PostgreSQL, Spark,
-    ClickHouse); refuse the others up front, naming the engine."""
+    ClickHouse); refuse the others up front, naming the engine.  On ClickHouse the session's
+    statement limits are raised (:data:`CLICKHOUSE_LIMITS`; ``SET`` lasts for the session)."""
     dialect = db.sql_dialect
     dialect.popcount(col("a"))  # raises EngineLimit naming the engine where missing
     dialect.row_hash([col("a")])
+    if dialect.name == "clickhouse":
+        for setting, value in CLICKHOUSE_LIMITS.items():
+            db.execute(f"SET {setting} = {int(value)}")
     return dialect
 
 
@@ -681,18 +692,22 @@ def search(
         check_source(db, idx.d, queries)
     if not exact:
         check_fresh(db, idx, strict)
+    options = {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
+    if into is None:
+        if exact:
+            with db.transaction():
+                for statement in dialect.local_settings(src):
+                    db.execute(statement)
+                frame = db.query_df(dialect.render(exact_select(idx.layout, queries, dialect, top)))
+        else:
+            frame = run_search(db, idx.layout, queries, **options)
+        _warn_short(frame, top, db, queries)
+        return frame
     select = (
         exact_select(idx.layout, queries, dialect, top)
         if exact
-        else search_select(idx.layout, queries, dialect, top, C, P, ratio=ratio, cap=cap)
+        else search_select(idx.layout, queries, dialect, **options)
     )
-    if into is None:
-        with db.transaction():
-            for statement in dialect.local_settings(src):
-                db.execute(statement)
-            frame = db.query_df(dialect.render(select))
-        _warn_short(frame, top, db, queries)
-        return frame
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     dialect.check_table_name(into)
@@ -706,7 +721,9 @@ def search(
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
-        with staged(db, queries, into, exists) as stage:
+        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as steps:
+            if not exact and staged_engine(db) and idx.word_bits == 64:  # the planes as a table: staged.py
+                select = steps.enter_context(staged_search(db, idx.layout, queries, **options))
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             db.execute(_create(dialect, output_table(queries, stage), select))

@@ -636,12 +636,15 @@ def search_select(
     ratio: float | None = None,
     cap: int | None = None,
     ranked: bool = False,
+    staged: bool = False,
 ) -> exp.Select:
     """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and
     rank.  ``queries`` must hold the same features as the index's table (its own id column).
     ``ratio`` (with ``cap``) probes adaptively (:func:`_probe_adaptive`; ``probes`` is the floor);
     ``ranked`` returns every candidate instead, ``(_qid, _id, _erank, _d)``: its rank by the
-    estimate and its exact distance (what the calibration measures recall from)."""
+    estimate and its exact distance (what the calibration measures recall from).  ``staged``
+    leaves out the two common table expressions ``_sqlrp_q`` and ``_sqlrp_planes``: the caller
+    writes them as tables first (:mod:`sqlrp.search.staged`)."""
     check_search(top, candidates, probes, layout.metric)
     d, size, words = layout.d, layout.size, layout.words
     q = feature_rows(queries, d, dialect, layout.metric)
@@ -651,7 +654,13 @@ def search_select(
         probe = _nearest(_cte("_sqlrp_q", "r"), leaves, LIST, probes, d, dialect)
     else:
         probe = _probe_adaptive(_cte("_sqlrp_q", "r"), leaves, probes, max(cap or probes, probes), ratio, d, dialect)
-    planes = _planes_in_lists(layout, dialect) if dialect.list_lambdas else _planes_in_columns(layout, dialect)
+    planes = (
+        None
+        if staged
+        else _planes_in_lists(layout, dialect)
+        if dialect.list_lambdas
+        else _planes_in_columns(layout, dialect)
+    )
     plane_columns = [f"_p{p}_{w}" for p in range(QUERY_BITS) for w in range(words)]
     # each probed list: the query's squared distance to its centroid, and the sum of its rotation
     probed = (
@@ -774,7 +783,14 @@ def search_select(
         .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_qid", "t")), copy=False)
     )
     out = rr if ranked else _result(_ranked(rr, top))
+    if staged:
+        return out
     return out.with_("_sqlrp_q", as_=qv, copy=False).with_("_sqlrp_planes", as_=planes, copy=False)
+
+
+def query_vectors(layout: IndexLayout, queries: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``_sqlrp_q``: the queries' ``_id, _x..`` (and ``_vec``) as the search reads them."""
+    return _with_vector(feature_rows(queries, layout.d, dialect, layout.metric), layout.d, dialect)
 
 
 def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, top: int = 10) -> exp.Select:
@@ -901,6 +917,7 @@ __all__ = [
     "feature_rows",
     "fingerprint_select",
     "probe_counts",
+    "query_vectors",
     "recall_at_k",
     "reference_assign",
     "reference_search",
