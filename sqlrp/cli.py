@@ -84,7 +84,11 @@ def _need_db(args: argparse.Namespace) -> str:
         if _files_only(args):
             return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
-    _check_file_db(args.db, args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING)
+    creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
+    # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
+    table_file = bool(getattr(args, "input", None) or file_format(getattr(args, "table", None) or ""))
+    creating = creating or (args.command == "index" and table_file)
+    _check_file_db(args.db, creating)
     return args.db
 
 
@@ -522,6 +526,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             check=not args.no_check,
             recall=args.recall,
             calibration_queries=args.calibration_queries,
+            progress=sys.stderr.isatty(),  # on a terminal only, as project's bar
             **{key: value for key, value in _input_options(args).items() if key in _INDEX_INPUT},
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
@@ -546,6 +551,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             check=not args.no_check,
             exact=args.exact,
             strict=args.strict,
+            progress=sys.stderr.isatty(),
         )
         if not args.exact and args.probes is None and args.candidates is None:
             line = describe_defaults(db, args.index, args.top)

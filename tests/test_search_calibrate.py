@@ -113,3 +113,37 @@ def test_the_sample_is_a_slice_of_a_permutation_of_the_ranks(duck):
     by_id = dict(zip(ids, X.tolist(), strict=True))
     np.testing.assert_array_equal(rows, np.array([by_id[i] for i in slices[0]]))
     assert isinstance(pd.DataFrame(rows), pd.DataFrame)
+
+
+def test_index_of_a_file_creates_the_database_and_shows_progress(tmp_path, capsys):
+    """``sqlrp index`` of a Parquet file into a DuckDB file that is not there yet makes it (issue 33:
+    it told the user to run ``sqlrp migrate`` first); ``progress=True`` draws a bar on stderr."""
+    path = tmp_path / "t.parquet"
+    frame(clustered(400, 12)).to_parquet(path)
+    url = f"duckdb:///{tmp_path}/new.duckdb"
+    assert main(["index", "--db", url, "--table", str(path), "--id-column", "id", "--name", "idx"]) == 0
+    assert "index 'idx'" in capsys.readouterr().err and (tmp_path / "new.duckdb").exists()
+    assert (
+        main(
+            [
+                "search",
+                "--db",
+                f"duckdb:///{tmp_path}/other.duckdb",
+                "--index",
+                "idx",
+                "--query-table",
+                str(path),
+                "--query-id-column",
+                "id",
+            ]
+        )
+        != 0
+    )  # search reads an index: no new file
+    assert not (tmp_path / "other.duckdb").exists()
+    db = sqlrp.connect(url)
+    capsys.readouterr()
+    sqlrp.build_index(db, str(path), "id", "idx2", progress=True)
+    sqlrp.search(db, "idx2", str(path), "id", progress=True)
+    err = capsys.readouterr().err
+    assert "index idx2" in err and "calibrating" in err and "search idx2" in err
+    db.close()

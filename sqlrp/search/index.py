@@ -44,6 +44,7 @@ from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
 from .calibrate import QUERIES, TARGET, Calibration, calibrate, sample_rows
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
+from .progress import Steps
 from .query import (
     CENTRE,
     HASH,
@@ -331,6 +332,7 @@ def build_index(
     nulls: str = "error",
     recall: float = TARGET,
     calibration_queries: int = QUERIES,
+    progress: bool = False,
 ) -> Index:
     """Index ``table`` for similarity search (module docstring): ``lists`` inverted lists (default
     :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
@@ -345,7 +347,8 @@ def build_index(
 
     The defaults a search uses are measured on the table itself (:mod:`sqlrp.search.calibrate`):
     ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
-    are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored."""
+    are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored.
+    ``progress`` shows a bar on stderr (:mod:`sqlrp.search.progress`)."""
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
     if metric not in METRICS:
@@ -363,7 +366,7 @@ def build_index(
         or calibration_queries < 0
     ):
         raise InvalidParameter(f"calibration_queries must be a whole number >= 0, got {calibration_queries!r}")
-    dialect = _check_engine(db)
+    _check_engine(db)
     Registry(db)
     existing = _row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
@@ -372,7 +375,65 @@ def build_index(
             "(--incremental) to refresh it from its table"
         )
     if incremental and existing is not None:
-        return _refresh(db, load_index(db, name), check)
+        with Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps:
+            steps.start("refreshing")
+            return _refresh(db, load_index(db, name), check)
+    with Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
+        return _build(
+            db,
+            name,
+            existing,
+            steps,
+            table,
+            id_column,
+            lists,
+            bits,
+            probes,
+            metric,
+            seed,
+            sample,
+            check,
+            layout,
+            columns,
+            array_column,
+            schema,
+            catalog,
+            nulls,
+            recall,
+            calibration_queries,
+        )
+
+
+#: the stages a build's progress bar shows
+BUILD_STAGES = ("reading the table", "k-means", "writing codes", "calibrating")
+
+
+def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
+    db: Backend,
+    name: str,
+    existing: tuple | None,
+    steps: Steps,
+    table: str,
+    id_column: str,
+    lists: int | None,
+    bits: int | None,
+    probes: int | None,
+    metric: str,
+    seed: int,
+    sample: int | None,
+    check: bool,
+    layout: str,
+    columns: list[str] | None,
+    array_column: str | None,
+    schema: str | None,
+    catalog: str | None,
+    nulls: str,
+    recall: float,
+    calibration_queries: int,
+) -> Index:
+    """:func:`build_index` once its arguments are checked: a new index (or a rebuild)."""
+    dialect = db.sql_dialect
+    steps.start("reading the table")
     if schema is None and catalog is None and files.file_format(table) is not None and files.matching(table):
         table = files.absolute(table)  # a file is kept by its absolute path: searched later from anywhere
     source = resolve_source(
@@ -393,7 +454,9 @@ def build_index(
     L = min(lists if lists is not None else default_lists(rows), rows)
     want = sample if sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
     size_ = min(want, rows)
-    centroids = train_lists(sample_rows(db, source, d, metric, rows, size_, seed), L, seed)
+    drawn = sample_rows(db, source, d, metric, rows, size_, seed)
+    steps.start("k-means")
+    centroids = train_lists(drawn, L, seed)
     signs = rotation_signs(size, seed, ROUNDS)
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
@@ -413,6 +476,7 @@ def build_index(
 
     def measure(built: Index) -> None:  # the defaults, measured on the written index (calibrate.py)
         nonlocal index
+        steps.start("calibrating")
         found = calibrate(
             db, built.layout, centroids, rows, size_, int(seed), recall, calibration_queries, probes and int(P)
         )
@@ -429,26 +493,30 @@ def build_index(
         )
 
     if not db.transactional:
-        _build_staged(db, index, source, centroids, existing, register, measure)
+        _build_staged(db, index, source, centroids, existing, register, measure, steps)
         return index
     with db.transaction():
         db.lock(f"sqlrp index {name}")
         if existing is not None:
             _unregister(db, name, source, existing)
-        _write_index(db, index.layout, source, centroids)
+        _write_index(db, index.layout, source, centroids, steps)
         measure(index)
         register()
     return index
 
 
-def _write_index(db: Backend, layout: IndexLayout, source: Source, centroids: Lists) -> None:
+def _write_index(
+    db: Backend, layout: IndexLayout, source: Source, centroids: Lists, steps: Steps | None = None
+) -> None:
     """The index's three tables: centroids, then every row's list and code."""
     dialect = db.sql_dialect
+    steps = steps or Steps(False, "", [])
+    steps.start("writing codes")
     _store_centroids(db, layout, centroids, layout.signs)
     # written list by list: the search's join of probes to rows then meets a list's rows together
     # (1,000 queries x 63 probes on 1M rows: 2.10 s against 3.03 s for the rows in table order)
     rows = rows_select(layout, source, dialect).order_by(col("_list", "r"), copy=False)
-    db.execute(_create(dialect, layout.rows, rows))
+    steps.execute(db, _create(dialect, layout.rows, rows))
     for statement in dialect.lookup_indexes(layout.rows, [LIST]):
         db.execute(statement)
 
@@ -472,6 +540,7 @@ def _build_staged(
     existing: tuple | None,
     register: Callable[[], None],
     measure: Callable[[Index], None] = lambda _: None,
+    steps: Steps | None = None,
 ) -> None:
     """A build on an engine without transactions (Spark, ClickHouse): the tables are written under a
     staging name, where no search looks; only then is an old index unregistered and dropped, the
@@ -481,7 +550,7 @@ def _build_staged(
     dialect = db.sql_dialect
     stage = Index(**{**index.__dict__, "name": _staging_name()})
     try:
-        _write_index(db, stage.layout, source, centroids)
+        _write_index(db, stage.layout, source, centroids, steps)
         measure(stage)
     except BaseException:
         _drop_tables(db, source, _tables(stage.name))
@@ -643,6 +712,7 @@ def search(
     check: bool = True,
     exact: bool = False,
     strict: bool = False,
+    progress: bool = False,
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
@@ -655,7 +725,47 @@ def search(
 
     ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
-    recall is measured against, and the baseline of its speed."""
+    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr."""
+    with Steps(progress, f"search {index}", ["checking the table", "searching"]) as steps:
+        return _search(
+            db,
+            index,
+            query_table,
+            query_id_column,
+            top,
+            candidates,
+            probes,
+            metric,
+            into,
+            replace,
+            schema,
+            catalog,
+            check,
+            exact,
+            strict,
+            steps,
+        )
+
+
+def _search(  # noqa: PLR0913 - search's own arguments
+    db: Backend,
+    index: str,
+    query_table: str,
+    query_id_column: str,
+    top: int,
+    candidates: int | None,
+    probes: int | None,
+    metric: str | None,
+    into: str | None,
+    replace: bool,
+    schema: str | None,
+    catalog: str | None,
+    check: bool,
+    exact: bool,
+    strict: bool,
+    steps: Steps,
+) -> pd.DataFrame | None:
+    steps.start("checking the table")
     dialect = _check_engine(db)
     idx = load_index(db, index)
     if metric is not None and metric != idx.metric:
@@ -692,6 +802,7 @@ def search(
         check_source(db, idx.d, queries)
     if not exact:
         check_fresh(db, idx, strict)
+    steps.start("searching")
     options = {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
     if into is None:
         if exact:
@@ -771,9 +882,7 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     counts = frame.groupby("query_id").size()
     short = int((counts < top).sum())
     total = int(
-        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[
-            0
-        ][0]
+        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[0][0]
     )
     short += total - len(counts)
     if short:
