@@ -206,7 +206,9 @@ def _grid(lists: int) -> list[int]:
     return sorted(out)
 
 
-def _rules(dist: np.ndarray, rank: np.ndarray, fixed: int | None) -> list[tuple[int, float | None, int, float, float]]:
+def _rules(
+    dist: np.ndarray, rank: np.ndarray, valid: np.ndarray, fixed: int | None
+) -> list[tuple[int, float | None, int, float, float]]:
     """``(floor, ratio, cap, share, mean probes)`` for each floor of the grid (or the one ``fixed``)."""
     n, lists = dist.shape
     ordered = np.sort(dist, axis=1)
@@ -220,7 +222,7 @@ def _rules(dist: np.ndarray, rank: np.ndarray, fixed: int | None) -> list[tuple[
         ratio = None if fixed or median is None else median * (1 + 2.0**-20)
         cap = p if ratio is None else min(lists, CAP_FACTOR * p)
         counts = probe_counts(dist, p, cap, ratio)
-        share = float(np.mean(rank < counts[:, None])) if rank.size else 1.0
+        share = float(np.mean((rank < counts[:, None])[valid])) if valid.any() else 1.0
         out.append((p, ratio, cap, share, float(counts.mean())))
     return out
 
@@ -374,7 +376,7 @@ def _measure(
     # only the true neighbours count: invalid slots (queries with fewer than K neighbours) are dropped
     flat_rank = np.where(valid, ranks, np.iinfo(np.int64).max)
     probe_curve = [[p, float(np.mean(flat_rank[valid] < p)) if valid.any() else 1.0] for p in _grid(centroids.count)]
-    rules = _rules(dist, np.where(valid, ranks, -1), fixed_probes)
+    rules = _rules(dist, ranks, valid, fixed_probes)
     goal = target + (1 - target) / 2
     margin = min(0.01, (1 - target) / 5)
     start = next((i for i, r in enumerate(rules) if r[3] >= goal), len(rules) - 1)

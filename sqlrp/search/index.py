@@ -790,7 +790,7 @@ def _search(  # noqa: PLR0913 - search's own arguments
                 f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
                 f"table's, below the {cal.target:g} index {index!r} was calibrated for (its defaults: "
                 f"{cal.describe()})",
-                stacklevel=2,
+                stacklevel=3,
             )
     src = idx.source
     for table in (query_table, src.table):
@@ -832,9 +832,9 @@ def _search(  # noqa: PLR0913 - search's own arguments
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
-        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as steps:
+        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
             if not exact and staged_engine(db) and idx.word_bits == 64:  # the planes as a table: staged.py
-                select = steps.enter_context(staged_search(db, idx.layout, queries, **options))
+                select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             db.execute(_create(dialect, output_table(queries, stage), select))
@@ -889,7 +889,7 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
         warnings.warn(
             f"{short} queries found fewer than top = {top} neighbours (their probed lists hold fewer rows): "
             "probe more lists (probes) or re-rank more candidates",
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
