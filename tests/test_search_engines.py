@@ -361,3 +361,26 @@ def test_the_same_index_as_duckdb(engine_db):
     lists = [db.query_df('SELECT "id", "list" FROM same_idx ORDER BY "id"') for db in (engine_db, duck)]
     np.testing.assert_array_equal(lists[0].to_numpy(dtype=np.int64), lists[1].to_numpy(dtype=np.int64))
     duck.close()
+
+
+def test_clickhouse_statements_beyond_its_default_limits(chdb_engine):
+    """3,000 x 32 rows at 256 bits: the build's statement passes ClickHouse's default max_query_size
+    (262,144 bytes; it failed at position 262,142) and max_ast_elements; the session's limits are raised,
+    and the search equals the NumPy oracle."""
+    from sqlrp.backends.clickhouse import ChdbBackend
+
+    db = ChdbBackend(":memory:")
+    database = f"s_{uuid.uuid4().hex[:12]}"
+    db.execute(f"CREATE DATABASE {database}")
+    db.execute(f"USE {database}")
+    try:
+        both = embedding_like(3020, 31, d=32)
+        X, Q = both[:3000], both[3000:]
+        db.write_dataframe("big", frame(X))
+        db.write_dataframe("bq", frame(Q, "qid"))
+        sqlrp.build_index(db, "big", "id", "bidx", bits=256, lists=20, calibration_queries=0)
+        got = sqlrp.search(db, "bidx", "bq", "qid", top=5, candidates=40, probes=4)
+        same_ranks(got, replay(db, "bidx", X, np.arange(3000), Q, np.arange(20), 5, 40, 4))
+    finally:
+        chdb_engine.execute(f"DROP DATABASE IF EXISTS {database}")
+        db.close()
