@@ -228,9 +228,9 @@ def dataset(title: str, X: np.ndarray, Q: np.ndarray, args: argparse.Namespace) 
             flush=True,
         )
     P0 = int(round(cal.mean_probes)) if cal else index.probes
-    grid_p = sorted({max(1, P0 // 2), P0, min(index.lists, 3 * P0 // 2), min(index.lists, 2 * P0)})
+    grid_p = sorted({max(1, P0 // 2), P0, min(index.lists, 2 * P0)})
     for probes in grid_p if not args.smoke else [index.probes, index.lists]:
-        for c in (100, 200, 400, 800) if not args.smoke else (20, 100):
+        for c in (100, 200, 400) if not args.smoke else (20, 100):
             ids, seconds = sqlrp_search(db, len(Q), probes=probes, candidates=c)
             line(
                 rows,

@@ -358,7 +358,12 @@ def test_the_same_index_as_duckdb(engine_db):
     np.testing.assert_array_equal(here.tops, there.tops)
     np.testing.assert_array_equal(here.leaves, there.leaves)
     np.testing.assert_array_equal(here.parent, there.parent)
-    lists = [db.query_df('SELECT "id", "list" FROM same_idx ORDER BY "id"') for db in (engine_db, duck)]
+    from sqlglot import exp
+
+    from sqlrp.compiler import col
+
+    query = exp.select(col("id"), col("list")).from_("same_idx").order_by(col("id"))
+    lists = [db.query_df(db.sql_dialect.render(query)) for db in (engine_db, duck)]
     np.testing.assert_array_equal(lists[0].to_numpy(dtype=np.int64), lists[1].to_numpy(dtype=np.int64))
     duck.close()
 
