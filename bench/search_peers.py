@@ -100,6 +100,43 @@ def photo_patches(n: int, queries: int = 1000, side: int = 8, seed: int = 0) -> 
     return rows[queries:], rows[:queries].copy()
 
 
+def spectrum_table(
+    n: int, d: int = 96, alpha: float = 0.6, queries: int = 1000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`embedding_like` with a flatter spectrum: eigenvalue ``i`` proportional to ``i^-alpha``
+    (``alpha`` < 1: the variance spread over more directions, the neighbours farther apart), randomly
+    rotated, split into ``(X, Q)``, float32."""
+    rng = np.random.default_rng(seed + 1000)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    scale = np.arange(1, d + 1) ** (-alpha / 2)
+    out = np.empty((n + queries, d), dtype=np.float32)
+    for start in range(0, n + queries, 100_000):
+        m = min(100_000, n + queries - start)
+        out[start : start + m] = (rng.standard_normal((m, d)) * scale) @ basis.T
+    return out[queries:], out[:queries].copy()
+
+
+def patches_other_image(n: int, queries: int = 1000, side: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Real data whose queries do not look like the table: ``n`` contrast-normalised ``side x side``
+    patches of scikit-learn's first bundled photograph (``china.jpg``) as the table, ``queries``
+    patches of the second (``flower.jpg``) as the queries, float32 (as :func:`photo_patches`)."""
+    from sklearn.datasets import load_sample_images
+
+    rng = np.random.default_rng(seed)
+    grey = [img.mean(axis=2) for img in load_sample_images().images]
+
+    def take(img: np.ndarray, m: int) -> np.ndarray:
+        rows = np.empty((m, side * side), dtype=np.float64)
+        for i in range(m):
+            r, c = rng.integers(0, img.shape[0] - side), rng.integers(0, img.shape[1] - side)
+            rows[i] = img[r : r + side, c : c + side].ravel()
+        rows -= rows.mean(axis=1, keepdims=True)
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+        return rows.astype(np.float32)
+
+    return take(grey[0], n), take(grey[1], queries)
+
+
 def digits_split(queries: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """sklearn's ``load_digits().data`` (1797 x 64, float64) in a seeded random order
     (``np.random.default_rng(seed).permutation``); the last ``queries`` rows are ``Q``, the rest ``X``."""

@@ -34,7 +34,7 @@ from .pipeline.plan import registry_of, stored_pairs_plan
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
 from .search.evaluate import evaluate_search
-from .search.index import build_index, describe_index, drop_index, list_indexes, search
+from .search.index import build_index, describe_defaults, describe_index, drop_index, list_indexes, search
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -93,7 +93,11 @@ def _need_db(args: argparse.Namespace) -> str:
         if _files_only(args):
             return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
-    _check_file_db(args.db, args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING)
+    creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
+    # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
+    table_file = bool(getattr(args, "input", None) or file_format(getattr(args, "table", None) or ""))
+    creating = creating or (args.command == "index" and table_file)
+    _check_file_db(args.db, creating)
     return args.db
 
 
@@ -590,6 +594,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             incremental=args.incremental,
             replace=args.replace,
             check=not args.no_check,
+            recall=args.recall,
+            calibration_queries=args.calibration_queries,
+            progress=sys.stderr.isatty(),  # on a terminal only, as project's bar
             **{key: value for key, value in _input_options(args).items() if key in _INDEX_INPUT},
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
@@ -614,7 +621,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             check=not args.no_check,
             exact=args.exact,
             strict=args.strict,
+            progress=sys.stderr.isatty(),
         )
+        if not args.exact and args.probes is None and args.candidates is None:
+            line = describe_defaults(db, args.index, args.top)
+            if line:
+                print(line, file=sys.stderr)
         if args.into:
             print(f"wrote table {args.into!r}", file=sys.stderr)
         else:
@@ -760,7 +772,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))")
     p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
     p.add_argument(
-        "--probes", type=arg_positive, help="lists a search probes by default (default: 1/12 of them, >= 16)"
+        "--probes", type=arg_positive, help="lists a search probes by default (default: calibrated on the table, adaptive)"
+    )
+    p.add_argument(
+        "--recall", type=float, default=0.95, help="Recall@10 the search defaults are calibrated for (default 0.95)"
+    )
+    p.add_argument(
+        "--calibration-queries",
+        type=arg_nonnegative,
+        default=100,
+        help="table rows searched as queries to calibrate the defaults (default 100; 0: none)",
     )
     p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance")
     p.add_argument(
@@ -781,8 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema", help="schema of the query (and output) tables")
     p.add_argument("--catalog", help="catalog holding --schema")
     p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)")
-    p.add_argument("--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default 30 * top)")
-    p.add_argument("--probes", type=arg_positive, help="lists probed per query (P; default: the index's)")
+    p.add_argument("--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default: calibrated)")
+    p.add_argument("--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
     p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
     p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")

@@ -339,3 +339,53 @@ def test_the_engines_that_search_count_all_64_bits(engine_db):
     engine_db.write_dataframe("h", pd.DataFrame({"id": np.arange(5000, dtype=np.int64)}))
     total = exp.select(exp.Sum(this=dialect.row_hash([col("id")]))).from_("h")
     assert int(engine_db.fetchall(dialect.render(total))[0][0]) != 0  # 5,000 64-bit hashes: no overflow error
+
+
+def test_the_same_index_as_duckdb(engine_db):
+    """The same rows, seed and parameters give DuckDB's centroids and lists exactly (issue 33: the
+    k-means sample is a slice of a seeded permutation of the id ranks, drawn alike by every engine;
+    the old sample -- the smallest engine-specific row hash -- gave centroids up to 2.68 apart)."""
+    X = embedding_like(500, 21, d=8)
+    ids = np.random.default_rng(2).permutation(500) * 3 + 1
+    duck = sqlrp.connect()
+    for db in (engine_db, duck):
+        db.write_dataframe("same_pts", frame(X, ids=ids))
+    built = [
+        sqlrp.build_index(db, "same_pts", "id", "same_idx", lists=8, bits=64, sample=200, calibration_queries=0)
+        for db in (engine_db, duck)
+    ]
+    here, there = (load_lists(db, idx) for db, idx in zip((engine_db, duck), built, strict=True))
+    np.testing.assert_array_equal(here.tops, there.tops)
+    np.testing.assert_array_equal(here.leaves, there.leaves)
+    np.testing.assert_array_equal(here.parent, there.parent)
+    from sqlglot import exp
+
+    from sqlrp.compiler import col
+
+    query = exp.select(col("id"), col("list")).from_("same_idx").order_by(col("id"))
+    lists = [db.query_df(db.sql_dialect.render(query)) for db in (engine_db, duck)]
+    np.testing.assert_array_equal(lists[0].to_numpy(dtype=np.int64), lists[1].to_numpy(dtype=np.int64))
+    duck.close()
+
+
+def test_clickhouse_statements_beyond_its_default_limits(chdb_engine):
+    """3,000 x 32 rows at 256 bits: the build's statement passes ClickHouse's default max_query_size
+    (262,144 bytes; it failed at position 262,142) and max_ast_elements; the session's limits are raised,
+    and the search equals the NumPy oracle."""
+    from sqlrp.backends.clickhouse import ChdbBackend
+
+    db = ChdbBackend(":memory:")
+    database = f"s_{uuid.uuid4().hex[:12]}"
+    db.execute(f"CREATE DATABASE {database}")
+    db.execute(f"USE {database}")
+    try:
+        both = embedding_like(3020, 31, d=32)
+        X, Q = both[:3000], both[3000:]
+        db.write_dataframe("big", frame(X))
+        db.write_dataframe("bq", frame(Q, "qid"))
+        sqlrp.build_index(db, "big", "id", "bidx", bits=256, lists=20, calibration_queries=0)
+        got = sqlrp.search(db, "bidx", "bq", "qid", top=5, candidates=40, probes=4)
+        same_ranks(got, replay(db, "bidx", X, np.arange(3000), Q, np.arange(20), 5, 40, 4))
+    finally:
+        chdb_engine.execute(f"DROP DATABASE IF EXISTS {database}")
+        db.close()

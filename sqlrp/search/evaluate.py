@@ -46,10 +46,12 @@ class SearchReport:
     table: pd.DataFrame  #: probes, candidates, recall_at_k, seconds (and the exact brute force's seconds)
     exact_seconds: float
     files: list[str] = field(default_factory=list)
+    calibration: str = ""  #: the index's stored calibration curves (:mod:`sqlrp.search.calibrate`)
 
     def __str__(self) -> str:
         head = f"index {self.index!r}: Recall@{self.top} over {self.queries} sampled queries ({self.metric})"
-        return f"{head}\n{self.table.to_string(index=False)}\nexact brute force in SQL: {self.exact_seconds:.2f} s"
+        body = f"{head}\n{self.table.to_string(index=False)}\nexact brute force in SQL: {self.exact_seconds:.2f} s"
+        return f"{body}\n{self.calibration}" if self.calibration else body
 
 
 def default_candidates(top: int, rows: int) -> list[int]:
@@ -109,7 +111,8 @@ def evaluate_search(
     target = output_table(src, sample)
     rows = exp.select(exp.Star()).from_(table_ref(src))
     rows = rows.where(exp.In(this=col(src.id_column), expressions=[exp.convert(v) for v in picked]))
-    sweep = [(idx.probes, max(int(c), top + 1)) for c in (candidates or default_candidates(top + 1, len(ids)))]
+    sweep: list[tuple[int | None, int | None]] = [(None, None)] if idx.calibration is not None else []
+    sweep += [(idx.probes, max(int(c), top + 1)) for c in (candidates or default_candidates(top + 1, len(ids)))]
     sweep.append((idx.lists, len(ids)))  # everything: the exact answer
     try:
         db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=rows)))
@@ -133,11 +136,15 @@ def evaluate_search(
                     schema=src.schema,
                 )
             seconds = time.perf_counter() - start
-            records.append((probes, c, recall_at_k(_without_self(found, top), truth), seconds))
+            setting = "defaults" if probes is None else f"{probes}"
+            shown = c if c is not None else idx.calibration.default_candidates(top + 1)
+            records.append((setting, shown, recall_at_k(_without_self(found, top), truth), seconds))
     finally:
         db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
     table = pd.DataFrame(records, columns=["probes", "candidates", f"recall_at_{top}", "seconds"])
     report = SearchReport(index, top, len(picked), metric, table, exact_seconds)
+    if idx.calibration is not None:
+        report.calibration = idx.calibration.curve_text()
     if out is not None:
         report.files = write_search_report(report, out)
     return report
@@ -162,11 +169,13 @@ def write_search_report(report: SearchReport, out: str | Path) -> list[str]:
         "queries": report.queries,
         "metric": report.metric,
         "exact_seconds": report.exact_seconds,
+        "calibration": report.calibration,
         "sweep": report.table.to_dict(orient="records"),
     }
     (folder / "search_metrics.json").write_text(json.dumps(meta, indent=2))
     fig, ax = plt.subplots(figsize=(6, 4))
     at_default = report.table.iloc[:-1]
+    at_default = at_default[at_default["probes"] != "defaults"]
     recall = at_default[f"recall_at_{report.top}"]
     ax.plot(at_default["candidates"], recall, "o-", label=f"{report.index}, default probes")
     ax.axhline(0.9, color="grey", ls=":", lw=1)

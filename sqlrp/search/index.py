@@ -45,7 +45,9 @@ from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
+from .calibrate import QUERIES, TARGET, Calibration, calibrate, sample_rows
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
+from .progress import Steps
 from .query import (
     CENTRE,
     HASH,
@@ -65,6 +67,7 @@ from .query import (
     search_select,
 )
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
+from .staged import run_search, staged_engine, staged_search
 
 INDEX_TABLE = "sqlrp_index"
 KIND = "ivf-rabitq"
@@ -98,6 +101,7 @@ class Index:
     probes: int  #: the search's default number of probed lists
     word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
     id_type: str | None = None  #: the id column's type when built (None: an index of an older sqlrp)
+    calibration: Calibration | None = None  #: the defaults measured on the table (:mod:`.calibrate`)
 
     @property
     def layout(self) -> IndexLayout:
@@ -121,12 +125,22 @@ def default_candidates(top: int) -> int:
     return 30 * top
 
 
+#: ClickHouse session settings a search raises: an index of 256-bit codes is written by one
+#: statement of about 0.5-2 MB and 100,000+ syntax nodes, beyond the defaults (262,144 bytes, 50,000
+#: nodes: 3,000 x 32 rows at 256 bits failed at position 262,142)
+CLICKHOUSE_LIMITS = {"max_query_size": 1 << 28, "max_ast_elements": 1 << 24, "max_expanded_ast_elements": 1 << 24}
+
+
 def _check_engine(db: Backend) -> SqlrpDialect:
     """Search runs where the engine counts bits and hashes rows (DuckDB, PostgreSQL, Spark,
-    ClickHouse); refuse the others up front, naming the engine."""
+    ClickHouse); refuse the others up front, naming the engine.  On ClickHouse the session's
+    statement limits are raised (:data:`CLICKHOUSE_LIMITS`; ``SET`` lasts for the session)."""
     dialect = db.sql_dialect
     dialect.popcount(col("a"))  # raises EngineLimit naming the engine where missing
     dialect.row_hash([col("a")])
+    if dialect.name == "clickhouse":
+        for setting, value in CLICKHOUSE_LIMITS.items():
+            db.execute(f"SET {setting} = {int(value)}")
     return dialect
 
 
@@ -252,6 +266,7 @@ def load_index(db: Backend, name: str) -> Index:
         int(p["probes"]),
         int(p.get("word_bits", 64)),
         p.get("id_type"),
+        Calibration.from_json(p.get("calibration")),
     )
 
 
@@ -297,20 +312,6 @@ def drop_index(db: Backend, name: str) -> None:
         db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
         for table in (*_tables(name), name + "__bands"):  # __bands: an index of an older sqlrp
             db.execute(dialect.render(exp.Drop(tables=[output_table(source, table)], kind="TABLE", exists=True)))
-
-
-def _sample(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
-    """``size`` rows of the table's features for k-means: those with the smallest hash of (id, seed),
-    a deterministic sample on any engine (one pass and a top-N)."""
-    dialect = db.sql_dialect
-    x = feature_rows(source, d, dialect, metric)
-    if size < rows:
-        key = dialect.row_hash([col("_id"), exp.Literal.number(int(seed))])
-        x = exp.select(*[col(f"_x{i}") for i in range(d)]).from_(x.subquery("_s", copy=False))
-        x = x.order_by(key, copy=False).limit(size, copy=False)
-    else:
-        x = exp.select(*[col(f"_x{i}") for i in range(d)]).from_(x.subquery("_s", copy=False))
-    return db.query_df(dialect.render(x)).to_numpy(dtype=np.float64)
 
 
 def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarray]) -> None:
@@ -361,6 +362,9 @@ def build_index(
     schema: str | None = None,
     catalog: str | None = None,
     nulls: str = "error",
+    recall: float = TARGET,
+    calibration_queries: int = QUERIES,
+    progress: bool = False,
 ) -> Index:
     """Index ``table`` for similarity search (module docstring): ``lists`` inverted lists (default
     :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
@@ -371,7 +375,12 @@ def build_index(
     One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
     are staged and swapped in and the registry row written last: :func:`_build_staged`).
     ``incremental=True`` refreshes an existing index from its table (new, changed and deleted rows;
-    same centroids); ``replace=True`` rebuilds it."""
+    same centroids); ``replace=True`` rebuilds it.
+
+    The defaults a search uses are measured on the table itself (:mod:`sqlrp.search.calibrate`):
+    ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
+    are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored.
+    ``progress`` shows a bar on stderr (:mod:`sqlrp.search.progress`)."""
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
     if metric not in METRICS:
@@ -381,7 +390,15 @@ def build_index(
             raise InvalidParameter(f"{label} must be a positive integer, got {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidParameter(f"seed must be a non-negative integer, got {seed!r}")
-    dialect = _check_engine(db)
+    if isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0 < recall <= 1:
+        raise InvalidParameter(f"recall must be a number in (0, 1], got {recall!r}")
+    if (
+        isinstance(calibration_queries, bool)
+        or not isinstance(calibration_queries, (int, np.integer))
+        or calibration_queries < 0
+    ):
+        raise InvalidParameter(f"calibration_queries must be a whole number >= 0, got {calibration_queries!r}")
+    _check_engine(db)
     Registry(db)
     existing = _row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
@@ -390,7 +407,65 @@ def build_index(
             "(--incremental) to refresh it from its table"
         )
     if incremental and existing is not None:
-        return _refresh(db, load_index(db, name), check)
+        with Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps:
+            steps.start("refreshing")
+            return _refresh(db, load_index(db, name), check)
+    with Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
+        return _build(
+            db,
+            name,
+            existing,
+            steps,
+            table,
+            id_column,
+            lists,
+            bits,
+            probes,
+            metric,
+            seed,
+            sample,
+            check,
+            layout,
+            columns,
+            array_column,
+            schema,
+            catalog,
+            nulls,
+            recall,
+            calibration_queries,
+        )
+
+
+#: the stages a build's progress bar shows
+BUILD_STAGES = ("reading the table", "k-means", "writing codes", "calibrating")
+
+
+def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
+    db: Backend,
+    name: str,
+    existing: tuple | None,
+    steps: Steps,
+    table: str,
+    id_column: str,
+    lists: int | None,
+    bits: int | None,
+    probes: int | None,
+    metric: str,
+    seed: int,
+    sample: int | None,
+    check: bool,
+    layout: str,
+    columns: list[str] | None,
+    array_column: str | None,
+    schema: str | None,
+    catalog: str | None,
+    nulls: str,
+    recall: float,
+    calibration_queries: int,
+) -> Index:
+    """:func:`build_index` once its arguments are checked: a new index (or a rebuild)."""
+    dialect = db.sql_dialect
+    steps.start("reading the table")
     if schema is None and catalog is None and files.file_format(table) is not None and files.matching(table):
         table = files.absolute(table)  # a file is kept by its absolute path: searched later from anywhere
     source = resolve_source(
@@ -407,7 +482,10 @@ def build_index(
         check_source(db, d, source)
     L = min(lists if lists is not None else default_lists(rows), rows)
     want = sample if sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
-    centroids = train_lists(_sample(db, source, d, metric, rows, min(want, rows), seed), L, seed)
+    size_ = min(want, rows)
+    drawn = sample_rows(db, source, d, metric, rows, size_, seed)
+    steps.start("k-means")
+    centroids = train_lists(drawn, L, seed)
     signs = rotation_signs(size, seed, ROUNDS)
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
@@ -429,6 +507,17 @@ def build_index(
         "nulls": source.nulls,
     }
 
+    def measure(built: Index) -> None:  # the defaults, measured on the written index (calibrate.py)
+        nonlocal index
+        steps.start("calibrating")
+        found = calibrate(
+            db, built.layout, centroids, rows, size_, int(seed), recall, calibration_queries, probes and int(P)
+        )
+        if found is not None:
+            params["calibration"] = found.to_json()
+            params["probes"] = found.floor
+            index = Index(**{**index.__dict__, "probes": found.floor, "calibration": found})
+
     def register() -> None:
         db.execute(
             f"INSERT INTO {INDEX_TABLE} (name, projection, source, bits, band_bits, means, vectors, params) "
@@ -437,25 +526,30 @@ def build_index(
         )
 
     if not db.transactional:
-        _build_staged(db, index, source, centroids, existing, register)
+        _build_staged(db, index, source, centroids, existing, register, measure, steps)
         return index
     with db.transaction():
         db.lock(f"sqlrp index {name}")
         if existing is not None:
             _unregister(db, name, source, existing)
-        _write_index(db, index.layout, source, centroids)
+        _write_index(db, index.layout, source, centroids, steps)
+        measure(index)
         register()
     return index
 
 
-def _write_index(db: Backend, layout: IndexLayout, source: Source, centroids: Lists) -> None:
+def _write_index(
+    db: Backend, layout: IndexLayout, source: Source, centroids: Lists, steps: Steps | None = None
+) -> None:
     """The index's three tables: centroids, then every row's list and code."""
     dialect = db.sql_dialect
+    steps = steps or Steps(False, "", [])
+    steps.start("writing codes")
     _store_centroids(db, layout, centroids, layout.signs)
     # written list by list: the search's join of probes to rows then meets a list's rows together
     # (1,000 queries x 63 probes on 1M rows: 2.10 s against 3.03 s for the rows in table order)
     rows = rows_select(layout, source, dialect).order_by(col("_list", "r"), copy=False)
-    db.execute(_create(dialect, layout.rows, rows))
+    steps.execute(db, _create(dialect, layout.rows, rows))
     for statement in dialect.lookup_indexes(layout.rows, [LIST]):
         db.execute(statement)
 
@@ -472,7 +566,14 @@ def _unregister(db: Backend, name: str, source: Source, existing: tuple) -> None
 
 
 def _build_staged(
-    db: Backend, index: Index, source: Source, centroids: Lists, existing: tuple | None, register: Callable[[], None]
+    db: Backend,
+    index: Index,
+    source: Source,
+    centroids: Lists,
+    existing: tuple | None,
+    register: Callable[[], None],
+    measure: Callable[[Index], None] = lambda _: None,
+    steps: Steps | None = None,
 ) -> None:
     """A build on an engine without transactions (Spark, ClickHouse): the tables are written under a
     staging name, where no search looks; only then is an old index unregistered and dropped, the
@@ -482,7 +583,8 @@ def _build_staged(
     dialect = db.sql_dialect
     stage = Index(**{**index.__dict__, "name": _staging_name()})
     try:
-        _write_index(db, stage.layout, source, centroids)
+        _write_index(db, stage.layout, source, centroids, steps)
+        measure(stage)
     except BaseException:
         _drop_tables(db, source, _tables(stage.name))
         raise
@@ -675,6 +777,7 @@ def search(
     check: bool = True,
     exact: bool = False,
     strict: bool = False,
+    progress: bool = False,
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
@@ -687,20 +790,73 @@ def search(
 
     ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
-    recall is measured against, and the baseline of its speed."""
+    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr."""
+    with Steps(progress, f"search {index}", ["checking the table", "searching"]) as steps:
+        return _search(
+            db,
+            index,
+            query_table,
+            query_id_column,
+            top,
+            candidates,
+            probes,
+            metric,
+            into,
+            replace,
+            schema,
+            catalog,
+            check,
+            exact,
+            strict,
+            steps,
+        )
+
+
+def _search(  # noqa: PLR0913 - search's own arguments
+    db: Backend,
+    index: str,
+    query_table: str,
+    query_id_column: str,
+    top: int,
+    candidates: int | None,
+    probes: int | None,
+    metric: str | None,
+    into: str | None,
+    replace: bool,
+    schema: str | None,
+    catalog: str | None,
+    check: bool,
+    exact: bool,
+    strict: bool,
+    steps: Steps,
+) -> pd.DataFrame | None:
+    steps.start("checking the table")
     dialect = _check_engine(db)
     idx = load_index(db, index)
     if metric is not None and metric != idx.metric:
         raise InvalidParameter(
             f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric {metric}"
         )
+    cal = idx.calibration
     C = candidates
     if C is None:  # the default follows top (a nonsense top is refused below)
-        C = default_candidates(top) if isinstance(top, (int, np.integer)) and not isinstance(top, bool) else top
+        whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
+        C = (cal.default_candidates(top) if cal else default_candidates(top)) if whole else top
     P = probes if probes is not None else idx.probes
     check_search(top, C, P, idx.metric)
     if P > idx.lists:
         raise InvalidParameter(f"probes ({P}) cannot exceed the index's {idx.lists} lists")
+    # the calibrated rule probes adaptively (floor P, cap, ratio); probes given: exactly those
+    ratio, cap = (cal.ratio, cal.cap) if cal is not None and probes is None else (None, None)
+    if cal is not None and not exact and (probes is not None or candidates is not None):
+        expected = cal.expected(probes, candidates, top)
+        if expected < cal.target - 0.005:
+            warnings.warn(
+                f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
+                f"table's, below the {cal.target:g} index {index!r} was calibrated for (its defaults: "
+                f"{cal.describe()})",
+                stacklevel=3,
+            )
     src = idx.source
     for table in (query_table, src.table):
         if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
@@ -711,18 +867,23 @@ def search(
         check_source(db, idx.d, queries)
     if not exact:
         check_fresh(db, idx, strict)
+    steps.start("searching")
+    options = {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
+    if into is None:
+        if exact:
+            with db.transaction():
+                for statement in dialect.local_settings(src):
+                    db.execute(statement)
+                frame = db.query_df(dialect.render(exact_select(idx.layout, queries, dialect, top)))
+        else:
+            frame = run_search(db, idx.layout, queries, **options)
+        _warn_short(frame, top, db, queries)
+        return frame
     select = (
         exact_select(idx.layout, queries, dialect, top)
         if exact
-        else search_select(idx.layout, queries, dialect, top, C, P)
+        else search_select(idx.layout, queries, dialect, **options)
     )
-    if into is None:
-        with db.transaction():
-            for statement in dialect.local_settings(src):
-                db.execute(statement)
-            frame = db.query_df(dialect.render(select))
-        _warn_short(frame, top, db, queries)
-        return frame
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     dialect.check_table_name(into)
@@ -737,7 +898,9 @@ def search(
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
-        with staged(db, queries, into, exists) as stage:
+        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
+            if not exact and staged_engine(db) and idx.word_bits == 64:  # the planes as a table: staged.py
+                select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
             for statement in dialect.local_settings(src):
                 db.execute(statement)
             db.execute(_create(dialect, output_table(queries, stage), select))
@@ -796,25 +959,32 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     counts = frame.groupby("query_id").size()
     short = int((counts < top).sum())
     total = int(
-        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[
-            0
-        ][0]
+        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[0][0]
     )
     short += total - len(counts)
     if short:
         warnings.warn(
             f"{short} queries found fewer than top = {top} neighbours (their probed lists hold fewer rows): "
             "probe more lists (probes) or re-rank more candidates",
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
 def describe_index(index: Index) -> str:
     """One line for the CLI."""
-    return (
-        f"index {index.name!r}: {index.lists} lists, {index.bits}-bit codes, {index.metric}, "
-        f"{index.probes} probes by default"
-    )
+    head = f"index {index.name!r}: {index.lists} lists, {index.bits}-bit codes, {index.metric}"
+    if index.calibration is not None:
+        return f"{head}; defaults {index.calibration.describe()}"
+    return f"{head}, {index.probes} probes by default"
+
+
+def describe_defaults(db: Backend, name: str, top: int) -> str | None:
+    """What a search of ``name`` at its defaults does and the recall they were calibrated for (``None``
+    for an index built without a calibration)."""
+    cal = load_index(db, name).calibration
+    if cal is None:
+        return None
+    return f"search defaults of index {name!r}: {cal.describe()}; candidates {cal.default_candidates(top)} at top {top}"
 
 
 __all__ = [
@@ -824,6 +994,7 @@ __all__ = [
     "build_index",
     "check_fresh",
     "default_candidates",
+    "describe_defaults",
     "drop_index",
     "list_indexes",
     "load_index",

@@ -70,7 +70,9 @@ def default_lists(rows: int) -> int:
 
 
 def default_probes(lists: int) -> int:
-    """``P``: the lists a query probes by default, 1/12 of them and at least 16.  On the embedding-like
+    """``P``: the lists a query probes by default when the index has no calibration
+    (``calibration_queries=0``; :mod:`sqlrp.search.calibrate` measures them otherwise), 1/12 of them
+    and at least 16.  On the embedding-like
     table of ``bench/search.py`` (1M rows, 1,000 lists; true neighbours 57 degrees away) 84 lists hold
     97% of the true neighbours and, with the default candidates, give Recall@10 0.956; 1/16 of them
     (63) gave 0.922, and 0.891 at 250,000 rows."""

@@ -345,6 +345,55 @@ def _nearest(
     return _best(pairs, "_id", f"_{key}", "_dist", count, dialect, f"_{key}")
 
 
+def _probe_adaptive(
+    rows: exp.Expression, centroids: exp.Select, floor: int, cap: int, ratio: float, d: int, dialect: SqlrpDialect
+) -> exp.Select:
+    """``(_id, _list)``: each query's probed lists under the adaptive rule -- its ``floor`` nearest
+    lists, and further lists up to ``cap`` while ``|q - c|^2 <= ratio * |q - c_1|^2`` (``c_1`` the
+    nearest centroid).  A query far from every centroid (unlike the table's rows) sees many lists at
+    about the same distance and probes more of them; a query inside a list's cluster, few
+    (:mod:`sqlrp.search.calibrate` measures ``floor`` and ``ratio`` on the table's own rows)."""
+    pairs = _select(
+        _named("_id", "r"),
+        exp.alias_(col(LIST, "c"), "_list", quoted=True, copy=False),
+        exp.alias_(_distance_key(d, dialect, "r", "c", CENTRE), "_dist", quoted=True, copy=False),
+    ).from_(rows, copy=False)
+    pairs = pairs.join(centroids.subquery("c", copy=False), join_type="CROSS", copy=False)
+    order = exp.Order(expressions=[exp.Ordered(this=col("_dist"), nulls_first=False), exp.Ordered(this=col("_list"))])
+    ranked = _select(
+        col("_id"),
+        col("_list"),
+        col("_dist"),
+        exp.alias_(
+            exp.Window(this=exp.RowNumber(), partition_by=[col("_id")], order=order), "_rk", quoted=True, copy=False
+        ),
+        exp.alias_(
+            exp.Window(this=exp.Min(this=col("_dist")), partition_by=[col("_id")]), "_d0", quoted=True, copy=False
+        ),
+    ).from_(pairs.subquery("_pairs", copy=False), copy=False)
+    # the distance key is the distance itself where the engine has a vector distance, else its square
+    factor = float(np.sqrt(ratio)) if dialect.vector(_xs(1)) is not None else float(ratio)
+    keep = exp.or_(
+        col("_rk") <= floor,
+        exp.and_(col("_rk") <= cap, col("_dist") <= exp.Mul(this=number(factor), expression=col("_d0"))),
+    )
+    return _select(col("_id"), col("_list")).from_(ranked.subquery("_probes", copy=False), copy=False).where(
+        keep, copy=False
+    )
+
+
+def probe_counts(distances: np.ndarray, floor: int, cap: int | None = None, ratio: float | None = None) -> np.ndarray:
+    """NumPy reference of the lists each query probes: ``floor``, or under the adaptive rule
+    (:func:`_probe_adaptive`) between ``floor`` and ``cap`` by the ``ratio`` of squared centroid
+    distances (``distances``: queries x lists, squared)."""
+    n, lists = distances.shape
+    if ratio is None:
+        return np.full(n, min(floor, lists), dtype=np.int64)
+    d0 = distances.min(axis=1, keepdims=True)
+    within = (distances <= ratio * d0).sum(axis=1)
+    return np.clip(within, min(floor, lists), min(cap if cap is not None else lists, lists)).astype(np.int64)
+
+
 def assignment_select(layout: IndexLayout, rows: exp.Select, dialect: SqlrpDialect) -> exp.Select:
     """``(_id, _list)``: each row of ``rows`` (``_id, _x..``) in the nearest list among the children
     of its nearest top centroid."""
@@ -595,16 +644,34 @@ def search_select(
     top: int = 10,
     candidates: int = 100,
     probes: int = 8,
+    ratio: float | None = None,
+    cap: int | None = None,
+    ranked: bool = False,
+    staged: bool = False,
 ) -> exp.Select:
     """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and
-    rank.  ``queries`` must hold the same features as the index's table (its own id column)."""
+    rank.  ``queries`` must hold the same features as the index's table (its own id column).
+    ``ratio`` (with ``cap``) probes adaptively (:func:`_probe_adaptive`; ``probes`` is the floor);
+    ``ranked`` returns every candidate instead, ``(_qid, _id, _erank, _d)``: its rank by the
+    estimate and its exact distance (what the calibration measures recall from).  ``staged``
+    leaves out the two common table expressions ``_sqlrp_q`` and ``_sqlrp_planes``: the caller
+    writes them as tables first (:mod:`sqlrp.search.staged`)."""
     check_search(top, candidates, probes, layout.metric)
     d, size, words = layout.d, layout.size, layout.words
     q = feature_rows(queries, d, dialect, layout.metric)
     qv = _with_vector(q, d, dialect)
     leaves = _centroids(layout.lists, LIST, d, dialect)
-    probe = _nearest(_cte("_sqlrp_q", "r"), leaves, LIST, probes, d, dialect)
-    planes = _planes_in_lists(layout, dialect) if dialect.list_lambdas else _planes_in_columns(layout, dialect)
+    if ratio is None:
+        probe = _nearest(_cte("_sqlrp_q", "r"), leaves, LIST, probes, d, dialect)
+    else:
+        probe = _probe_adaptive(_cte("_sqlrp_q", "r"), leaves, probes, max(cap or probes, probes), ratio, d, dialect)
+    planes = (
+        None
+        if staged
+        else _planes_in_lists(layout, dialect)
+        if dialect.list_lambdas
+        else _planes_in_columns(layout, dialect)
+    )
     plane_columns = [f"_p{p}_{w}" for p in range(QUERY_BITS) for w in range(words)]
     # each probed list: the query's squared distance to its centroid, and the sum of its rotation
     probed = (
@@ -680,20 +747,61 @@ def search_select(
         .from_(dialect.fence(per_probe).subquery("pr", copy=False))
         .join(layout.rows.copy().as_("i"), on=col(LIST, "i").eq(col("_list", "pr")), copy=False)
     )
-    best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id", tie_break=False)
+    if ranked and dialect.min_by_n:  # the C best ids in estimate order, numbered in lockstep
+        listed = _select(
+            col("_qid"),
+            exp.alias_(
+                exp.Anonymous(this="min_by", expressions=[col("_id"), col("_e"), exp.Literal.number(candidates)]),
+                "_ids",
+                quoted=True,
+                copy=False,
+            ),
+        ).from_(estimated.subquery("_est", copy=False), copy=False).group_by(col("_qid"), copy=False)
+        count = exp.Add(this=exp.Anonymous(this="len", expressions=[col("_ids")]), expression=exp.Literal.number(1))
+        best = _select(
+            col("_qid"),
+            exp.alias_(exp.Unnest(expressions=[col("_ids")]), "_id", quoted=True, copy=False),
+            exp.alias_(
+                exp.Unnest(expressions=[exp.Anonymous(this="range", expressions=[exp.Literal.number(1), count])]),
+                "_erank",
+                quoted=True,
+                copy=False,
+            ),
+        ).from_(listed.subquery("_listed", copy=False), copy=False)
+    elif ranked:
+        window = exp.Window(
+            this=exp.RowNumber(),
+            partition_by=[col("_qid")],
+            order=exp.Order(expressions=[exp.Ordered(this=col("_e")), exp.Ordered(this=col("_id"))]),
+        )
+        numbered = _select(
+            col("_qid"), col("_id"), exp.alias_(window, "_erank", quoted=True, copy=False)
+        ).from_(estimated.subquery("_est", copy=False), copy=False)
+        best = _select(exp.Star()).from_(numbered.subquery("_num", copy=False), copy=False)
+        best = best.where(col("_erank") <= candidates, copy=False)
+    else:
+        best = _best(estimated, "_qid", "_id", "_e", candidates, dialect, "_id", tie_break=False)
     x = _rerank_rows(layout, dialect)
     rr = (
         _select(
             _named("_qid", "t"),
             _named("_id", "t"),
+            *([_named("_erank", "t")] if ranked else []),
             exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(x.subquery("x", copy=False))
         .join(best.subquery("t", copy=False), on=col("_id", "x").eq(col("_id", "t")), copy=False)
         .join(_cte("_sqlrp_q", "q"), on=col("_id", "q").eq(col("_qid", "t")), copy=False)
     )
-    out = _result(_ranked(rr, top))
+    out = rr if ranked else _result(_ranked(rr, top))
+    if staged:
+        return out
     return out.with_("_sqlrp_q", as_=qv, copy=False).with_("_sqlrp_planes", as_=planes, copy=False)
+
+
+def query_vectors(layout: IndexLayout, queries: Source, dialect: SqlrpDialect) -> exp.Select:
+    """``_sqlrp_q``: the queries' ``_id, _x..`` (and ``_vec``) as the search reads them."""
+    return _with_vector(feature_rows(queries, layout.d, dialect, layout.metric), layout.d, dialect)
 
 
 def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, top: int = 10) -> exp.Select:
@@ -761,9 +869,12 @@ def reference_search(
     candidates: int = 100,
     probes: int = 8,
     metric: str = "euclidean",
+    ratio: float | None = None,
+    cap: int | None = None,
 ) -> pd.DataFrame:
     """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
-    lists, codes, estimates, candidates (ties by id) and exact ranks."""
+    lists (adaptive with ``ratio`` and ``cap``: :func:`probe_counts`), codes, estimates, candidates
+    (ties by id) and exact ranks."""
     check_search(top, candidates, probes, metric)
     ids = np.asarray(ids)
     X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
@@ -775,7 +886,8 @@ def reference_search(
     out = []
     for qi, qid in enumerate(query_ids):
         dist = ((Q[qi][None, :] - lists.leaves) ** 2).sum(axis=1)
-        probed = np.lexsort((np.arange(len(dist)), dist))[:probes]
+        count = int(probe_counts(dist[None, :], probes, max(cap or probes, probes), ratio)[0])
+        probed = np.lexsort((np.arange(len(dist)), dist))[:count]
         found, est = [], []
         planes, lo, delta, hsum = query_planes(RQ[qi])
         for lst in probed:
@@ -816,6 +928,8 @@ __all__ = [
     "feature_rows",
     "fingerprint",
     "fingerprint_select",
+    "probe_counts",
+    "query_vectors",
     "recall_at_k",
     "reference_assign",
     "reference_search",
