@@ -772,7 +772,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))")
     p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
     p.add_argument(
-        "--probes", type=arg_positive, help="lists a search probes by default (default: calibrated on the table, adaptive)"
+        "--probes",
+        type=arg_positive,
+        help="lists a search probes by default (default: calibrated on the table, adaptive)",
     )
     p.add_argument(
         "--recall", type=float, default=0.95, help="Recall@10 the search defaults are calibrated for (default 0.95)"
@@ -803,7 +805,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--catalog", help="catalog holding --schema")
     p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)")
     p.add_argument("--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default: calibrated)")
-    p.add_argument("--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)")
+    p.add_argument(
+        "--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)"
+    )
     p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
     p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
     p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")
