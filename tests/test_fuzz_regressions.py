@@ -1,0 +1,35 @@
+"""Plain regression tests for the defects the differential fuzzer found (tests/test_fuzz_project.py,
+tests/test_fuzz_index.py; issue 31).  Each fails on the code before its fix."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pandas as pd
+
+import sqlrp
+from sqlrp import cli
+
+
+def test_cli_array_output_prints_exact_floats(tmp_path) -> None:
+    """``sqlrp project --output array`` to stdout printed NumPy's repr of each array (8 digits, no
+    commas: ``[-0.19133204  0.67537395]``), losing precision with exit 0; now a JSON list of exact floats."""
+    url = f"duckdb:///{tmp_path}/a.duckdb"
+    X = np.array([[1.0, 3.0], [2.0, 4.0], [3.0, 5.0]]) / 7.0
+    db = sqlrp.connect(url)
+    db.write_dataframe("t", pd.DataFrame({"id": [1, 2, 3], "a": X[:, 0], "b": X[:, 1]}))
+    db.close()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli.main(["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "2",
+                           "--method", "gaussian", "--output", "array", "--projection", "g"])  # fmt: skip
+    assert status == 0
+    frame = pd.read_csv(io.StringIO(out.getvalue()))
+    got = np.array([json.loads(v) for v in frame["p"]])
+    db = sqlrp.connect(url)
+    want = sqlrp.transform(sqlrp.load_projection(db, "g"), X)
+    db.close()
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.abs(want).max()
