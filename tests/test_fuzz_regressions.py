@@ -33,3 +33,20 @@ def test_cli_array_output_prints_exact_floats(tmp_path) -> None:
     want = sqlrp.transform(sqlrp.load_projection(db, "g"), X)
     db.close()
     assert np.max(np.abs(got - want)) <= 1e-12 * np.abs(want).max()
+
+
+def test_duckdb_error_in_a_bound_statement_is_not_masked() -> None:
+    """A statement that fails with matrices bound (here: a float32 output of 1.4e284, out of FLOAT's
+    range) raised DuckDB's ``TransactionException: Current transaction is aborted`` from the cleanup,
+    hiding the real error; now the engine's own error comes through, and nothing is written."""
+    import duckdb
+    import pytest
+
+    db = sqlrp.connect()
+    db.write_dataframe("t", pd.DataFrame({"id": [1, 2], "a": [1.0, -2e284], "b": [1.0, 2.0]}))
+    with pytest.raises(duckdb.Error) as caught:
+        sqlrp.project(db, "t", "id", k=2, s=1, dtype="float32", into="o")
+    assert "transaction is aborted" not in str(caught.value).lower(), caught.value
+    assert "FLOAT" in str(caught.value)
+    assert not db.table_exists("o")
+    db.close()

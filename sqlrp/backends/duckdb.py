@@ -123,9 +123,13 @@ class DuckDBBackend(Backend):
             self.con.register(name, {"_r": np.arange(len(W)), **{f"c{i}": W[:, i].copy() for i in range(W.shape[1])}})
         try:
             yield
-        finally:
-            for name in constants:
-                self.con.unregister(name)
+        except BaseException:
+            for name in constants:  # in an aborted transaction DuckDB refuses this: keep the first error
+                with contextlib.suppress(duckdb.Error):
+                    self.con.unregister(name)
+            raise
+        for name in constants:
+            self.con.unregister(name)
 
     def execute_watched(self, sql: str, report: Callable[[float], None], every: float = 0.25) -> None:
         """Run ``sql`` on a worker thread (DuckDB releases the GIL) and poll ``query_progress()``.
