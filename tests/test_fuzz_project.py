@@ -282,6 +282,8 @@ def run_file_op(t: Table, op: Op, folder: Path) -> str:
         tally("files", "refused")
         return "refused"
     assert source.read_bytes() == data_before, f"{what}: the input file changed"
+    if invalid:
+        raise Refused(f"{what}: ran although it had to be refused ({invalid})")
     sidecar = Path(f"{target}.sqlrp.json")
     new = set(os.listdir(folder)) - set(listing)
     assert new <= {target.name, sidecar.name}, f"{what}: stray files {new}"
