@@ -31,14 +31,16 @@ from .compiler import (
 )
 from .core import files
 from .core.errors import InputError, InvalidParameter, ProjectionExists
+from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.lazy import pd
+from .core.params import batches, optional_positive, positive_int, whole
 from .dialects import SqlrpDialect, get_dialect
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection, reference
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
-from .pipeline import outputs
+from .pipeline import outputs, targets
 from .pipeline.materialise import (
     file_target,
     materialise,
@@ -97,23 +99,23 @@ def create_projection(
 
 def load_projection(db: Backend, name: str) -> Projection:
     """The projection stored as ``name``."""
-    return registry_of(db).load(name)
+    return registry_of(existing_database(db)).load(name)
 
 
 def list_projections(db: Backend) -> pd.DataFrame:
     """All stored projections, one row each."""
-    return registry_of(db).list()
+    return registry_of(existing_database(db)).list()
 
 
 def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = None, replace: bool = False) -> None:
     """Copy the stored projection ``name`` from ``db`` into the registry of ``to`` (another database),
     so that both project with the identical matrix."""
-    registry_of(to).save(registry_of(db).load(name), new_name or name, replace=replace)
+    registry_of(to).save(registry_of(existing_database(db)).load(name), new_name or name, replace=replace)
 
 
 def drop_projection(db: Backend, name: str) -> None:
     """Delete the stored projection ``name``."""
-    registry_of(db).drop(name)
+    registry_of(existing_database(db)).drop(name)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -131,6 +133,7 @@ def compile_projection(
     block: int | None = None,
 ) -> str:
     """SQL text of a plan for ``dialect`` (default: the database's own)."""
+    check_block(block, plan_.projection)
     target = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     if db is not None:
         stored_pairs_plan(db, plan_, target, strategy)
@@ -195,11 +198,19 @@ def project(
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
     """
+    block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
+    optional_positive("d", options.get("d"))
+    if block is not None:  # against d too, before a new projection is stored
+        check_block(block, _input_dimension(db, table, id_column, projection, options))
+    chunk_rows = optional_positive("chunk_rows", chunk_rows)
+    progress = batches(progress)
     if into is None:
         outputs.check_format(output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
-        file_target(db, into, replace, view, incremental)
+        reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
+        file_target(db, into, replace, view, incremental, reads)
     p = plan(db, table, id_column, projection, **options)
+    check_block(block, p.projection)
     if check:
         check_source(db, p.projection, p.source)
     stored_pairs_plan(db, p, db.sql_dialect, strategy)
@@ -240,6 +251,8 @@ def project(
         raise InvalidParameter(
             f"the output table must not be the input table (sqlrp never writes the source){same}; choose another name"
         )
+    source_table = targets.Table(p.source.table, p.source.schema, p.source.catalog, "the input table")
+    targets.refuse_tables(db, [dataclasses.replace(source_table, name=into, role="the output table")], [source_table])
     if incremental and view:
         raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
 
@@ -291,6 +304,32 @@ def project(
     return None
 
 
+def check_block(block: int | None, projection: Projection | Composed | int | None) -> None:
+    """``block`` (mailman's features per block) is a whole number from 1 to the projection's ``d`` (or
+    the given ``d``): a negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all
+    zeros), one above d a misleading "needs a sign matrix"."""
+    d = projection if projection is None or isinstance(projection, int) else projection.d
+    bound = None if d is None else f"d = {d}: a block holds at most d features"
+    optional_positive("block", block, upper=d, bound=bound)
+
+
+_SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
+                   "group_column", "catalog")  # fmt: skip
+
+
+def _input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
+    """d as :func:`plan` will find it, read before it stores a new projection; ``None`` where only the
+    plan can tell (a long table: its largest feature index need not be the projection's d)."""
+    if isinstance(projection, (Projection, Composed)):
+        return projection.d
+    if options.get("d"):
+        return int(options["d"])
+    if options.get("layout", "wide") == "long":
+        return None
+    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in _SOURCE_OPTIONS})
+    return infer_d(db, source)
+
+
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
     """``source`` restricted to the ids not yet in the output table ``into``: ``NOT EXISTS`` (a hash
     anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
@@ -337,7 +376,8 @@ def transform_frame(
     ``frame`` may be pandas, polars or a ``pyarrow.Table`` (the result is of the same kind, columns
     ``{prefix}0 ..``), or a 2-D NumPy array or list of rows, features in order, as scikit-learn takes
     them (the result is an ``n x k`` array).  Wrong widths, missing columns and NULL/NaN/infinite
-    values raise :class:`~sqlrp.core.errors.InputError` naming them."""
+    values raise :class:`~sqlrp.core.errors.InputError` naming them, and so do rows whose projection
+    overflows (the SQL path's error: :func:`sqlrp.methods.reference.check_outputs`)."""
     d = projection.d
     if isinstance(frame, (np.ndarray, list, tuple)):
         try:
@@ -368,7 +408,8 @@ def transform_frame(
     except (TypeError, ValueError) as exc:
         raise InputError(f"the feature columns must be numeric: {exc}") from None
     _finite(X, data.index.to_numpy())
-    out = pd.DataFrame(reference.transform(projection, X), columns=[f"{prefix}{j}" for j in range(projection.k)])
+    Y = reference.transform(projection, X, labels=data.index.to_numpy())  # overflow refused as in SQL
+    out = pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)])
     out.index = data.index
     if kind == "polars":
         import polars as pl
@@ -411,6 +452,12 @@ def tune(
     runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
     :func:`resolve_source`.  Only the sample rows leave the database.
     """
+    sample = positive_int("sample", sample)
+    k = positive_int("k", k)
+    iterations = whole("iterations", iterations, 0)
+    draws = positive_int("draws", draws)
+    if seed is not None:
+        whole("seed", seed, 0)
     source = resolve_source(db, table, id_column, **source_options)
     d = infer_d(db, source)
     sample_seed = 0 if seed is None else int(seed)

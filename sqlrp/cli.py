@@ -9,16 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import __version__, api
 from .backends import connect, default_url, engines_table
 from .compiler import Output, Source, compile_sql
 from .compiler.strategies import STRATEGIES
-from .core.errors import InputError, InvalidParameter, exit_status, one_line
+from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
 from .core.files import file_format, output_format, read_input
 from .core.lazy import pd
+from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
 from .demo import run_demo
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
@@ -150,10 +153,10 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
         "(NAME.sqlrp.json written beside a projected file, or a projections export)",
     )
     p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
-    p.add_argument("--k", type=int, help="output dimension (new projections)")
+    p.add_argument("--k", type=arg_positive, help="output dimension (new projections)")
     _add_method_params(p)
     p.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
-    p.add_argument("--d", type=int, help="input dimension, when it cannot be read off the table")
+    p.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
     p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)")
     p.add_argument(
         "--standardize", action="store_true", help="centre and scale every feature in SQL first (wide/array)"
@@ -173,7 +176,7 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
         help="SQL formulation: auto (measured rule), inline, pairs, mailman or list_transform (DuckDB) (wide/array), "
         "join or lookup (long)",
     )
-    p.add_argument("--block", type=int, help="mailman strategy: features per block (default: chosen)")
+    p.add_argument("--block", type=arg_positive, help="mailman strategy: features per block (default: chosen)")
     p.add_argument(
         "--matrix",
         default="auto",
@@ -185,7 +188,7 @@ def _add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
 
 
 def _add_profile(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, help="small-device profile: DuckDB threads")
+    p.add_argument("--threads", type=arg_positive, help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
     p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
 
@@ -194,16 +197,16 @@ def _add_method_params(p: argparse.ArgumentParser) -> None:
     """Parameters of the methods; each is passed to the method only when given."""
     p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, auto: from the data, <= sqrt(d)); default per method")
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
-    k.add_argument("--m", type=int, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
-    k.add_argument("--degree", type=int, help="pk-rp, maclaurin, craftmap: polynomial degree")
-    k.add_argument("--t", type=int, help="pk-rp, cbp: products summed per output (CLT)")
-    k.add_argument("--p", type=int, help="pk-rp, cbp: number of random vectors (default g*t*k)")
-    k.add_argument("--c", type=float, help="constant of the inhomogeneous kernel (x.y + c)^degree")
+    k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
+    k.add_argument("--degree", type=arg_positive, help="pk-rp, maclaurin, craftmap: polynomial degree")
+    k.add_argument("--t", type=arg_positive, help="pk-rp, cbp: products summed per output (CLT)")
+    k.add_argument("--p", type=arg_positive, help="pk-rp, cbp: number of random vectors (default g*t*k)")
+    k.add_argument("--c", type=arg_finite, help="constant of the inhomogeneous kernel (x.y + c)^degree")
     k.add_argument("--kernel-modified", action="store_true", help="p-rp: the modified kernel (x.y)^2 - (x^2).(y^2)")
     k.add_argument("--index", choices=["distinct", "balanced"], help="pk-rp: index scheme")
     k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors")
     k.add_argument("--up", choices=["maclaurin", "pk-rp"], help="craftmap: up-projection method")
-    k.add_argument("--up-k", type=int, help="craftmap: up-projection dimension D (default 4k)")
+    k.add_argument("--up-k", type=arg_positive, help="craftmap: up-projection dimension D (default 4k)")
 
 
 _METHOD_PARAMS = ("s", "m", "degree", "t", "p", "c", "index", "distribution", "up", "up_k")
@@ -261,8 +264,19 @@ def _connect(args: argparse.Namespace):
     return db
 
 
+def _say_features(db: object, args: argparse.Namespace) -> None:
+    """For a file read as the input (its types guessed from the text): which feature columns are read,
+    on stderr, before the work -- so that a column left out (text) is never a silent change of d."""
+    if args.layout != "wide" or not (args.input or file_format(args.table)):
+        return
+    source = api.resolve_source(db, args.table, args.id_column, **_input_options(args))
+    shown = ", ".join(source.columns[:20]) + (", ..." if len(source.columns) > 20 else "")
+    print(f"reading {len(source.columns)} feature columns of {args.table!r}: {shown}", file=sys.stderr)
+
+
 def cmd_project(args: argparse.Namespace) -> int:
     with _connect(args) as db:
+        _say_features(db, args)
         # the bar goes to stderr: shown on a terminal, or when asked for (--progress); never in a pipe or a log
         wanted = args.progress or (sys.stderr.isatty() and not args.no_progress)
         progress = False if (not wanted or not args.into or args.view) else (args.batches or True)
@@ -333,6 +347,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
         method = args.method or "achlioptas"
         seed = 0 if args.seed is None else args.seed
+        api.check_block(args.block, d)
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
         source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
         output = Output(args.output, args.prefix, args.prefix, args.dtype)
@@ -422,8 +437,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    ks = [int(k) for k in args.k.split(",")]
-    run_demo(args.db, ks=ks, s=args.s)
+    run_demo(args.db, ks=args.k, s=args.s)
     return 0
 
 
@@ -473,7 +487,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         kernel = None  # the input space
     elif args.kernel_degree:
         kernel = Kernel(degree=args.kernel_degree, c=args.kernel_c, modified=args.modified_kernel)
-    ks = [int(k) for k in args.ks.split(",")] if args.ks else None
     with _connect(args) as db:
         report = api.evaluate(
             db,
@@ -485,7 +498,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             queries=args.queries,
             recall_k=args.recall_k,
             seed=args.seed,
-            ks=ks,
+            ks=args.ks,
             kernel=kernel,
             label_column=args.label_column,
             in_sql=not args.no_sql,
@@ -497,21 +510,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    """An argparse type: a positive whole number, or a one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
 def _positive_list(text: str, flag: str) -> list[int]:
     """``10,20,50`` as positive whole numbers; an InvalidParameter naming ``flag`` otherwise."""
     try:
-        return [_positive(part.strip()) for part in text.split(",")]
+        return arg_positive_list(text)
     except argparse.ArgumentTypeError as exc:
         raise InvalidParameter(f"{flag} takes comma-separated positive whole numbers: {exc}") from None
 
@@ -575,8 +577,22 @@ def cmd_indexes(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with sqlrp's error format: a usage error is one line (``error: argument --k: ...``)
+    and exit status 2, like every other error, not the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """``warnings.showwarning`` of the command: one line, ``warning: ...``, without Python's source
+    location (a site-packages path and line number mean nothing to the user)."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sqlrp", description="Random projections compiled to SQL.")
+    parser = _Parser(prog="sqlrp", description="Random projections compiled to SQL.")
     parser.add_argument("--version", action="version", version=f"sqlrp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -597,11 +613,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batches",
-        type=int,
+        type=arg_positive,
         help="with --into: materialise in this many id-range batches behind the progress bar (default: DuckDB "
         "reports the progress of one statement; PostgreSQL batches, up to 10 of >= 20,000 rows each)",
     )
-    p.add_argument("--chunk-rows", type=int, default=100_000, help="CSV output: rows fetched per chunk")
+    p.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 
     p = sub.add_parser("compile", help="print the SQL of a projection")
@@ -615,8 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.add_argument("--name", required=True)
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
-    p.add_argument("--d", type=int, required=True)
-    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--d", type=arg_positive, required=True)
+    p.add_argument("--k", type=arg_positive, required=True)
     _add_method_params(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replace", action="store_true")
@@ -636,15 +652,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune a projection on a sample of a table (DT-RP) and store it")
     _add_table(p)
-    p.add_argument("--sample", type=int, default=500, help="training rows (a seeded sample)")
-    p.add_argument("--k", type=int, required=True, help="output dimension")
+    p.add_argument("--sample", type=arg_positive, default=500, help="training rows (a seeded sample)")
+    p.add_argument("--k", type=arg_positive, required=True, help="output dimension")
     p.add_argument("--s", type=_s, default="auto", help="sparsity s >= 1 (1, 3, or auto = sqrt(d))")
-    p.add_argument("--iterations", type=int, default=4000)
+    p.add_argument("--iterations", type=arg_nonnegative, default=4000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)")
     p.add_argument("--replace", action="store_true")
     p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner")
-    p.add_argument("--draws", type=int, default=20, help="best-of-n: how many random matrices")
+    p.add_argument("--draws", type=arg_positive, default=20, help="best-of-n: how many random matrices")
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser(
@@ -655,22 +671,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--index", help="instead: Recall@K of this search index against exact k-NN, per number of candidates"
     )
-    p.add_argument("--top", type=int, default=10, help="--index: K of Recall@K")
+    p.add_argument("--top", type=arg_positive, default=10, help="--index: K of Recall@K")
     p.add_argument("--candidates", help="--index: comma-separated candidate counts (default K, 2K, 5K, 10K, ...)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="--index: check the index was built for it")
     p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots")
-    p.add_argument("--sample", type=int, default=300, help="rows in the seeded evaluation sample")
-    p.add_argument("--queries", type=int, default=100, help="Recall@K queries (the rest is the database)")
-    p.add_argument("--recall-k", type=int, default=5, help="K of Recall@K")
+    p.add_argument("--sample", type=arg_positive, default=300, help="rows in the seeded evaluation sample")
+    p.add_argument("--queries", type=arg_positive, default=100, help="Recall@K queries (the rest is the database)")
+    p.add_argument("--recall-k", type=arg_positive, default=5, help="K of Recall@K")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ks", help="comma-separated k values for the distortion-vs-k plot")
+    p.add_argument("--ks", type=arg_positive_list, help="comma-separated k values for the distortion-vs-k plot")
     p.add_argument(
         "--kernel-degree",
-        type=_positive,
+        type=arg_positive,
         help="measure distortion in this polynomial kernel's space (default: the kernel the projection "
         "approximates, from its stored parameters; 1: the input space)",
     )
-    p.add_argument("--kernel-c", type=float, default=0.0, help="kernel constant c in (x.y + c)^degree")
+    p.add_argument("--kernel-c", type=arg_finite, default=0.0, help="kernel constant c in (x.y + c)^degree")
     p.add_argument("--modified-kernel", action="store_true", help="degree-2 kernel without its diagonal")
     p.add_argument("--label-column", help="class labels: adds linear-classifier accuracies")
     p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")
@@ -679,11 +695,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index a table for similarity search: lists and RaBitQ codes (build_index)")
     _add_table(p)
     p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops")
-    p.add_argument("--lists", type=_positive, help="inverted lists (default: about sqrt(rows))")
-    p.add_argument("--bits", type=_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
-    p.add_argument("--probes", type=_positive, help="lists a search probes by default (default: 1/12 of them, >= 16)")
+    p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))")
+    p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
+    p.add_argument(
+        "--probes", type=arg_positive, help="lists a search probes by default (default: 1/12 of them, >= 16)"
+    )
     p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance")
-    p.add_argument("--sample", type=_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)")
+    p.add_argument(
+        "--sample", type=arg_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation")
     p.add_argument("--incremental", action="store_true", help="refresh: new, changed and deleted rows (same lists)")
     p.add_argument("--replace", action="store_true", help="rebuild an existing index")
@@ -698,9 +718,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query-id-column", required=True)
     p.add_argument("--schema", help="schema of the query (and output) tables")
     p.add_argument("--catalog", help="catalog holding --schema")
-    p.add_argument("--top", type=_positive, default=10, help="neighbours per query (K)")
-    p.add_argument("--candidates", type=_positive, help="rows re-ranked exactly per query (C; default 30 * top)")
-    p.add_argument("--probes", type=_positive, help="lists probed per query (P; default: the index's)")
+    p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)")
+    p.add_argument("--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default 30 * top)")
+    p.add_argument("--probes", type=arg_positive, help="lists probed per query (P; default: the index's)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
     p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
     p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")
@@ -722,7 +742,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="project the bundled digits (UCI, 1,797 x 64) in an embedded DuckDB file")
     p.add_argument("--db", default="sqlrp_demo.duckdb")
-    p.add_argument("--k", default="20,40,80,160", help="comma-separated output dimensions")
+    p.add_argument("--k", type=arg_positive_list, default=[20, 40, 80, 160], help="comma-separated output dimensions")
     p.add_argument("--s", type=_s, default="auto")
     p.set_defaults(func=cmd_demo)
     return parser
@@ -741,8 +761,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "indexes" and args.action == "drop" and not args.name:
         parser.error("indexes drop needs a NAME")
     try:
-        _input_table(args)
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            _input_table(args)
+            return args.func(args)
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`
         sys.stderr.close()
         return 0

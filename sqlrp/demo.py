@@ -11,6 +11,7 @@ import numpy as np
 from . import api
 from .backends import connect
 from .core.lazy import pd
+from .core.params import positive_ints
 from .datasets import load_digits
 from .evaluation.metrics import mean_distortion
 from .methods import expected_distortion
@@ -24,6 +25,7 @@ def run_demo(
     echo=print,
 ) -> pd.DataFrame:
     """Load digits into ``db_path``, project it in SQL for each k and seed, and report distortion."""
+    ks = positive_ints("ks", ks)  # before the file is made (sqlrp.core.params)
     X, _ = load_digits()
     frame = pd.DataFrame(X, columns=[f"pixel_{i}" for i in range(X.shape[1])])
     frame.insert(0, "id", np.arange(len(X), dtype=np.int64))

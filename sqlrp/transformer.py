@@ -9,6 +9,7 @@ same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[skl
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,9 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .backends import connect
-from .core.errors import InputError
+from .core.errors import InputError, InvalidParameter
 from .core.ir import Projection
+from .core.params import is_whole, positive_int
 from .methods import johnson_lindenstrauss_min_dim, make_projection, reference
 from .methods.sparsity import data_sparsity, kurtosis_of
 from .registry.store import Registry
@@ -95,7 +97,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 raise InputError(f"the projection expects d = {self.projection.d} features, X has {d}")
             self.projection_ = self.projection
         else:
-            k = johnson_lindenstrauss_min_dim(n, self.eps) if self.n_components == "auto" else int(self.n_components)
+            k = self._n_components(n)
             seed = self.random_state
             if seed is None:
                 seed = int(np.random.default_rng().integers(2**31 - 1))
@@ -111,22 +113,38 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 self.inverse_components_ = np.linalg.pinv(W.toarray())
         return self
 
+    def _n_components(self, n: int) -> int:
+        """k: ``n_components`` if a whole number >= 1 (``1.5`` is refused, as scikit-learn's own
+        projections refuse it, not truncated), or the JL bound for ``"auto"`` (``0 < eps < 1``)."""
+        if isinstance(self.n_components, str) and self.n_components == "auto":
+            eps = self.eps
+            if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 < eps < 1:
+                raise InvalidParameter(f"eps must be a number in (0, 1) for n_components='auto', got {eps!r}")
+            return johnson_lindenstrauss_min_dim(n, eps)
+        if not is_whole(self.n_components):
+            raise InvalidParameter(f"n_components must be 'auto' or a whole number >= 1, got {self.n_components!r}")
+        return positive_int("n_components", self.n_components)
+
     @property
     def _linear(self) -> bool:
         lin = self.projection_.linear
         return self.projection_.combiner.is_identity and lin.power is None and lin.bias is None
 
     def transform(self, X: Any) -> Any:
-        """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype."""
+        """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype.
+        Rows whose projection overflows -- to infinity in float64, or past float32's range when ``X``
+        is float32 -- raise the SQL path's :class:`~sqlrp.core.errors.InputError`."""
         check_is_fitted(self, "projection_")
         X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32], reset=False)
         if sp.issparse(X):
             if not self._linear:
                 raise InputError("sparse input needs a linear projection (achlioptas, gaussian); pass a dense array")
-            Y = safe_sparse_dot(X.astype(np.float64), self.components_.T, dense_output=self.dense_output)
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, as the SQL path refuses it
+                Y = safe_sparse_dot(X.astype(np.float64), self.components_.T, dense_output=self.dense_output)
         else:
             Y = reference.transform(self.projection_, np.asarray(X, dtype=np.float64))
-        return Y.astype(X.dtype, copy=False)
+        # overflow to infinity, or past float32's range once cast back: the SQL path's error
+        return reference.check_outputs(Y, dtype=X.dtype).astype(X.dtype, copy=False)
 
     def inverse_transform(self, X: Any) -> np.ndarray:
         """Back to the input space: ``X @ pinv(components_).T`` (dense, like scikit-learn's)."""

@@ -7,6 +7,7 @@ the caller's (:meth:`DuckDBBackend.wrap`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -50,32 +51,58 @@ class DuckDBBackend(Backend):
     ):
         self.path = path
         self.url = f"duckdb:///{path}"
-        self.con = duckdb.connect(path)
+        # a database file that is not there is made by the first statement that writes, not by
+        # connecting: until then reads see an empty database, and a mistyped path leaves no file
+        new_file = path and not path.startswith((":memory:", "md:")) and files.creatable(path)
+        self._pending: str | None = os.path.abspath(path) if new_file else None
+        self._profile = (threads, memory_limit, temp_directory)
+        self._con = duckdb.connect(":memory:" if self._pending else path)
         self._setup(threads, memory_limit, temp_directory)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The connection, for anything that may write: a database file that was missing is made now
+        (with sqlrp's settings, and the files read so far as tables again)."""
+        if self._pending is not None:
+            placeholder, self._con = self._con, duckdb.connect(self._pending)
+            self._pending = None
+            placeholder.close()
+            read = self._files
+            self._setup(*self._profile)
+            for path, (_, fmt) in read.items():
+                self._con.execute(self._view_sql(path, fmt))
+            self._files = read
+        return self._con
+
+    @property
+    def missing_file(self) -> str | None:
+        """The path of a database file that was not there when connected and that nothing has written
+        yet (the API's read-only calls, e.g. ``list_projections``, refuse it)."""
+        return self._pending
 
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
         # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench/probes.py planning`)
-        self.con.execute("SET disabled_optimizers = 'common_subexpressions'")
+        self._con.execute("SET disabled_optimizers = 'common_subexpressions'")
         if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
+            self._con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
-            self.con.execute("SELECT current_setting('memory_limit')")  # validates the connection
-            self.con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
+            self._con.execute("SELECT current_setting('memory_limit')")  # validates the connection
+            self._con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
             # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
             # (results handed to Python are ORDER BY id anyway)
-            self.con.execute("SET preserve_insertion_order = false")
+            self._con.execute("SET preserve_insertion_order = false")
             # read Parquet page by page: prefetching reads each column chunk whole, which for a list of
             # 384 floats in a row group of 300,000 rows (one pyarrow wrote) asks for 441 MB at once
             # (the scan then fails under memory_limit 400MB; page by page it peaks at 79 MB RSS)
-            self.con.execute("SET disable_parquet_prefetching = true")
+            self._con.execute("SET disable_parquet_prefetching = true")
         if temp_directory:
             # where DuckDB spills beyond memory_limit (default: next to the database file, or
             # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
             from sqlglot import exp
 
-            self.con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
+            self._con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
         self._pending_settings: dict[str, object] = {}
@@ -104,7 +131,8 @@ class DuckDBBackend(Backend):
         self = cls.__new__(cls)
         self.path = "(caller's connection)"
         self.url = "duckdb:///(caller's connection)"
-        self.con = con
+        self._con = con
+        self._pending = None
         self.owns_connection = False
         self._setup(threads, memory_limit, temp_directory)
         return self
@@ -171,16 +199,16 @@ class DuckDBBackend(Backend):
         report(100.0)
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
-        cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        cur = self._con.execute(sql, params) if params is not None else self._con.execute(sql)  # reads: no file made
         return cur.fetchall()
 
     def query_df(self, sql: str) -> pd.DataFrame:
-        return self.con.execute(sql).df()
+        return self._con.execute(sql).df()
 
     def query_arrow(self, sql: str) -> Any:
         """The result as a ``pyarrow.Table``, handed over by DuckDB without a pandas copy."""
         need("pyarrow", "arrow", "Arrow output")
-        return self.con.sql(sql).to_arrow_table()  # a relation: no DB-API copy of the rows
+        return self._con.sql(sql).to_arrow_table()  # a relation: no DB-API copy of the rows
 
     def iter_arrow(self, sql: str, rows: int = 100_000) -> Iterator[Any]:
         """The result as ``pyarrow.Table`` chunks of at most ``rows`` rows, streamed from DuckDB's
@@ -275,7 +303,7 @@ class DuckDBBackend(Backend):
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor (DuckDB: another connection to the same database) that sees the files read as
         tables: temporary views belong to one connection, so they are made again on it."""
-        cur = self.con.cursor()
+        cur = self._con.cursor()
         for path, (_, fmt) in self._files.items():
             cur.execute(self._view_sql(path, fmt))
         return cur
@@ -293,7 +321,7 @@ class DuckDBBackend(Backend):
         files.check_exists(path)
         fmt = fmt or files.sniff(path)
         try:
-            self.con.execute(self._view_sql(path, fmt))
+            self._con.execute(self._view_sql(path, fmt))
         except duckdb.Error as exc:
             raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
         self._files[path] = (files.absolute(path), fmt)
@@ -349,7 +377,7 @@ class DuckDBBackend(Backend):
 
     def close(self) -> None:
         if self.owns_connection:
-            self.con.close()
+            self._con.close()
 
 
 def _setting(value: object) -> str:

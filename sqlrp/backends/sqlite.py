@@ -26,10 +26,12 @@ What differs from the other backends, and why:
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..core import files
 from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
@@ -68,21 +70,32 @@ class SQLiteBackend(Backend):
     )
 
     def __init__(self, path: str = ":memory:"):
-        """Open (or create) the SQLite database file ``path``; ``":memory:"`` for a private one."""
+        """Open the SQLite database file ``path``; ``":memory:"`` for a private one.  A file that is not
+        there is made by the first statement that writes, not by connecting: until then reads see an
+        empty database (what the new file would hold), so reading a mistyped path leaves no empty
+        file behind (:attr:`missing_file`)."""
         self.path = path
         self.url = f"sqlite:///{path}"
-        con = None
-        try:
-            con = sqlite3.connect(path, isolation_level=None)
-            con.execute("SELECT count(*) FROM sqlite_master").fetchall()  # a file that is no database fails here
-        except sqlite3.DatabaseError as exc:
-            if con is not None:
-                con.close()
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise  # another writer holds it: the engine's condition (CLI exit status 4, with the hint)
-            raise InvalidParameter(f"sqlite: cannot open {path!r} as a SQLite database: {exc}") from None
-        self.con = con
+        self._pending: str | None = None
+        if path not in ("", ":memory:") and not path.startswith("file:") and files.creatable(path):
+            self._pending = os.path.abspath(path)  # where it would be made, whatever the working folder later
+        self._con = _open(":memory:" if self._pending else path)
         self._restore_isolation: object = None
+
+    @property
+    def con(self) -> sqlite3.Connection:
+        """The connection, for anything that may write: a file that was missing is made now."""
+        if self._pending is not None:
+            self._con.close()
+            self._con = _open(self._pending)
+            self._pending = None
+        return self._con
+
+    @property
+    def missing_file(self) -> str | None:
+        """The path of a database file that was not there when connected and that nothing has written
+        yet (reading it is refused by the API's read-only calls, e.g. ``list_projections``)."""
+        return self._pending
 
     @classmethod
     def open(cls, target: str, **options: object) -> SQLiteBackend:
@@ -106,7 +119,8 @@ class SQLiteBackend(Backend):
         self = cls.__new__(cls)
         self.path = "(caller's connection)"
         self.url = "sqlite:///(caller's connection)"
-        self.con = conn
+        self._con = conn
+        self._pending = None
         self.owns_connection = False
         self._restore_isolation = conn.isolation_level
         conn.isolation_level = None
@@ -120,8 +134,8 @@ class SQLiteBackend(Backend):
         cur.close()
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
-        """Run a query and return all its rows as tuples."""
-        cur = self.con.execute(sql, _params(params))
+        """Run a query and return all its rows as tuples (a missing file's reads: an empty database)."""
+        cur = self._con.execute(sql, _params(params))
         try:
             return cur.fetchall()
         finally:
@@ -129,7 +143,7 @@ class SQLiteBackend(Backend):
 
     def query_df(self, sql: str) -> pd.DataFrame:
         """Run a query and return its result as a DataFrame (columns named as the query names them)."""
-        cur = self.con.execute(sql)
+        cur = self._con.execute(sql)
         try:
             rows = cur.fetchall()
             return _frame(rows, [d[0] for d in cur.description or ()])
@@ -140,7 +154,7 @@ class SQLiteBackend(Backend):
         """Run a query and yield its result ``rows`` rows at a time (``fetchmany``: SQLite steps the
         statement as rows are fetched, so the whole result is never held at once)."""
         rows = max(1, int(rows))
-        cur = self.con.cursor()
+        cur = self._con.cursor()
         try:
             cur.execute(sql)
             names = [d[0] for d in cur.description or ()]
@@ -280,10 +294,25 @@ class SQLiteBackend(Backend):
     def close(self) -> None:
         """Close the connection; a caller's connection stays open, with its isolation level put back."""
         if self.owns_connection:
-            self.con.close()
+            self._con.close()
         else:
             with contextlib.suppress(sqlite3.ProgrammingError):  # the caller closed it already
-                self.con.isolation_level = self._restore_isolation  # type: ignore[assignment]
+                self._con.isolation_level = self._restore_isolation  # type: ignore[assignment]
+
+
+def _open(path: str) -> sqlite3.Connection:
+    """``sqlite3.connect(path)`` in sqlrp's mode (no implicit transactions), checked to be a database."""
+    con = None
+    try:
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchall()  # a file that is no database fails here
+    except sqlite3.DatabaseError as exc:
+        if con is not None:
+            con.close()
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise  # another writer holds it: the engine's condition (CLI exit status 4, with the hint)
+        raise InvalidParameter(f"sqlite: cannot open {path!r} as a SQLite database: {exc}") from None
+    return con
 
 
 def _params(params: Sequence[Any] | None) -> Sequence[Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class SqlrpError(Exception):
     """Base class of every error sqlrp raises on purpose."""
@@ -33,6 +35,23 @@ class EngineLimit(SqlrpError):
 
 class MissingExtra(SqlrpError, ImportError):
     """An optional dependency is not installed; the message gives the ``pip install`` line."""
+
+
+def overflow_error(
+    labels: Iterable[object],
+    what: str = "rows with id",
+    done: str = "nothing was written",
+    kind: str = "float64 sums",
+) -> InputError:
+    """The error for projected values that overflowed to infinity or NaN: one message for the SQL
+    path (the written table, the returned frames) and the in-memory paths
+    (:func:`sqlrp.methods.reference.check_outputs`), naming up to five rows (``what``: ``"rows with
+    id"``, or ``"rows"`` for positions in an array)."""
+    shown = ", ".join(repr(i.item() if hasattr(i, "item") else i) for i in list(labels)[:5])
+    return InputError(
+        f"the projection overflowed to infinity or NaN ({what} {shown}): the features are too large for "
+        f"{kind}; scale the data first (--standardize), {done}"
+    )
 
 
 def refuse_nul(name: str, role: str = "name") -> str:

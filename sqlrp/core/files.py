@@ -20,10 +20,13 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
+from typing import TypeVar
 
 from sqlglot import exp
 
 from .errors import InputError, InvalidParameter
+
+DB = TypeVar("DB")  #: a backend, handed back as it came
 
 READERS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json"}
 _ENDINGS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
@@ -109,6 +112,34 @@ def read_input(db: object, path: str) -> str:
     if not hasattr(db, "read_file"):
         raise refuse_engine(getattr(db, "dialect", "this engine"), f"read the file {path!r}")
     return db.read_file(path)  # type: ignore[attr-defined]
+
+
+def creatable(path: str) -> bool:
+    """True if ``path`` names no file yet but could be made: its folder exists.  The embedded engines
+    (DuckDB, SQLite) then make a database file at its first write, not when connecting (issue 31: a
+    read of a mistyped path left an empty database behind); a missing folder still fails at once."""
+    full = os.path.abspath(os.path.expanduser(path))
+    return not os.path.exists(full) and os.path.isdir(os.path.dirname(full))
+
+
+def existing_database(db: DB) -> DB:
+    """``db``, unless it names a database file that was not there (``missing_file`` of the DuckDB and
+    SQLite backends, :func:`creatable`): a call that only reads refuses it rather than make an empty
+    file (the registry's tables would be created in it)."""
+    missing = getattr(db, "missing_file", None)
+    if missing:
+        raise InputError(
+            f"no database file {missing!r}: nothing to read (check the path; storing a projection, "
+            "create_projection or `sqlrp create`, makes a new database)"
+        )
+    return db
+
+
+def read_as_file(db: object, table: str) -> bool:
+    """True if ``table`` is a file (or glob) ``db`` reads through a view of that name
+    (:meth:`sqlrp.backends.duckdb.DuckDBBackend.read_file`): its column types were guessed from the
+    file, not declared."""
+    return table in getattr(db, "_files", {})
 
 
 def definition_path(output: str | os.PathLike[str]) -> Path:

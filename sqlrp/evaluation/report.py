@@ -28,8 +28,9 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
-from ..core.files import writable_folder
+from ..core.files import existing_database, writable_folder
 from ..core.lazy import pd
+from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline.plan import plan, registry_of
@@ -96,6 +97,17 @@ def evaluate(
     metrics table (CSV, JSON) and the plots there (see :func:`write_report`).  ``kernel``: the feature
     space of the distortion -- by default the kernel the projection approximates, ``None`` the input
     space (:func:`sqlrp.evaluation.metrics.resolve_kernel`)."""
+    sample = positive_int("sample", sample)  # every count before any work (sqlrp.core.params)
+    queries = positive_int("queries", queries)
+    recall_k = positive_int("recall_k", recall_k)
+    ks = positive_ints("ks", ks)
+    whole("seed", seed, 0)
+    if isinstance(kernel, Kernel):
+        finite("the kernel constant c", kernel.c)
+    if queries >= sample:
+        raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
+    positive_int("recall_k", recall_k, upper=sample - queries, bound="the sample's database rows, sample - queries")
+    existing_database(db)
     if isinstance(projection, str) and not registry_of(db).exists(projection):
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
     wide = source_options.get("layout", "wide") == "wide"
@@ -114,14 +126,17 @@ def evaluate(
                 f"table {source.table!r} has no column {label_column!r} for --label-column (columns: "
                 f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
             )
-    if queries >= sample:
-        raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     if out is not None:
         need("matplotlib", "eval", "evaluate's plots (--out)")  # before the work, not after it
         writable_folder(out)
     if label_column is not None:
         need("sklearn", "sklearn", "evaluate's classifier accuracy (--label-column)")
     ids, X = fetch_sample(db, proj, source, sample, seed)
+    if queries >= len(ids) or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
+        raise InvalidParameter(
+            f"the table gave {len(ids)} sample rows: too few for {queries} queries and Recall@{recall_k} "
+            f"(needs at least queries + recall_k = {queries + recall_k}); lower queries or recall_k"
+        )
     Y = reference.transform(proj, X)
     dist = pairwise_distortion(X, Y, kernel)
     db_order = np.argsort(np.array(ids[queries:], dtype=object), kind="stable")

@@ -7,9 +7,11 @@ Optional pooling sums ``y`` over rows that share a group key (CBP-KRP, 003 Ch. 5
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import InputError, overflow_error
 from ..core.ir import Combiner, Composed, LinearStage, Projection
 
 DENSE_ENTRIES = 1 << 22  # 32 MB of float64: above this the NumPy path never builds the dense matrix
@@ -96,14 +98,20 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
     return out
 
 
-def transform(projection: Projection | Composed, X: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+def transform(
+    projection: Projection | Composed,
+    X: np.ndarray,
+    groups: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+) -> np.ndarray:
     """Project the rows of ``X`` (n x d).  With ``groups``, sum the projections per group key
     (output rows in sorted key order).  A :class:`Composed` projection applies its stages in turn
-    (pooling is not defined for it)."""
+    (pooling is not defined for it).  Rows whose projection overflows to infinity or NaN are refused
+    as the SQL path refuses them (:func:`check_outputs`, naming ``labels`` or the row positions)."""
     if isinstance(projection, Composed):
         if groups is not None:
             raise InputError("pooling (a group key) is not supported for composed projections")
-        return transform(projection.second, transform(projection.first, X))
+        return transform(projection.second, transform(projection.first, X, labels=labels), labels=labels)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise InputError(f"expected a 2-D array (rows x features), got shape {X.shape}")
@@ -114,10 +122,42 @@ def transform(projection: Projection | Composed, X: np.ndarray, groups: np.ndarr
         )
     if not np.all(np.isfinite(X)):
         raise InputError("the input contains NaN or infinite values; clean or impute them first")
-    Y = combine(projection.combiner, linear_outputs(projection.linear, X)) * projection.scale
-    if groups is not None:
-        keys, inverse = np.unique(np.asarray(groups), return_inverse=True)
-        pooled = np.zeros((len(keys), Y.shape[1]))
-        np.add.at(pooled, inverse, Y)
-        return pooled
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, not warned about
+        Y = combine(projection.combiner, linear_outputs(projection.linear, X)) * projection.scale
+        if groups is not None:
+            keys, inverse = np.unique(np.asarray(groups), return_inverse=True)
+            pooled = np.zeros((len(keys), Y.shape[1]))
+            np.add.at(pooled, inverse, Y)
+            return check_outputs(pooled, keys, what="rows with id")
+    return check_outputs(Y, labels)
+
+
+#: the largest magnitude of each output type the in-memory paths return
+LARGEST = {np.dtype(np.float64): float(np.finfo(np.float64).max), np.dtype(np.float32): float(np.finfo(np.float32).max)}
+
+
+def check_outputs(Y: Any, labels: Any = None, dtype: Any = np.float64, what: str | None = None) -> Any:
+    """``Y`` if every projected value is finite and fits ``dtype``, else the SQL path's overflow
+    error (:func:`sqlrp.core.errors.overflow_error`) naming the first rows: ``labels`` (ids, a
+    frame's index) or, without them, the row positions.  The one check of every in-memory path
+    (``sqlrp.transform``, ``transform_frame``, ``SQLRandomProjection.transform``): sums of finite
+    features can overflow (three values of 1e308), and a float64 result above 3.4e38 is infinity once
+    cast to float32.  ``Y`` may be a SciPy sparse matrix (its stored values are checked)."""
+    top = LARGEST.get(np.dtype(dtype), LARGEST[np.dtype(np.float64)])
+    if hasattr(Y, "tocsr"):  # scipy.sparse: only stored values can be non-finite
+        csr = Y.tocsr()
+        bad_value = ~(np.abs(csr.data) <= top)  # NaN compares False: bad
+        bad = np.zeros(csr.shape[0], dtype=bool)
+        if bad_value.any():
+            rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+            bad[rows[bad_value]] = True
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(np.asarray(Y)) <= top).all(axis=1) if np.ndim(Y) == 2 else ~(np.abs(Y) <= top)
+    if bad.any():
+        named = np.asarray(labels)[bad] if labels is not None else np.flatnonzero(bad)
+        kind = "float32 outputs" if top < LARGEST[np.dtype(np.float64)] else "float64 sums"
+        raise overflow_error(
+            named[:5], what or ("rows with id" if labels is not None else "rows"), "nothing was returned", kind
+        )
     return Y

@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,6 +21,7 @@ from ..core import files
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
+from . import targets
 from .plan import Plan
 from .sources import check_outputs
 
@@ -189,7 +190,8 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
         query = query.where(source.row_filter.copy())
     lo, hi, rows = db.fetchall(db.sql_dialect.render(query))[0]
     # progress=True: up to 10 batches of >= MIN_BATCH_ROWS rows (each batch is planned anew)
-    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else int(progress)
+    # a number of batches is capped at the rows: more would be statements that select nothing
+    count = min(10, rows // MIN_BATCH_ROWS) if progress is True else min(int(progress), rows)
     if lo is None or count <= 1:
         return [None]
     lo, hi = float(lo), float(hi)
@@ -207,10 +209,14 @@ def id_batches(db: Backend, source: Source, progress: bool | int) -> list[exp.Ex
 # files as the output (sqlrp.core.files)
 
 
-def file_target(db: Backend, path: str, replace: bool, view: bool, incremental: bool) -> Path:
+def file_target(
+    db: Backend, path: str, replace: bool, view: bool, incremental: bool, reads: Iterable[tuple[str, str]] = ()
+) -> Path:
     """Refuse, before any work, a file output that cannot be written: an engine other than DuckDB,
-    a view or a top-up (files are written whole), a missing folder, or an existing file (or its
-    projection definition) without ``replace``.  Returns the absolute target."""
+    a view or a top-up (files are written whole), a missing folder, an existing file (or its
+    projection definition) without ``replace``, or -- with or without it -- a file the operation
+    reads (``reads``: ``(path, what)``, compared resolved) or one sqlrp owns
+    (:func:`sqlrp.pipeline.targets.refuse_output_file`).  Returns the absolute target."""
     if not hasattr(db, "read_file"):
         raise files.refuse_engine(db.dialect, f"write the file {path!r}")
     if view or incremental:
@@ -220,6 +226,7 @@ def file_target(db: Backend, path: str, replace: bool, view: bool, incremental: 
         raise InputError(f"cannot write {path!r}: there is no folder {str(target.parent)!r}")
     if target.is_dir():
         raise InputError(f"cannot write {path!r}: it is a folder")
+    targets.refuse_output_file(db, target, files.definition_path(target), reads)
     if not replace:
         _refuse_existing([target, files.definition_path(target)])
     return target
@@ -233,11 +240,10 @@ def write_file(
     one matrix: :func:`sqlrp.core.files.definition_path`).  Both are written under temporary names in the
     target's folder; the output is read back and checked for non-finite values (``check``), and only
     then are both renamed into place -- a failure leaves no file.  Returns the files written."""
-    target = file_target(db, path, replace, view=False, incremental=False)
+    reads = targets.input_files(db, p.source.table, None, p.source.schema, p.source.catalog)
+    target = file_target(db, path, replace, view=False, incremental=False, reads=reads)
     fmt = files.output_format(path)
     assert fmt is not None
-    if files.file_format(p.source.table) is not None and str(target) in files.matching(p.source.table):
-        raise InvalidParameter(f"{path!r} is the input file: sqlrp never writes the source; choose another name")
     statements = compile_statements(
         p.projection, p.source, db.sql_dialect, p.output, ordered=False, pretty=False, **compile_opts
     )

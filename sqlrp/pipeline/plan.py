@@ -16,7 +16,7 @@ from typing import Any
 
 from ..backends import Backend
 from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source
-from ..compiler.preprocess import stats_query
+from ..compiler.preprocess import read_stats, stats_query
 from ..compiler.strategies import pairs_worth_planning, planner_seconds, prefers_lists, prefers_long
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
@@ -51,9 +51,7 @@ def feature_stats(db: Backend, projection: Projection | Composed, source: Source
     """Per-feature mean and population standard deviation of ``source``, computed in the database."""
     dialect = db.sql_dialect
     row = db.fetchall(dialect.render(stats_query(projection, source, dialect)))[0]
-    means = [float(v) if v is not None else 0.0 for v in row[0::2]]
-    stds = [float(v) if v is not None else 1.0 for v in row[1::2]]
-    return means, stds
+    return read_stats(row, projection, source, dialect)  # constant columns by their range; overflow refused
 
 
 def plan(

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend, ColumnInfo
 from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from ..core.errors import InputError, InvalidParameter
-from ..core.files import file_format, refuse_engine
+from ..core.errors import InputError, InvalidParameter, overflow_error
+from ..core.files import file_format, read_as_file, refuse_engine
 from ..core.ir import Projection
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
@@ -42,6 +42,7 @@ def resolve_source(
             ident(name)  # refuses a NUL before the lookup (C engines end a name there)
     info = {c.name: c for c in describe(db, table, schema, catalog)}
     where = f"table {table!r}"
+    from_file = schema is None and catalog is None and read_as_file(db, table)
 
     def need(name: str | None, what: str) -> ColumnInfo:
         if name is None or name not in info:
@@ -63,12 +64,18 @@ def resolve_source(
                     role = "id" if c == id_column else "group"
                     raise InputError(f"{c!r} is the {role} column; it cannot be a feature too")
                 if not need(c, "feature").numeric:
+                    if from_file:
+                        check_text_column(db, table, c)  # names the first value that is no number
                     raise InputError(
                         f"column {c!r} of {where} has type {info[c].type}, not a number; "
                         "leave it out of --columns or cast it in a view"
                     )
         else:
             chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
+            if from_file:  # a file's types were guessed from its text: a column is never dropped silently
+                for c in info.values():
+                    if c.name not in keys and not c.numeric and not c.numeric_array and is_text_type(c.type):
+                        check_text_column(db, table, c.name)
             if not chosen:
                 arrays = [c.name for c in info.values() if c.numeric_array and c.name not in keys]
                 if len(arrays) == 1:  # one embedding column and nothing else numeric: the array layout
@@ -139,6 +146,46 @@ def resolve_source(
             catalog=catalog,
         )
     raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
+
+
+def is_text_type(sql_type: str) -> bool:
+    """``VARCHAR``, ``TEXT``, ``STRING``, ``JSON``...: what a file reader makes of a column it could
+    not read as numbers."""
+    upper = sql_type.upper()
+    return any(word in upper for word in ("CHAR", "TEXT", "STRING", "JSON"))
+
+
+def check_text_column(db: Backend, table: str, name: str) -> None:
+    """A text column of a file: :class:`InputError` if it is empty (every cell), or if some of its
+    values read as numbers and some do not -- one bad cell made the reader type the whole column as
+    text, and leaving it out would project the wrong d without a word (issue 31).  A column with no
+    number at all (labels, names) is text, and is left out of the default features."""
+    c = col(name)
+    number = exp.TryCast(this=c.copy(), to=exp.DataType.build("double"))
+    counts = exp.select(exp.Count(this=number.copy()), exp.Count(this=c.copy())).from_(exp.Table(this=ident(table)))
+    parsed, filled = db.fetchall(db.sql_dialect.render(counts))[0]
+    where = f"column {name!r} of the file {table!r}"
+    if not filled:
+        raise InputError(
+            f"{where} is empty (no cell holds a value): fill it, or name the feature columns with --columns"
+        )
+    if not parsed:
+        return  # a text column (labels, names): not a feature
+    text = exp.and_(
+        exp.Not(this=exp.Is(this=c.copy(), expression=exp.Null())), exp.Is(this=number, expression=exp.Null())
+    )
+    bad = exp.select(c.copy()).from_(exp.Table(this=ident(table))).where(text).limit(1)
+    first = db.fetchall(db.sql_dialect.render(bad))
+    if not first:  # every value is a number, kept as text (a Parquet or JSON string column)
+        raise InputError(
+            f"{where} holds numbers as text ({parsed} of them): cast it to a number in the file or a view, or "
+            "name the feature columns with --columns"
+        )
+    value = repr(first[0][0])
+    raise InputError(
+        f"{where} does not parse as a number: the first bad value is {value} (it made the whole column "
+        "text); fix the file, or name the feature columns with --columns"
+    )
 
 
 def describe(db: Backend, table: str, schema: str | None, catalog: str | None = None) -> list[ColumnInfo]:
@@ -323,7 +370,7 @@ def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], arr
         conds = [dialect.not_finite(col(n)) for n in names]
     bad = _offending_ids(db, table, col(key), any_of(conds))
     if bad:
-        raise InputError(_overflow_message(r[0] for r in bad))
+        raise overflow_error(r[0] for r in bad)
 
 
 def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -340,12 +387,4 @@ def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
 def check_finite_rows(ids: np.ndarray, finite: np.ndarray) -> None:
     """Raise the overflow error naming up to five of the ``ids`` whose row is not ``finite``."""
     if not finite.all():
-        raise InputError(_overflow_message(ids[~finite][:5]))
-
-
-def _overflow_message(ids: Iterable) -> str:
-    shown = ", ".join(repr(i.item() if hasattr(i, "item") else i) for i in ids)
-    return (
-        f"the projection overflowed to infinity or NaN (rows with id {shown}): the features are too large for "
-        "float64 sums; scale the data first (--standardize), nothing was written"
-    )
+        raise overflow_error(ids[~finite][:5])

@@ -405,8 +405,13 @@ def export_projection(
         if db is None:
             raise InvalidParameter("give the database that stores the projection, or pass the projection itself")
         fmt = _format(Path(path))  # a bad file name or an existing file fails before the database is read
+        written = [Path(path), sidecar(path)] if fmt == "csv" else [Path(path)]
         if not replace:
-            _refuse_existing([Path(path), sidecar(path)] if fmt == "csv" else [Path(path)])
+            _refuse_existing(written)
+        from ..pipeline import targets  # the pipeline imports this module
+
+        database = [(p, "the database file") for p in targets.database_files(db)]
+        targets.refuse_files([(p, "the export file") for p in written], database)
         projection = Registry(db).load(name)
     return write_projection(projection, path, replace=replace)
 

@@ -28,6 +28,7 @@ from ..compiler import col, table_ref
 from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
+from ..core.params import positive_int, positive_ints, whole
 from ..pipeline.materialise import output_table
 from .index import load_index, search
 from .query import METRICS, recall_at_k
@@ -80,8 +81,10 @@ def evaluate_search(
     """Recall@``top`` of ``search`` on ``index`` for each number of ``candidates`` (default
     :func:`default_candidates`) at the index's default probes, then with every list probed and every
     row re-ranked, on ``queries`` rows sampled (seeded) from the indexed table."""
-    if isinstance(queries, bool) or int(queries) != queries or queries <= 0:
-        raise InvalidParameter(f"queries must be a positive integer, got {queries!r}")
+    queries = positive_int("queries", queries)  # every count before any work (sqlrp.core.params)
+    top = positive_int("top", top)
+    candidates = positive_ints("candidates", candidates)
+    whole("seed", seed, 0)
     if metric is not None and metric not in METRICS:
         raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     if out is not None:

@@ -10,15 +10,17 @@ they were made.  A search probes each query's nearest lists, ranks their rows by
 distance estimate and re-ranks the best ``candidates`` exactly on the table itself
 (:mod:`sqlrp.search.query`).
 
-**An index knows its table.** Each index row keeps a hash of the row's id and features; their sum
-and count are the table's fingerprint, which every search compares with the table as it is (one pass
+**An index knows its table.** Each index row keeps a hash of the row's id and features; their count
+and the sum of each hash hashed again are the table's fingerprint
+(:func:`~sqlrp.search.query.fingerprint`), which every search compares with the table as it is (one pass
 over it: 0.24 s for 1,000,000 x 128 ``FLOAT[128]`` rows on DuckDB, ``bench/search.py``). A table
 changed since the build -- rows inserted, deleted, updated, duplicated, the table re-created --
 gives a warning (``strict=True``: an error) that names the refresh; the exact re-rank reads the
 table's current rows, so a deleted row is never returned. ``build_index(..., incremental=True)``
 refreshes: rows whose hash no longer matches, or that are gone, leave the index, and new or changed
 rows get their codes, in one transaction, with the same centroids and rotation (so that it equals a
-new build on those centroids).
+new build on those centroids).  The id column's type is recorded: if it changes, the index's ids no
+longer name the table's rows, and a refresh and a search refuse, naming the rebuild (issue 31).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from ..core.lazy import pd
 from ..dialects import SqlrpDialect
+from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
@@ -56,6 +59,7 @@ from .query import (
     check_search,
     exact_select,
     feature_rows,
+    fingerprint,
     fingerprint_select,
     rows_select,
     search_select,
@@ -93,6 +97,7 @@ class Index:
     signs: np.ndarray
     probes: int  #: the search's default number of probed lists
     word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
+    id_type: str | None = None  #: the id column's type when built (None: an index of an older sqlrp)
 
     @property
     def layout(self) -> IndexLayout:
@@ -161,6 +166,22 @@ def _check_name(dialect: SqlrpDialect, name: str, source: Source) -> None:
             raise InvalidParameter(f"the index would overwrite its source table {source.table!r}; choose another name")
 
 
+def _check_targets(db: Backend, name: str, source: Source, old: Source | None, existing: tuple | None) -> None:
+    """Refuse, before any work, index tables that would overwrite the table indexed, a table sqlrp
+    owns (the registry, another index's: :func:`sqlrp.pipeline.targets.refuse_tables`), or a table of
+    the user's -- any table there but this index's own (``old``: where its source was)."""
+    schema, catalog = source.schema, source.catalog
+    new = targets.index_tables(db, name, schema, catalog)[:3]
+    indexed = targets.Table(source.table, schema, catalog, f"index {name!r}'s source table")
+    targets.refuse_tables(db, new, [indexed], besides=name)
+    own = targets.index_tables(db, name, old.schema, old.catalog) if old is not None else []
+    for table in new:
+        if existing is not None and (old is None or any(targets.same_table(db, table, o) for o in own)):
+            continue
+        if db.table_exists(table.name, schema):
+            raise ProjectionExists(f"a table {table.name!r} exists and is not an index; choose another index name")
+
+
 def _unique_ids(db: Backend, source: Source, what: str) -> int:
     """Row count of ``source``; its ids must be unique and not NULL (a search result names rows by id)."""
     dialect = db.sql_dialect
@@ -220,6 +241,7 @@ def load_index(db: Backend, name: str) -> Index:
         rotation_signs(int(p["bits"]), int(p["seed"]), int(p["rounds"])),
         int(p["probes"]),
         int(p.get("word_bits", 64)),
+        p.get("id_type"),
     )
 
 
@@ -367,10 +389,7 @@ def build_index(
     if source.layout == "long":
         raise InvalidParameter("indexes read the wide or array layout (the re-ranking needs every feature)")
     _check_name(dialect, name, source)
-    if existing is None:
-        for table_ in _tables(name):
-            if db.table_exists(table_, source.schema):
-                raise ProjectionExists(f"a table {table_!r} exists and is not an index; choose another index name")
+    _check_targets(db, name, source, load_index(db, name).source if existing and existing[1] else None, existing)
     d = infer_d(db, source)
     size = rotation_size(d, bits)
     rows = _unique_ids(db, source, "table")
@@ -383,8 +402,12 @@ def build_index(
     P = min(probes if probes is not None else default_probes(centroids.count), centroids.count)
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
     params |= {"rounds": ROUNDS, "seed": int(seed), "word_bits": dialect.code_word_bits}
+    params |= {"id_type": id_type(db, source)}
     params |= {"metric": metric, "probes": int(P), "sample": int(min(want, rows))}
-    index = Index(name, source, d, centroids.count, size, metric, int(seed), signs, int(P), dialect.code_word_bits)
+    index = Index(
+        name, source, d, centroids.count, size, metric, int(seed), signs, int(P), dialect.code_word_bits,
+        params["id_type"],
+    )
     described = {
         "table": source.table,
         "id_column": source.id_column,
@@ -495,9 +518,15 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
         nulls=src.nulls,
         catalog=src.catalog,
     )
+    changed = id_type_change(db, index, source)
+    if changed:
+        raise StaleIndex(f"cannot refresh: {changed}")
     _unique_ids(db, source, "table")
     if check:
         check_source(db, index.d, source)
+    indexed = targets.Table(source.table, source.schema, source.catalog, f"index {index.name!r}'s source table")
+    written = targets.index_tables(db, index.name, source.schema, source.catalog)[:3]
+    targets.refuse_tables(db, written, [indexed], besides=index.name)
     layout = index.layout
     fresh = exp.Table(this=ident("_sqlrp_fresh"))
     hashed = exp.select(col("_id"), col("_h")).from_(
@@ -564,9 +593,7 @@ def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int
     dialect = db.sql_dialect
     layout = index.layout
     now = db.fetchall(dialect.render(fingerprint_select(layout, index.source, dialect)))[0]
-    built = db.fetchall(
-        dialect.render(exp.select(exp.Count(this=exp.Star()), exp.Sum(this=col(HASH))).from_(layout.rows.copy()))
-    )[0]
+    built = db.fetchall(dialect.render(exp.select(*fingerprint(col(HASH), dialect)).from_(layout.rows.copy())))[0]
 
     def norm(pair: tuple) -> tuple[int, int]:
         return int(pair[0]), int(pair[1] or 0)
@@ -574,9 +601,37 @@ def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int
     return norm(now), norm(built)
 
 
+def id_type(db: Backend, source: Source) -> str:
+    """The type of ``source``'s id column, as the engine's catalogue names it."""
+    types = {c.name: c.type for c in describe(db, source.table, source.schema, source.catalog)}
+    return str(types.get(source.id_column, "")).strip()
+
+
+def id_type_change(db: Backend, index: Index, source: Source) -> str | None:
+    """None if the table's id column has the type it had when ``index`` was built; else the reason,
+    naming the rebuild.  An index keeps its table's ids in a column of that type: a refresh would cast
+    new ids to it (DOUBLE 0.25 into BIGINT 0) or fail to compare them (PostgreSQL's TEXT with BIGINT).
+    An index of an older sqlrp, which did not record the type, is compared with its own id column."""
+    built = index.id_type
+    if built is None:
+        own = {c.name: c.type for c in describe(db, index.name, source.schema, source.catalog)}
+        built = str(own.get(ID, "")).strip()
+    now = id_type(db, source)
+    if now == built:
+        return None
+    return (
+        f"the id column {source.id_column!r} of table {source.table!r} was {built} when index {index.name!r} was "
+        f"built and is {now} now; rebuild the index with `sqlrp index --table {source.table} "
+        f"--id-column {source.id_column} --name {index.name} --replace`"
+    )
+
+
 def check_fresh(db: Backend, index: Index, strict: bool = False) -> bool:
     """True if the table holds the rows the index was built (or last refreshed) from; else a warning
     naming the refresh (:class:`StaleIndex` with ``strict``)."""
+    changed = id_type_change(db, index, index.source)
+    if changed:  # the index's ids no longer name the table's rows: no search, strict or not
+        raise StaleIndex(f"cannot search: {changed}")
     (rows, h), (indexed, h0) = _fingerprints(db, index)
     if (rows, h) == (indexed, h0):
         return True
@@ -664,6 +719,7 @@ def search(
     dialect.check_identifier(into, "output table name")
     if dialect.fold(into).casefold() in REGISTRY_TABLES or dialect.same_identifier(into, queries.table):
         raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
+    _check_into(db, idx, queries, into)
     target = output_table(queries, into)
     if not db.transactional:  # built under a staging name and swapped in: a failure leaves `into` as it was
         exists = db.table_exists(into, queries.schema)
@@ -688,6 +744,17 @@ def search(
             db.execute(statement)
         db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
     return None
+
+
+def _check_into(db: Backend, idx: Index, queries: Source, into: str) -> None:
+    """``search(..., into=)`` writes none of the tables it reads -- the query table, the indexed table
+    -- nor one sqlrp owns (:func:`sqlrp.pipeline.targets.refuse_tables`), compared as catalogue entries."""
+    src = idx.source
+    reads = [
+        targets.Table(queries.table, queries.schema, queries.catalog, "the query table"),
+        targets.Table(src.table, src.schema, src.catalog, f"index {idx.name!r}'s source table"),
+    ]
+    targets.refuse_tables(db, [targets.Table(into, queries.schema, queries.catalog, "the output table")], reads)
 
 
 def _query_source(

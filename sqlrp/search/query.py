@@ -428,12 +428,23 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
     )
 
 
+def fingerprint(row_hash: exp.Expression, dialect: SqlrpDialect) -> list[exp.Expression]:
+    """``count(*), sum(hash(h))`` over rows whose hash is ``row_hash``: the table's fingerprint.
+
+    Each row's hash is hashed again before the sum.  A row hash may be linear in its fields' hashes
+    (PostgreSQL's ``hash_record_extended`` is ``h = 31 h + hash(field)`` over the fields), so that
+    the plain sum over the rows is a sum per column: rows that trade values (two rows' ids swapped)
+    leave it unchanged.  The second hash is non-linear: the fingerprint is then a sum over the rows
+    as wholes, and a changed row changes it as it would change any 64-bit hash."""
+    return [exp.Count(this=exp.Star()), exp.Sum(this=dialect.row_hash([row_hash]))]
+
+
 def fingerprint_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> exp.Select:
-    """``SELECT count(*), sum(_h)`` of ``source`` now: equal to the index rows' own count and sum
-    while the table holds the rows the index was built or refreshed from (any insert, delete,
-    update, duplicate or re-created table changes it, but for a 2^-64 chance)."""
+    """:func:`fingerprint` of ``source`` now: equal to the index rows' own while the table holds the
+    rows the index was built or refreshed from (any insert, delete, update, rows trading values, a
+    duplicate or a re-created table changes it, but for a 2^-64 chance)."""
     x = feature_rows(source, layout.d, dialect, layout.metric, hashed=True)
-    return _select(exp.Count(this=exp.Star()), exp.Sum(this=col("_h"))).from_(x.subquery("x", copy=False), copy=False)
+    return _select(*fingerprint(col("_h"), dialect)).from_(x.subquery("x", copy=False), copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -803,6 +814,7 @@ __all__ = [
     "assignment_select",
     "exact_select",
     "feature_rows",
+    "fingerprint",
     "fingerprint_select",
     "recall_at_k",
     "reference_assign",
