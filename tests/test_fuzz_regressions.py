@@ -50,3 +50,20 @@ def test_duckdb_error_in_a_bound_statement_is_not_masked() -> None:
     assert "FLOAT" in str(caught.value)
     assert not db.table_exists("o")
     db.close()
+
+
+def test_float32_outputs_below_reals_range_are_zero_on_postgres(pg) -> None:
+    """``dtype="float32"`` on PostgreSQL raised ``value out of range: underflow`` for an output that
+    rounds to 0 as a 4-byte float (here 1e-298), where NumPy's float32 gives 0; now it is 0, as a
+    returned frame, a table and an array."""
+    X = np.array([[1e-298, 0.0], [2.0, -1.0], [1e-50, 3e-47]])
+    pg.write_dataframe("t", pd.DataFrame({"id": [1, 2, 3], "a": X[:, 0], "b": X[:, 1]}))
+    sqlrp.create_projection(pg, "g", "gaussian", d=2, k=3, seed=2)
+    want = sqlrp.transform(sqlrp.load_projection(pg, "g"), X).astype(np.float32).astype(np.float64)
+    out = sqlrp.project(pg, "t", "id", "g", dtype="float32")
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(dtype=float), want, rtol=1e-6, atol=1e-44)
+    sqlrp.project(pg, "t", "id", "g", dtype="float32", into="o")
+    got = pg.query_df('SELECT * FROM o ORDER BY id').drop(columns="id").to_numpy(dtype=float)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-44)
+    arrays = sqlrp.project(pg, "t", "id", "g", dtype="float32", output="array", prefix="v")
+    np.testing.assert_allclose(np.vstack(arrays["v"].to_list()).astype(float), want, rtol=1e-6, atol=1e-44)
