@@ -79,7 +79,7 @@ def operations(draw: st.DrawFn, d: int, entries: tuple[str, ...] = ENTRIES, id_n
         params["degree"] = _bad(draw, st.integers(1, 3), [0, -1], "degree", reasons)
         params["t"] = _bad(draw, st.integers(1, 3), [0, -3], "t", reasons)
     elif method == "maclaurin":
-        params["degree"] = _bad(draw, st.integers(1, 3), [0, -1], "degree", reasons)
+        params["degree"] = _bad(draw, st.integers(0, 3), [-1, -4], "degree", reasons)  # 0: the constant map
         params["c"] = draw(st.sampled_from([0.0, 1.0, 2.5]))
     strategy = draw(st.sampled_from(["auto", "auto", "inline", "pairs", "mailman"]))
     block = None

@@ -67,3 +67,19 @@ def test_float32_outputs_below_reals_range_are_zero_on_postgres(pg) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-44)
     arrays = sqlrp.project(pg, "t", "id", "g", dtype="float32", output="array", prefix="v")
     np.testing.assert_allclose(np.vstack(arrays["v"].to_list()).astype(float), want, rtol=1e-6, atol=1e-44)
+
+
+def test_a_degree_0_maclaurin_file_reads_back(tmp_path) -> None:
+    """A Maclaurin map of degree 0 (the constant kernel; p = 0 random vectors) was written beside a
+    projected file, and the file then refused: ``not a valid projection (p must be a positive whole
+    number, got 0)``; it reads back, and gives the same numbers."""
+    from sqlrp.registry.transfer import read_projection
+
+    pd.DataFrame({"id": [1, 2], "a": [0.5, -1.0]}).to_parquet(tmp_path / "in.parquet")
+    sqlrp.project(sqlrp.connect(), str(tmp_path / "in.parquet"), "id", None, method="maclaurin", k=1, degree=0,
+                  into=str(tmp_path / "out.parquet"))  # fmt: skip
+    back = read_projection(str(tmp_path / "out.parquet.sqlrp.json"))
+    assert back.linear.p == 0
+    out = pd.read_parquet(tmp_path / "out.parquet").sort_values("id")
+    want = sqlrp.transform(back, np.array([[0.5], [-1.0]]))
+    np.testing.assert_allclose(out[["p0"]].to_numpy(dtype=float), want, rtol=1e-12)
