@@ -83,3 +83,25 @@ def test_a_degree_0_maclaurin_file_reads_back(tmp_path) -> None:
     out = pd.read_parquet(tmp_path / "out.parquet").sort_values("id")
     want = sqlrp.transform(back, np.array([[0.5], [-1.0]]))
     np.testing.assert_allclose(out[["p0"]].to_numpy(dtype=float), want, rtol=1e-12)
+
+
+def test_clickhouse_id_column_named_like_an_internal_alias() -> None:
+    """On ClickHouse an id column named ``_x0`` came out holding the first feature's values (the
+    engine resolved the compiler's alias ``_x0`` in place of the column): wrong ids, exit 0."""
+    import pytest
+
+    pytest.importorskip("chdb")
+    from sqlrp.backends.clickhouse import ChdbBackend
+
+    db = ChdbBackend(":memory:")
+    db.execute("CREATE DATABASE IF NOT EXISTS fuzz_alias")
+    db.execute("USE fuzz_alias")
+    try:
+        db.write_dataframe("t", pd.DataFrame({"_x0": ["r3", "r5"], "a": [1.0, 2.0], "b": [3.0, 4.0]}), replace=True)
+        out = sqlrp.project(db, "t", "_x0", "g", k=1, method="gaussian")
+        assert list(out["_x0"]) == ["r3", "r5"]
+        want = sqlrp.transform(sqlrp.load_projection(db, "g"), np.array([[1.0, 3.0], [2.0, 4.0]]))
+        np.testing.assert_allclose(out[["p0"]].to_numpy(dtype=float), want, rtol=1e-12)
+    finally:
+        db.execute("DROP DATABASE IF EXISTS fuzz_alias")
+        db.close()
