@@ -105,3 +105,19 @@ def test_clickhouse_id_column_named_like_an_internal_alias() -> None:
     finally:
         db.execute("DROP DATABASE IF EXISTS fuzz_alias")
         db.close()
+
+
+def test_csv_output_with_spaces_around_a_column_name(tmp_path) -> None:
+    """A projection written to CSV whose output column name ends in a space (``--prefix 'o"ut '``,
+    array output) failed in the read-back check with DuckDB's ``Columns with names: "o"ut " do not
+    exist in the CSV File`` (the reader trims a header's spaces); the file is written and checked."""
+    import duckdb
+
+    pd.DataFrame({"id": [1, 2], "a": [0.5, -1.0], "b": [2.0, 3.0]}).to_parquet(tmp_path / "in.parquet")
+    for output, prefix in (("array", 'o"ut '), ("wide", "p ")):
+        target = tmp_path / f"out_{output}.csv"
+        sqlrp.project(sqlrp.connect(), str(tmp_path / "in.parquet"), "id", None, method="gaussian", k=2,
+                      output=output, prefix=prefix, into=str(target))  # fmt: skip
+        assert target.exists()
+        rows = duckdb.connect().sql(f"SELECT count(*) FROM read_csv('{target}')").fetchall()
+        assert rows == [(2,)]

@@ -273,8 +273,9 @@ def write_file(
         if check:
             # read back what was written: CSV has no types, so the values are read as numbers
             types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
-            written = exp.Table(this=files.reader(str(tmp), fmt, types))
             key = p.source.group_column or p.source.id_column
+            columns = [key, *names] if fmt == "csv" else None  # by position: a header's spaces are trimmed
+            written = exp.Table(this=files.reader(str(tmp), fmt, types, columns))
             check_outputs(db, written, key, names, p.projection.k if array else None)
         if definition is not None:
             write_projection(p.projection, tmp_definition, replace=True)
