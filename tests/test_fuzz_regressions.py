@@ -121,3 +121,18 @@ def test_csv_output_with_spaces_around_a_column_name(tmp_path) -> None:
         assert target.exists()
         rows = duckdb.connect().sql(f"SELECT count(*) FROM read_csv('{target}')").fetchall()
         assert rows == [(2,)]
+
+
+def test_pairs_strategy_on_a_map_without_vectors_is_refused_cleanly() -> None:
+    """``strategy="pairs"`` for a Maclaurin map of degree 0 (p = 0 vectors) raised NumPy's bare
+    ``ValueError: need at least one array to concatenate`` from the pair planner; now a one-line
+    :class:`sqlrp.InvalidParameter`, and ``auto`` projects it."""
+    import pytest
+
+    db = sqlrp.connect()
+    db.write_dataframe("t", pd.DataFrame({"id": [1, 2], "a": [1.0, 2.0], "b": [3.0, 4.0]}))
+    with pytest.raises(sqlrp.InvalidParameter, match="pairs"):
+        sqlrp.project(db, "t", "id", "m", k=2, method="maclaurin", degree=0, strategy="pairs")
+    out = sqlrp.project(db, "t", "id", "m", strategy="auto")
+    want = sqlrp.transform(sqlrp.load_projection(db, "m"), np.array([[1.0, 3.0], [2.0, 4.0]]))
+    np.testing.assert_allclose(out[["p0", "p1"]].to_numpy(dtype=float), want, rtol=1e-12)
