@@ -111,7 +111,8 @@ def compare(want: Expected, got_ids: list, got: np.ndarray, what: str) -> None:
         if not (excess <= 0).all() or not np.isfinite(got[g]).all():
             j = int(np.argmax(excess)) if np.isfinite(got[g]).all() else int(np.argmin(np.isfinite(got[g])))
             raise AssertionError(
-                f"{what}: id {k}, output {j}: got {got[g][j]!r}, NumPy {want.Y[i][j]!r} (tolerance {want.tol[i][j]:.3g})"
+                f"{what}: id {k}, output {j}: got {got[g][j]!r}, NumPy {want.Y[i][j]!r} "
+                f"(tolerance {want.tol[i][j]:.3g})"
             )
 
 
@@ -144,8 +145,10 @@ def finite_or_none(v) -> float:
 #: the fix.  ``SQLRP_FUZZ_STRICT=1`` fails on these too.
 KNOWN: list[tuple[str, str]] = [
     (r"invalid=.k = 'abc'.*builtins.ValueError: invalid literal", "parameter validation: k not a number"),
-    (r"^postgres .*a valid case failed in the engine: NumericValueOutOfRange: value out of range: underflow",
-     "postgres: a product of doubles that underflows is an engine error (finding, not fixed)"),
+    (
+        r"^postgres .*a valid case failed in the engine: NumericValueOutOfRange: value out of range: underflow",
+        "postgres: a product of doubles that underflows is an engine error (finding, not fixed)",
+    ),
     (r"ran although (columns \[.*?\]) are not numbers", "file columns that are not numbers dropped (class 6)"),
     (r"ran although it had to be refused \(((k|s|m|t|degree|block|chunk_rows) = [^;)]*)", "parameter validation"),
 ]

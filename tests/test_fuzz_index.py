@@ -151,7 +151,9 @@ class IndexMachine(RuleBasedStateMachine):
     @rule(data=st.data(), ids=st.booleans())
     def swap(self, data, ids) -> None:
         """Two rows trade their ids (``ids``) or their values: count and sums of values stay the same."""
-        (a, va), (b, vb) = data.draw(st.lists(st.sampled_from(self.rows), min_size=2, max_size=2, unique_by=lambda r: key(r[0])))
+        (a, va), (b, vb) = data.draw(
+            st.lists(st.sampled_from(self.rows), min_size=2, max_size=2, unique_by=lambda r: key(r[0]))
+        )
         if ids:
             temp = self.cast(-1)
             self.sql("UPDATE src SET id = ? WHERE id = ?", [temp, a])
@@ -228,7 +230,11 @@ class IndexMachine(RuleBasedStateMachine):
                 return
             assert not fresh, "a strict search refused an index that is up to date"
             return
-        if not fresh and self.built[0] != self.id_type and known("index: a strict search passed after an id type change"):
+        if (
+            not fresh
+            and self.built[0] != self.id_type
+            and known("index: a strict search passed after an id type change")
+        ):
             self.tainted = True
             return
         assert fresh, f"a strict search ran on a table changed since the index saw it (model {self.state()[0]})"
@@ -323,4 +329,3 @@ def test_index_machine_postgres(pg_url) -> None:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             for schema in schemas:
                 admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-

@@ -100,7 +100,9 @@ def run_table_op(db, engine: str, url: str | None, t: Table, op: Op) -> str:
         if op.entry in ("api", "api_into"):
             kwargs = op.api_options()
             if op.entry == "api_into":
-                result = sqlrp.project(db, t.name, t.id_name, name, columns=columns, into=into, replace=op.replace, **kwargs)
+                result = sqlrp.project(
+                    db, t.name, t.id_name, name, columns=columns, into=into, replace=op.replace, **kwargs
+                )
                 assert result is None
                 out = db.query_df(f"SELECT * FROM {sqlrp.compiler.ident(into).sql(dialect.sqlglot)}")
             else:
@@ -109,20 +111,30 @@ def run_table_op(db, engine: str, url: str | None, t: Table, op: Op) -> str:
                     chunks = list(out)
                     out = pd.concat(chunks, ignore_index=True) if chunks else None
         elif op.entry == "cli":
-            status, text, err = run_cli(["project", "--db", url, *source_args(t, op), "--projection", name, *op.cli_options()])
+            status, text, err = run_cli(
+                ["project", "--db", url, *source_args(t, op), "--projection", name, *op.cli_options()]
+            )
             if status != 0:
                 cli_error(status, err, what)
                 raise _CliRefused(err)
             out = pd.read_csv(io.StringIO(text), dtype={t.id_name: str} if t.id_kind == "str" else None)
         elif op.entry == "compile":
             if url is not None and op.seed % 2:
-                status, text, err = run_cli(["compile", "--db", url, *source_args(t, op), "--projection", name, *op.cli_options()])
+                status, text, err = run_cli(
+                    ["compile", "--db", url, *source_args(t, op), "--projection", name, *op.cli_options()]
+                )
                 if status != 0:
                     cli_error(status, err, what)
                     raise _CliRefused(err)
             else:
-                plan = sqlrp.plan(db, t.name, t.id_name, name, columns=columns, **{
-                    k: v for k, v in op.api_options().items() if k not in ("strategy", "block")})
+                plan = sqlrp.plan(
+                    db,
+                    t.name,
+                    t.id_name,
+                    name,
+                    columns=columns,
+                    **{k: v for k, v in op.api_options().items() if k not in ("strategy", "block")},
+                )
                 text = sqlrp.compile_projection(db, plan, strategy=op.strategy, block=op.block)
             statements = [s for s in text.strip().rstrip(";").split(";\n") if s.strip()]
             if len(statements) != 1 or not t.clean():  # compiled text checks nothing: clean data only
@@ -248,7 +260,9 @@ def run_file_op(t: Table, op: Op, folder: Path) -> str:
         pq.write_table(__import__("pyarrow").Table.from_pandas(_arrow_frame(t), preserve_index=False), source)
     else:
         _arrow_frame(t).to_csv(source, index=False)
-    target_name = {"SOURCE": source.name, "p0": f"link{ending}"}.get(op.into, f"out {op.into}{'.csv' if op.k == 2 else '.parquet'}")
+    target_name = {"SOURCE": source.name, "p0": f"link{ending}"}.get(
+        op.into, f"out {op.into}{'.csv' if op.k == 2 else '.parquet'}"
+    )
     target = folder / target_name
     invalid = op.invalid
     if op.into == "p0":  # a symlink to the source: writing it would overwrite the input
@@ -262,7 +276,15 @@ def run_file_op(t: Table, op: Op, folder: Path) -> str:
     name = None
     try:
         if op.k == 3 or isinstance(op.k, str):  # the CLI
-            args = ["project", "--table", str(source), *source_args(t, op)[2:], *op.cli_options(), "--into", str(target)]
+            args = [
+                "project",
+                "--table",
+                str(source),
+                *source_args(t, op)[2:],
+                *op.cli_options(),
+                "--into",
+                str(target),
+            ]
             args = [a for a in args if a != "--standardize"]  # --standardize needs --db
             if op.replace:
                 args.append("--replace")
@@ -480,6 +502,27 @@ def test_fuzz_clickhouse() -> None:
         run()
     finally:
         engine.close()
+
+
+def run_spark_examples(db) -> None:
+    """The fuzzer on Spark (``tests/test_engine_spark.py`` calls this with its one session), with a
+    smaller budget; tables get a name Spark's catalog takes (the generated columns stay)."""
+
+    @fuzz_settings(4, share=0.05)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        t, op = _example(data, "spark", ("api", "api_into", "compile"))
+        t.name = f"fz_{uuid.uuid4().hex[:10]}"
+        if op.into not in ("SOURCE", "sqlrp_projection"):
+            op.into = f"{t.name}_out"
+        create(db, "spark", t)
+        try:
+            run_table_op(db, "spark", None, t, op)
+        finally:
+            for name in (t.name, f"{t.name}_out"):
+                db.execute(f"DROP TABLE IF EXISTS {name}")
+
+    run()
 
 
 def test_fuzz_saw_both_outcomes() -> None:

@@ -63,7 +63,7 @@ def test_float32_outputs_below_reals_range_are_zero_on_postgres(pg) -> None:
     out = sqlrp.project(pg, "t", "id", "g", dtype="float32")
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(dtype=float), want, rtol=1e-6, atol=1e-44)
     sqlrp.project(pg, "t", "id", "g", dtype="float32", into="o")
-    got = pg.query_df('SELECT * FROM o ORDER BY id').drop(columns="id").to_numpy(dtype=float)
+    got = pg.query_df("SELECT * FROM o ORDER BY id").drop(columns="id").to_numpy(dtype=float)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-44)
     arrays = sqlrp.project(pg, "t", "id", "g", dtype="float32", output="array", prefix="v")
     np.testing.assert_allclose(np.vstack(arrays["v"].to_list()).astype(float), want, rtol=1e-6, atol=1e-44)
