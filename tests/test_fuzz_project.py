@@ -36,6 +36,7 @@ from sqlrp.dialects import get_dialect
 from sqlrp.registry.store import REGISTRY_TABLES
 
 TALLY: dict[str, dict[str, int]] = {}
+VALID_REFUSED: dict[str, int] = {}
 
 
 def tally(engine: str, outcome: str) -> None:
@@ -151,6 +152,9 @@ def run_table_op(db, engine: str, url: str | None, t: Table, op: Op) -> str:
         assert user_tables(db) == tables_before, f"{what}: stray tables {user_tables(db) - tables_before}"
         if invalid is None and engine == "duckdb" and t.clean() and _modest(t) and op.entry != "cli":
             _must_run(exc, op, t)
+        if invalid is None and t.clean():  # what valid requests on clean data are refused for (printed)
+            reason = f"{engine}: {' '.join(str(exc).split())[:90]}"
+            VALID_REFUSED[reason] = VALID_REFUSED.get(reason, 0) + 1
         tally(engine, "refused")
         return "refused"
     want = want_for(db, engine, t, op, name, invalid)
@@ -528,6 +532,8 @@ def run_spark_examples(db) -> None:
 def test_fuzz_saw_both_outcomes() -> None:
     """The fuzzer is only worth something if both branches ran on each engine it ran on."""
     print(TALLY, "known classes seen:", KNOWN_SEEN)
+    for reason, count in sorted(VALID_REFUSED.items(), key=lambda kv: -kv[1])[:40]:
+        print(f"valid request on clean data refused {count}x: {reason}")
     for engine, counts in TALLY.items():
         if sum(counts.values()) >= 15:
             assert counts.get("ok", 0) >= 2, (engine, counts)
