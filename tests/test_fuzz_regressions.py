@@ -136,3 +136,17 @@ def test_pairs_strategy_on_a_map_without_vectors_is_refused_cleanly() -> None:
     out = sqlrp.project(db, "t", "id", "m", strategy="auto")
     want = sqlrp.transform(sqlrp.load_projection(db, "m"), np.array([[1.0, 3.0], [2.0, 4.0]]))
     np.testing.assert_allclose(out[["p0", "p1"]].to_numpy(dtype=float), want, rtol=1e-12)
+
+
+def test_sqlite_overflow_into_a_table_is_refused() -> None:
+    """On SQLite a kernel projection that overflows (inf - inf = NaN, which SQLite stores as NULL) was
+    materialised with NULL outputs and exit 0: the output check looked for non-finite values only.
+    Now a NULL output is refused as the overflow, and no table is left."""
+    import pytest
+
+    db = sqlrp.connect("sqlite://")
+    db.write_dataframe("t", pd.DataFrame({"id": [1, 2], "a": [7.2e263, 1.0], "b": [1.0, 2.0], "c": [3.0, 1e-12]}))
+    with pytest.raises(sqlrp.InputError, match="overflowed"):
+        sqlrp.project(db, "t", "id", "pp", k=4, method="p-rp", m=2, s=1, strategy="pairs", into="o", seed=2)
+    assert not db.table_exists("o")
+    db.close()
