@@ -14,10 +14,8 @@ modules; this one binds them to a database.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from sqlglot import exp
 
 from .backends import Backend, connect
@@ -34,13 +32,14 @@ from .core.errors import InputError, InvalidParameter, ProjectionExists
 from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.lazy import pd
-from .core.params import batches, optional_positive, positive_int, whole
+from .core.params import batches, block_size, optional_positive, positive_int, whole
 from .dialects import SqlrpDialect, get_dialect
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
-from .methods import make_projection, reference
+from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
+from .pipeline.frames import transform_frame
 from .pipeline.materialise import (
     file_target,
     materialise,
@@ -57,6 +56,7 @@ from .pipeline.sources import (  # noqa: F401 - the API's first stage
     check_source,
     describe,
     infer_d,
+    input_dimension,
     resolve_source,
 )
 from .registry.store import REGISTRY_TABLES
@@ -201,7 +201,7 @@ def project(
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
     optional_positive("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored
-        check_block(block, _input_dimension(db, table, id_column, projection, options))
+        block_size(block, input_dimension(db, table, id_column, projection, options))
     chunk_rows = optional_positive("chunk_rows", chunk_rows)
     progress = batches(progress)
     if into is None:
@@ -304,30 +304,9 @@ def project(
     return None
 
 
-def check_block(block: int | None, projection: Projection | Composed | int | None) -> None:
-    """``block`` (mailman's features per block) is a whole number from 1 to the projection's ``d`` (or
-    the given ``d``): a negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all
-    zeros), one above d a misleading "needs a sign matrix"."""
-    d = projection if projection is None or isinstance(projection, int) else projection.d
-    bound = None if d is None else f"d = {d}: a block holds at most d features"
-    optional_positive("block", block, upper=d, bound=bound)
-
-
-_SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
-                   "group_column", "catalog")  # fmt: skip
-
-
-def _input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
-    """d as :func:`plan` will find it, read before it stores a new projection; ``None`` where only the
-    plan can tell (a long table: its largest feature index need not be the projection's d)."""
-    if isinstance(projection, (Projection, Composed)):
-        return projection.d
-    if options.get("d"):
-        return int(options["d"])
-    if options.get("layout", "wide") == "long":
-        return None
-    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in _SOURCE_OPTIONS})
-    return infer_d(db, source)
+def check_block(block: int | None, projection: Projection | Composed) -> None:
+    """``block`` is a whole number from 1 to the projection's ``d`` (:func:`sqlrp.core.params.block_size`)."""
+    block_size(block, projection.d)
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
@@ -367,66 +346,6 @@ def _exists(db: Backend, name: str, source: Source) -> bool:
     except InputError:
         return False
     return True
-
-
-def transform_frame(
-    projection: Projection | Composed, frame: Any, columns: Sequence[str] | None = None, prefix: str = "p"
-) -> Any:
-    """In-memory projection of a DataFrame with the NumPy reference (same numbers as the SQL path).
-    ``frame`` may be pandas, polars or a ``pyarrow.Table`` (the result is of the same kind, columns
-    ``{prefix}0 ..``), or a 2-D NumPy array or list of rows, features in order, as scikit-learn takes
-    them (the result is an ``n x k`` array).  Wrong widths, missing columns and NULL/NaN/infinite
-    values raise :class:`~sqlrp.core.errors.InputError` naming them, and so do rows whose projection
-    overflows (the SQL path's error: :func:`sqlrp.methods.reference.check_outputs`)."""
-    d = projection.d
-    if isinstance(frame, (np.ndarray, list, tuple)):
-        try:
-            X = np.asarray(frame, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"transform_frame needs numbers in a 2-D array (n x d = {d}): {exc}") from None
-        if X.ndim != 2 or X.shape[1] != d:
-            raise InputError(f"the projection expects rows of d = {d} features; got an array of shape {X.shape}")
-        _finite(X, np.arange(len(X)))
-        return reference.transform(projection, X)
-    kind = type(frame).__module__.split(".")[0]
-    if not isinstance(frame, pd.DataFrame) and not hasattr(frame, "to_pandas"):
-        raise InputError(
-            f"transform_frame takes a DataFrame (pandas, polars, pyarrow) or a 2-D array, not {type(frame).__name__}"
-        )
-    data = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()  # polars, pyarrow
-    cols = list(columns) if columns else list(data.columns)
-    missing = [c for c in cols if c not in data.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column {', '.join(map(repr, missing[:5]))}; its columns are: "
-            f"{', '.join(map(str, list(data.columns)[:20]))}"
-        )
-    if len(cols) != d:
-        raise InputError(f"the projection expects d = {d} feature columns; {len(cols)} were given")
-    try:
-        X = data[cols].to_numpy(dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"the feature columns must be numeric: {exc}") from None
-    _finite(X, data.index.to_numpy())
-    Y = reference.transform(projection, X, labels=data.index.to_numpy())  # overflow refused as in SQL
-    out = pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)])
-    out.index = data.index
-    if kind == "polars":
-        import polars as pl
-
-        return pl.from_pandas(out)
-    if kind == "pyarrow":
-        import pyarrow as pa
-
-        return pa.Table.from_pandas(out, preserve_index=False)
-    return out
-
-
-def _finite(X: np.ndarray, labels: np.ndarray) -> None:
-    bad = ~np.isfinite(X).all(axis=1)
-    if bad.any():
-        shown = ", ".join(map(repr, labels[bad][:5].tolist()))
-        raise InputError(f"NULL, NaN or infinite features in rows {shown}: clean them first")
 
 
 def tune(

@@ -21,7 +21,7 @@ from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
 from .core.files import file_format, output_format, read_input
 from .core.lazy import pd
-from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
+from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list, block_size
 from .demo import run_demo
 from .evaluation.metrics import Kernel
 from .methods import METHODS, make_projection
@@ -198,7 +198,7 @@ def _add_method_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, auto: from the data, <= sqrt(d)); default per method")
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
-    k.add_argument("--degree", type=arg_positive, help="pk-rp, maclaurin, craftmap: polynomial degree")
+    k.add_argument("--degree", type=arg_nonnegative, help="pk-rp, maclaurin, craftmap: polynomial degree")
     k.add_argument("--t", type=arg_positive, help="pk-rp, cbp: products summed per output (CLT)")
     k.add_argument("--p", type=arg_positive, help="pk-rp, cbp: number of random vectors (default g*t*k)")
     k.add_argument("--c", type=arg_finite, help="constant of the inhomogeneous kernel (x.y + c)^degree")
@@ -347,7 +347,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise InvalidParameter("--standardize computes the feature statistics in the database: give --db")
         method = args.method or "achlioptas"
         seed = 0 if args.seed is None else args.seed
-        api.check_block(args.block, d)
+        block_size(args.block, d)
         projection = make_projection(method, d, args.k, seed=seed, **_method_params(args))
         source = Source(args.table, args.id_column, **{**_input_options(args), "columns": tuple(cols or ())})
         output = Output(args.output, args.prefix, args.prefix, args.dtype)

@@ -136,6 +136,14 @@ def test_mailman_block_up_to_d_matches_numpy(duck):
         api.compile_projection(duck, api.plan(duck, "t", "id", "m"), strategy="mailman", block=6)
 
 
+def test_compile_without_a_database_checks_the_block(capsys):
+    argv = ["compile", "--table", "t", "--id-column", "id", "--columns", "a,b,c", "--k", "2", "--strategy", "mailman"]
+    assert main([*argv, "--block", "4"]) == 2
+    assert capsys.readouterr().err.startswith("error: block = 4 is above 3")
+    assert main([*argv, "--block", "3"]) == 0
+    assert "SELECT" in capsys.readouterr().out
+
+
 def test_batches_are_capped_at_the_rows(duck):
     duck.write_dataframe("t", wide_frame(np.ones((40, 3))))
     assert len(id_batches(duck, resolve_source(duck, "t", "id"), 10_000)) == 40
@@ -150,6 +158,7 @@ def test_api_evaluate_tune_and_search_counts(dbfile):
             ({"recall_k": 0}, "recall_k must be"),
             ({"queries": 0}, "queries must be"),
             ({"sample": -1}, "sample must be"),
+            ({"sample": 2, "queries": 1, "recall_k": 1}, "sample must be a whole number >= 3"),
             ({"ks": ["abc"]}, "ks must be"),
             ({"ks": [4, -2]}, "ks must be"),
             ({"seed": -1}, "seed must be"),
@@ -231,6 +240,22 @@ def test_float32_results_that_would_be_infinite_are_refused():
         with pytest.raises(InputError, match=r"\(rows 1\).*float64 sums"):
             model.transform(data)
     assert model.transform(X[:1]).dtype == np.float32 and np.isfinite(model.transform(X[:1])).all()
+
+
+def test_float32_outputs_beyond_its_range_are_the_engines_own_error_not_a_bare_transaction_error(db):
+    """DuckDB's conversion error inside a transaction used to come back as ``TransactionContext Error:
+    Current transaction is aborted`` (the relations of bound constants were unregistered in the aborted
+    transaction); it is the engine's own error now, with what it means, and nothing is written."""
+    from sqlrp.core.errors import one_line
+
+    X = np.ones((3, 4))
+    X[1] = 3e38
+    db.write_dataframe("t", wide_frame(X))
+    for options in ({}, {"into": "o"}):
+        with pytest.raises(Exception) as err:
+            sqlrp.project(db, "t", "id", k=2, s=1, dtype="float32", **options)
+        assert "TransactionContext" not in str(err.value) and "float32" in one_line(err.value)
+    assert "o" not in db.table_names()
 
 
 # ---- 3. --standardize: constant columns by their range; moments that overflow refused ----

@@ -106,6 +106,7 @@ class DuckDBBackend(Backend):
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
         self._pending_settings: dict[str, object] = {}
+        self._pending_unregister: set[str] = set()  # relations an aborted transaction kept (bound)
 
     @classmethod
     def open(
@@ -151,13 +152,12 @@ class DuckDBBackend(Backend):
             self.con.register(name, {"_r": np.arange(len(W)), **{f"c{i}": W[:, i].copy() for i in range(W.shape[1])}})
         try:
             yield
-        except BaseException:
-            for name in constants:  # in an aborted transaction DuckDB refuses this: keep the first error
-                with contextlib.suppress(duckdb.Error):
+        finally:
+            for name in constants:
+                try:
                     self.con.unregister(name)
-            raise
-        for name in constants:
-            self.con.unregister(name)
+                except duckdb.Error:  # an aborted transaction refuses it: after the rollback, and the
+                    self._pending_unregister.add(name)  # statement's own error goes through (not this one)
 
     def execute_watched(self, sql: str, report: Callable[[float], None], every: float = 0.25) -> None:
         """Run ``sql`` on a worker thread (DuckDB releases the GIL) and poll ``query_progress()``.
@@ -256,6 +256,10 @@ class DuckDBBackend(Backend):
             self._in_tx = False
             if self._pending_settings:  # refused inside the aborted transaction: put them back now
                 self._restore(self._pending_settings)
+            for name in list(self._pending_unregister):
+                with contextlib.suppress(duckdb.Error):
+                    self.con.unregister(name)
+                self._pending_unregister.discard(name)
 
     def _restore(self, settings: dict[str, object]) -> None:
         """SET each setting back to its value; an aborted transaction refuses SET, so then keep them

@@ -93,6 +93,16 @@ _HINTS = (
     ("could not serialize", "a concurrent transaction changed the same rows; run it again"),
     ("transaction conflict", "a concurrent transaction changed the same table; run it again"),
     ("connection refused", "the database server is not reachable at that address"),
+    (
+        "out of range for the destination type float",
+        "a projected value is beyond float32's range (3.4e38): use "
+        "--dtype float64, or scale the data first (--standardize)",
+    ),
+    (
+        "value out of range: overflow",
+        "a value overflowed its SQL type (float32 holds at most 3.4e38, float64 "
+        "1.8e308): use --dtype float64, or scale the data first (--standardize)",
+    ),
     ("out of memory", "the engine ran out of memory; lower --threads, set --memory-limit, or use --chunk-rows"),
 )
 

@@ -80,6 +80,14 @@ def finite(name: str, value: Any, minimum: float | None = None) -> float:
     return number
 
 
+def block_size(block: Any, d: int | None) -> int | None:
+    """Mailman's ``block`` (features per block): ``None``, or a whole number from 1 to ``d``.  A
+    negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all zeros), one above d
+    a misleading "needs a sign matrix"."""
+    bound = None if d is None else f"d = {d}: a block holds at most d features"
+    return optional_positive("block", block, upper=d, bound=bound)
+
+
 def batches(value: bool | int) -> bool | int:
     """``progress``: ``False``, ``True`` or a number of batches (a whole number >= 1)."""
     if isinstance(value, (bool, np.bool_)):
@@ -134,6 +142,7 @@ __all__ = [
     "arg_positive",
     "arg_positive_list",
     "batches",
+    "block_size",
     "finite",
     "is_whole",
     "optional_positive",

@@ -97,7 +97,7 @@ def evaluate(
     metrics table (CSV, JSON) and the plots there (see :func:`write_report`).  ``kernel``: the feature
     space of the distortion -- by default the kernel the projection approximates, ``None`` the input
     space (:func:`sqlrp.evaluation.metrics.resolve_kernel`)."""
-    sample = positive_int("sample", sample)  # every count before any work (sqlrp.core.params)
+    sample = whole("sample", sample, 3)  # every count before any work (sqlrp.core.params); R_NX needs n >= 3
     queries = positive_int("queries", queries)
     recall_k = positive_int("recall_k", recall_k)
     ks = positive_ints("ks", ks)
@@ -132,10 +132,10 @@ def evaluate(
     if label_column is not None:
         need("sklearn", "sklearn", "evaluate's classifier accuracy (--label-column)")
     ids, X = fetch_sample(db, proj, source, sample, seed)
-    if queries >= len(ids) or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
+    if len(ids) < 3 or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
         raise InvalidParameter(
             f"the table gave {len(ids)} sample rows: too few for {queries} queries and Recall@{recall_k} "
-            f"(needs at least queries + recall_k = {queries + recall_k}); lower queries or recall_k"
+            f"(needs at least queries + recall_k = {queries + recall_k}, and 3); lower queries or recall_k"
         )
     Y = reference.transform(proj, X)
     dist = pairwise_distortion(X, Y, kernel)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from sqlglot import exp
@@ -15,7 +16,7 @@ from ..backends import Backend, ColumnInfo
 from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
 from ..core.errors import InputError, InvalidParameter, overflow_error
 from ..core.files import file_format, read_as_file, refuse_engine
-from ..core.ir import Projection
+from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
 from ..dialects import SqlrpDialect
@@ -186,6 +187,24 @@ def check_text_column(db: Backend, table: str, name: str) -> None:
         f"{where} does not parse as a number: the first bad value is {value} (it made the whole column "
         "text); fix the file, or name the feature columns with --columns"
     )
+
+
+_SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
+                   "group_column", "catalog")  # fmt: skip
+
+
+def input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
+    """d as the plan will find it, read before a new projection is stored (to check options that d
+    bounds, such as mailman's block); ``None`` where only the plan can tell (a long table: its largest
+    feature index need not be the projection's d)."""
+    if isinstance(projection, (Projection, Composed)):
+        return projection.d
+    if options.get("d"):
+        return int(options["d"])
+    if options.get("layout", "wide") == "long":
+        return None
+    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in _SOURCE_OPTIONS})
+    return infer_d(db, source)
 
 
 def describe(db: Backend, table: str, schema: str | None, catalog: str | None = None) -> list[ColumnInfo]:
