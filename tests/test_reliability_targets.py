@@ -165,6 +165,29 @@ def test_an_export_never_overwrites_the_database_file(tmp_path):
     db.close()
 
 
+def test_a_report_never_overwrites_the_table_it_evaluates(tmp_path, monkeypatch):
+    """``evaluate --out rep`` of ``rep/metrics.csv`` wrote its metrics over the input; so did a search
+    evaluation of an index whose table is ``rep/search_metrics.csv``."""
+    pytest.importorskip("matplotlib")
+    from sqlrp.search.evaluate import evaluate_search
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rep").mkdir()
+    for name in ("metrics.csv", "search_metrics.csv"):
+        frame(clustered(60, 47)).to_csv(tmp_path / "rep" / name, index=False)
+    before = {p.name: _digest(p) for p in (tmp_path / "rep").iterdir()}
+    url = f"duckdb:///{tmp_path / 'e.duckdb'}"
+    assert _cli("create", "--db", url, "--name", "p1", "--method", "achlioptas", "--d", "12", "--k", "3")[0] == 0
+    options = ["--id-column", "id", "--projection", "p1", "--sample", "50", "--queries", "10", "--out", "rep"]
+    code, err = _cli("evaluate", "--db", url, "--table", "rep/metrics.csv", *options)
+    assert code == 2 and "the report file" in err and "input file" in err and err.count("\n") == 1, err
+    with sqlrp.connect(url) as db:
+        sqlrp.build_index(db, "rep/search_metrics.csv", "id", "ix", lists=2, bits=64)
+        with pytest.raises(InvalidParameter, match="search_metrics.csv.*input file"):
+            evaluate_search(db, "ix", queries=5, top=2, out=str(tmp_path / "rep"))
+    assert {p.name: _digest(p) for p in (tmp_path / "rep").iterdir()} == before
+
+
 # ----------------------------------------------------------------------------------------------
 # tables: the output compared with what is read and what sqlrp owns, as catalogue entries
 

@@ -33,6 +33,7 @@ from ..core.lazy import pd
 from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
+from ..pipeline import targets
 from ..pipeline.plan import plan, registry_of
 from .metrics import (
     Kernel,
@@ -129,6 +130,7 @@ def evaluate(
     if out is not None:
         need("matplotlib", "eval", "evaluate's plots (--out)")  # before the work, not after it
         writable_folder(out)
+        targets.refuse_report(db, out, REPORT_FILES, source)
     if label_column is not None:
         need("sklearn", "sklearn", "evaluate's classifier accuracy (--label-column)")
     ids, X = fetch_sample(db, proj, source, sample, seed)
@@ -208,6 +210,10 @@ def evaluate(
     if out is not None:
         write_report(report, out)
     return report
+
+
+#: the files :func:`write_report` writes into its folder
+REPORT_FILES = ("metrics.csv", "metrics.json", "distortion_hist.png", "distortion_vs_k.png", "rnx.png")
 
 
 def write_report(report: Report, out: str | Path) -> list[str]:

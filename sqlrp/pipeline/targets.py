@@ -1,10 +1,11 @@
 """Where a writer may write: the one check every sqlrp writer calls before any work (issue 31).
 
 A writer -- ``project --into`` (a table or a file), ``search --into``, an index build or refresh,
-``projections export`` -- must not write what the same operation reads, nor what sqlrp owns: the
-registry's tables, an index's tables (``<name>``, ``<name>__lists``, ``<name>__tops``), a projection
-definition (``*.sqlrp.json``), the database file itself.  Names are compared as the engine resolves
-them, never as spelled:
+``projections export``, an evaluation's report -- must not write what the same operation reads, nor
+what sqlrp owns: the registry's tables, an index's tables (``<name>``, ``<name>__lists``,
+``<name>__tops``), a projection definition (``*.sqlrp.json``), the database file itself.  What is
+read includes what a view among the inputs reads: the tables and files of its defining query (parsed with
+sqlglot), views of views too.  Names are compared as the engine resolves them, never as spelled:
 
 * **tables** by catalogue entry: an unqualified name is in the connection's current catalog and
   schema (``current_schema()``, ClickHouse's ``currentDatabase()``), and two names are one table
@@ -88,7 +89,7 @@ def same_table(db: Backend, a: Table, b: Table) -> bool:
     return _same(db, a, b, _current(db))
 
 
-def index_tables(db: Backend, name: str, schema: str | None, catalog: str | None) -> list[Table]:
+def index_tables(name: str, schema: str | None, catalog: str | None) -> list[Table]:
     """The tables of the index ``name`` whose source is in ``schema`` / ``catalog``."""
     return [Table(name + suffix, schema, catalog, f"index {name!r}'s {what} table") for suffix, what in INDEX_SUFFIXES]
 
@@ -111,7 +112,7 @@ def owned_tables(db: Backend, besides: str | None = None) -> list[Table]:
         except ValueError:
             src = {}
         src = src if isinstance(src, dict) else {}
-        owned += index_tables(db, name, src.get("schema"), src.get("catalog"))
+        owned += index_tables(name, src.get("schema"), src.get("catalog"))
     return owned
 
 
@@ -289,6 +290,14 @@ def refuse_output_file(db: Backend, target: Path, definition: Path | None, reads
     refuse_files(writes, [*reads, *((p, "the database file") for p in database_files(db))])
 
 
+def refuse_report(db: Backend, out: str | os.PathLike[str], names: Sequence[str], source: object) -> None:
+    """A report's files (``names`` in the folder ``out``) are none of the files the evaluated table
+    ``source`` (a :class:`~sqlrp.compiler.Source`) reads, nor the database file."""
+    reads = input_files(db, source.table, None, source.schema, source.catalog)  # type: ignore[attr-defined]
+    reads += [(p, "the database file") for p in database_files(db)]
+    refuse_files([(Path(out) / name, "the report file") for name in names], reads)
+
+
 __all__ = [
     "Table",
     "database_files",
@@ -298,6 +307,7 @@ __all__ = [
     "projection_files",
     "refuse_files",
     "refuse_output_file",
+    "refuse_report",
     "refuse_tables",
     "same_table",
     "table_files",

@@ -29,6 +29,7 @@ from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
 from ..core.params import positive_int, positive_ints, whole
+from ..pipeline import targets
 from ..pipeline.materialise import output_table
 from .index import load_index, search
 from .query import METRICS, recall_at_k
@@ -95,6 +96,8 @@ def evaluate_search(
         raise InvalidParameter(f"index {index!r} was built for {idx.metric} distances, not {metric}")
     metric = idx.metric
     src = idx.source
+    if out is not None:
+        targets.refuse_report(db, out, REPORT_FILES, src)
     dialect = db.sql_dialect
     ids = [r[0] for r in db.fetchall(dialect.render(exp.select(col(src.id_column)).from_(table_ref(src))))]
     if len(ids) < 2:
@@ -138,6 +141,10 @@ def evaluate_search(
     if out is not None:
         report.files = write_search_report(report, out)
     return report
+
+
+#: the files :func:`write_search_report` writes into its folder
+REPORT_FILES = ("search_metrics.csv", "search_metrics.json", "recall_vs_candidates.png")
 
 
 def write_search_report(report: SearchReport, out: str | Path) -> list[str]:

@@ -171,15 +171,25 @@ def _check_targets(db: Backend, name: str, source: Source, old: Source | None, e
     owns (the registry, another index's: :func:`sqlrp.pipeline.targets.refuse_tables`), or a table of
     the user's -- any table there but this index's own (``old``: where its source was)."""
     schema, catalog = source.schema, source.catalog
-    new = targets.index_tables(db, name, schema, catalog)[:3]
+    new = targets.index_tables(name, schema, catalog)[:3]
     indexed = targets.Table(source.table, schema, catalog, f"index {name!r}'s source table")
     targets.refuse_tables(db, new, [indexed], besides=name)
-    own = targets.index_tables(db, name, old.schema, old.catalog) if old is not None else []
+    own = targets.index_tables(name, old.schema, old.catalog) if old is not None else []
     for table in new:
         if existing is not None and (old is None or any(targets.same_table(db, table, o) for o in own)):
             continue
         if db.table_exists(table.name, schema):
             raise ProjectionExists(f"a table {table.name!r} exists and is not an index; choose another index name")
+
+
+def _registered_source(row: tuple) -> Source | None:
+    """The source an index's registry row names (None if it names none that sqlrp can read)."""
+    try:
+        src = json.loads(row[0])
+        src["columns"] = tuple(src["columns"])
+        return Source(**src)
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _unique_ids(db: Backend, source: Source, what: str) -> int:
@@ -389,7 +399,7 @@ def build_index(
     if source.layout == "long":
         raise InvalidParameter("indexes read the wide or array layout (the re-ranking needs every feature)")
     _check_name(dialect, name, source)
-    _check_targets(db, name, source, load_index(db, name).source if existing and existing[1] else None, existing)
+    _check_targets(db, name, source, _registered_source(existing) if existing else None, existing)
     d = infer_d(db, source)
     size = rotation_size(d, bits)
     rows = _unique_ids(db, source, "table")
@@ -525,7 +535,7 @@ def _refresh(db: Backend, index: Index, check: bool) -> Index:
     if check:
         check_source(db, index.d, source)
     indexed = targets.Table(source.table, source.schema, source.catalog, f"index {index.name!r}'s source table")
-    written = targets.index_tables(db, index.name, source.schema, source.catalog)[:3]
+    written = targets.index_tables(index.name, source.schema, source.catalog)[:3]
     targets.refuse_tables(db, written, [indexed], besides=index.name)
     layout = index.layout
     fresh = exp.Table(this=ident("_sqlrp_fresh"))
