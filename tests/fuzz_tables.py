@@ -66,10 +66,11 @@ def register_profiles() -> None:
 # ---- names ----
 
 #: names sqlrp generates itself (output columns, the compiler's and the index's internal columns)
-GENERATED = ["p0", "p1", "P0", "_x0", "_x1", "w0", "_v0", "_id", "_h", "_g", "_s0", "_ol", "_kw", "x", "value"]
+GENERATED = ["x", "_x0", "p0", "p1", "P0", "_x1", "w0", "_v0", "_id", "_h", "_g", "_s0", "_ol", "_kw", "value"]
 HOSTILE = ['a"b', "a'b", "x;--", "sp ace", "dot.ted", "é", "表", "Ab", "back\\slash", "pct%", "p0 "]
+# plain names first: hypothesis starts (and shrinks) toward the first branch
 column_name = st.one_of(
-    st.sampled_from(GENERATED), st.sampled_from(HOSTILE), st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
+    st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True), st.sampled_from(GENERATED), st.sampled_from(HOSTILE)
 )
 id_name = st.sampled_from(["id", "ID", "p0", "_x0", "w0", "_v0", "_id", "row id", 'i"d', "p1"])
 table_name = st.sampled_from(["src", "p0", "_x0", "w0", "_v0", "t.x", 'ta"ble', "Tab le", "sqlrp_x", "_sqlrp_q2"])

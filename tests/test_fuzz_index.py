@@ -307,7 +307,7 @@ def test_index_machine_duckdb(tmp_path_factory) -> None:
         original(self)
 
     machine.__init__ = init
-    run_state_machine_as_test(machine, settings=fuzz_settings(25, share=0.2, stateful_steps=12))
+    run_state_machine_as_test(machine, settings=fuzz_settings(20, share=0.2, stateful_steps=12))
 
 
 def test_index_machine_postgres(pg_url) -> None:
