@@ -138,7 +138,10 @@ def run_table_op(db, engine: str, url: str | None, t: Table, op: Op) -> str:
                 )
                 text = sqlrp.compile_projection(db, plan, strategy=op.strategy, block=op.block)
             statements = [s for s in text.strip().rstrip(";").split(";\n") if s.strip()]
-            if len(statements) != 1 or not t.clean():  # compiled text checks nothing: clean data only
+            if invalid is not None:
+                raise Refused(f"{what}: compiled although it had to be refused ({invalid})")
+            text_checks_nothing = not t.clean() or bool(want_for(db, engine, t, op, name, None).must_refuse)
+            if len(statements) != 1 or text_checks_nothing:  # compiled text checks nothing: valid cases only
                 tally(engine, "compiled")
                 return "compiled"
             out = db.query_df(statements[0])
