@@ -308,6 +308,9 @@ def run_file_op(t: Table, op: Op, folder: Path) -> str:
             one_line_error(exc, what)
         assert source.read_bytes() == data_before, f"{what}: the input file changed"
         assert sorted(os.listdir(folder)) == listing, f"{what}: stray files {set(os.listdir(folder)) ^ set(listing)}"
+        kind = "valid, clean" if invalid is None and t.clean() else "invalid or dirty"
+        reason = f"{kind}: files: {' '.join(str(exc).split())[:80]}"
+        VALID_REFUSED[reason] = VALID_REFUSED.get(reason, 0) + 1
         tally("files", "refused")
         return "refused"
     assert source.read_bytes() == data_before, f"{what}: the input file changed"
