@@ -25,6 +25,7 @@ import uuid
 import warnings
 
 import numpy as np
+import pytest
 from fuzz_oracle import key as exact_key
 from fuzz_oracle import known
 from fuzz_tables import fuzz_settings
@@ -44,6 +45,11 @@ from sqlrp.search.index import StaleIndex, load_index, load_lists
 from sqlrp.search.query import reference_search
 
 D = 3
+SEEN: dict[str, int] = {}  # what the machines did (printed; both sides of every oracle must have run)
+
+
+def seen(what: str) -> None:
+    SEEN[what] = SEEN.get(what, 0) + 1
 
 
 def key(v) -> str:
@@ -196,6 +202,7 @@ class IndexMachine(RuleBasedStateMachine):
                 sqlrp.build_index(self.db, "src", "id", "ix", incremental=True)
         except sqlrp.SqlrpError:
             assert not self.unique() or changed_type, "a refresh of unique ids of one type was refused"
+            seen("refresh refused")
             return
         assert self.unique(), "a refresh of a table with duplicate ids ran"
         self.built = self.state()
@@ -229,6 +236,7 @@ class IndexMachine(RuleBasedStateMachine):
             if self.tainted:
                 return
             assert not fresh, "a strict search refused an index that is up to date"
+            seen("strict search refused")
             return
         if (
             not fresh
@@ -240,8 +248,10 @@ class IndexMachine(RuleBasedStateMachine):
         assert fresh, f"a strict search ran on a table changed since the index saw it (model {self.state()[0]})"
         if everything:
             self.check_exact(hits, top)
+            seen("strict search = exact search")
         else:
             self.check_replay(hits, idx, top)
+            seen("strict search = NumPy replay")
 
     @rule()
     def loose_search(self) -> None:
@@ -333,3 +343,12 @@ def test_index_machine_postgres(pg_url) -> None:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             for schema in schemas:
                 admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_index_machines_saw_both_sides() -> None:
+    """Strict searches both refused (stale) and compared (fresh); refreshes refused (duplicates)."""
+    print("index machines:", SEEN)
+    if not SEEN:
+        pytest.skip("the index machines did not run in this session")
+    for what in ("strict search refused", "strict search = exact search", "strict search = NumPy replay"):
+        assert SEEN.get(what, 0) >= 1, (what, SEEN)
