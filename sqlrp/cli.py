@@ -315,8 +315,20 @@ def cmd_project(args: argparse.Namespace) -> int:
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)
         else:
             for i, chunk in enumerate(result):  # streamed: never one giant fetch (an empty result: one
-                chunk.to_csv(sys.stdout, index=False, header=(i == 0))  # empty chunk, the header)
+                _exact_lists(chunk).to_csv(sys.stdout, index=False, header=(i == 0))  # empty chunk, the header)
     return 0
+
+
+def _exact_lists(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each array cell (``--output array``) as a JSON list of its floats in their shortest
+    exact form: pandas would print NumPy's repr, 8 digits and no commas (``[-0.19133204  0.67537395]``)."""
+    for column in frame.columns:
+        cells = frame[column]
+        if cells.dtype == object and any(hasattr(v, "__len__") and not isinstance(v, str) for v in cells):
+            frame = frame.assign(
+                **{column: [None if v is None else json.dumps([float(x) for x in v]) for v in cells]}
+            )
+    return frame
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

@@ -87,3 +87,9 @@ def long_frame(X: np.ndarray) -> pd.DataFrame:
 
 def array_frame(X: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"id": np.arange(len(X), dtype=np.int64), "x": list(X)})
+
+
+# the differential fuzzer's hypothesis profiles (tests/fuzz_tables.py; docs/tests.md)
+from fuzz_tables import register_profiles  # noqa: E402
+
+register_profiles()

@@ -524,7 +524,7 @@ def test_server_url_becomes_client_arguments(monkeypatch: pytest.MonkeyPatch) ->
         "password": "s3cr@t",
         "database": "analytics",
         "secure": True,
-        "settings": {"max_threads": "4"},
+        "settings": {"prefer_column_name_to_alias": 1, "max_threads": "4"},  # sqlrp's session setting first
     }
     assert "s3cr" not in db.url and "ch.example" in db.url
     db.close()
@@ -536,7 +536,7 @@ def test_server_url_becomes_client_arguments(monkeypatch: pytest.MonkeyPatch) ->
         "compress": "lz4",
         "connect_timeout": 0,
         "verify": False,
-        "settings": {},
+        "settings": {"prefer_column_name_to_alias": 1},
     }
     https.close()
 

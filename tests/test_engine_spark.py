@@ -354,3 +354,12 @@ def test_a_frame_out_of_index_order_is_written_row_by_row(spark_db):
     back = spark_db.query_df("SELECT * FROM shuffled_rows ORDER BY id")
     np.testing.assert_array_equal(back[["f0", "f1", "f2"]].to_numpy(dtype=float), X)
     assert back["even"].tolist() == frame["even"].tolist() and back["label"].tolist() == frame["label"].tolist()
+
+
+# ---- the differential fuzzer (tests/test_fuzz_project.py), with Spark's smaller budget ----
+
+
+def test_fuzz_spark(spark_db):
+    from test_fuzz_project import run_spark_examples
+
+    run_spark_examples(spark_db)

@@ -89,6 +89,17 @@ _TOKENS = re.compile(
 #: every bulk insert: a NULL for a non-Nullable column, or a column missing from the data, is an error
 #: (by default ClickHouse stores the column's default, 0, for both)
 INSERT_SETTINGS = {"input_format_null_as_default": 0, "input_format_arrow_allow_missing_columns": 0}
+#: session settings of every connection sqlrp opens or is given: ClickHouse resolves an alias anywhere
+#: in its query, so ``SELECT "_x0" AS "_id", CAST("a" AS Float64) AS "_x0"`` read the feature as the id
+#: (a user column named like one of the compiler's aliases); with this, a column's name wins, as in SQL
+SESSION_SETTINGS = {"prefer_column_name_to_alias": 1}
+
+
+def _set_session(conn: Any) -> Any:
+    """``conn`` (a chdb connection) with :data:`SESSION_SETTINGS`."""
+    for name, value in SESSION_SETTINGS.items():
+        conn.query(f"SET {name} = {value}", "CSV")
+    return conn
 
 
 # ----------------------------------------------------------------------------------------------
@@ -402,7 +413,7 @@ def _chdb_connect(path: str) -> Any:
     an error that says so."""
     chdb = need("chdb", "clickhouse", "ClickHouse in-process (chdb://)")
     try:
-        return chdb.connect(path)  # type: ignore[attr-defined]
+        return _set_session(chdb.connect(path))  # type: ignore[attr-defined]
     except RuntimeError as exc:
         m = _OTHER_PATH.search(str(exc))
         if not m:
@@ -446,7 +457,7 @@ class ChdbBackend(_ClickHouse):
         self = cls.__new__(cls)
         self.path = None
         self.url = "chdb://(caller's connection)"
-        self.conn = conn
+        self.conn = _set_session(conn)
         self.owns_connection = False
         return self
 
@@ -502,7 +513,7 @@ class ChdbBackend(_ClickHouse):
             except RuntimeError:
                 continue
             sibling.query(f"USE {quote(str(database))}", "CSV")
-            return sibling
+            return _set_session(sibling)
         return None
 
     def close(self) -> None:
@@ -577,7 +588,7 @@ class ClickHouseServerBackend(_ClickHouse):
             kwargs["password"] = str(url.password)
         if url.database:
             kwargs["database"] = url.database
-        self._kwargs = {**kwargs, "settings": settings}
+        self._kwargs = {**kwargs, "settings": {**SESSION_SETTINGS, **settings}}
         self.url = url.render_as_string(hide_password=True)
         self.client = clickhouse_connect.get_client(**self._kwargs)
         self._streamer: Any = None
@@ -594,6 +605,8 @@ class ClickHouseServerBackend(_ClickHouse):
         self._kwargs = None
         self.url = "clickhouse://(caller's client)"
         self.client = client
+        for name, value in SESSION_SETTINGS.items():
+            client.set_client_setting(name, value)
         self._streamer = None
         self.owns_connection = False
         return self

@@ -525,6 +525,8 @@ def compile_select(
             raise dialect.refuse(
                 "float32 outputs need a 4-byte float type, which this engine does not have; use float64"
             )
+        if dialect.float32_underflow_errors:
+            return _float32_flushed(base, final, key_out, names, output)
         final = [exp.cast(e, exp.DataType.build("FLOAT")) for e in final]
     if guard:  # the outputs computed once in a fenced select, checked, then named below
         base = output_guard(base, final, dialect)
@@ -541,6 +543,32 @@ def compile_select(
     return base.select(
         exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True, copy=False), append=True, copy=False
     )
+
+
+def _float32_flushed(
+    base: exp.Select, final: list[exp.Expression], key_out: str, names: list[str], output: Output
+) -> exp.Select:
+    """float32 outputs where a cast to FLOAT raises ``value out of range: underflow`` for a double that
+    rounds to 0 (PostgreSQL: |x| < 7.1e-46; NumPy's float32 is 0): the doubles are computed once in a
+    sub-query, and those below 1e-45 are 0 before the cast."""
+    inner_names = [f"_f32_{j}" for j in range(len(final))]
+    while key_out in inner_names:
+        inner_names = [f"_{n}" for n in inner_names]
+    base.set("expressions", [exp.alias_(base.expressions[0], key_out, quoted=True, copy=False)])
+    base = base.select(
+        *[exp.alias_(e, n, quoted=True, copy=False) for e, n in zip(final, inner_names, strict=True)],
+        append=True,
+        copy=False,
+    )
+    flushed = []
+    for n in inner_names:
+        tiny = exp.LT(this=exp.Abs(this=exp.column(n, quoted=True)), expression=number(1e-45))
+        value = exp.Case(ifs=[exp.If(this=tiny, true=number(0.0))], default=exp.column(n, quoted=True))
+        flushed.append(exp.cast(value, exp.DataType.build("FLOAT")))
+    outer = exp.select(exp.column(key_out, quoted=True)).from_(base.subquery("_f32", copy=False), copy=False)
+    if output.form == "wide":
+        return outer.select(*[exp.alias_(e, n, quoted=True, copy=False) for e, n in zip(flushed, names, strict=True)])
+    return outer.select(exp.alias_(exp.Array(expressions=flushed), output.array_name, quoted=True, copy=False))
 
 
 @gc_paused

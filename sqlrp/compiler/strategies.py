@@ -271,7 +271,7 @@ def best_pairs(
     plan the time cut short has ``complete=False``.  Memoised per stage (and, for stored
     projections, complete plans in the registry: ``Registry.pairs_plan``); a cut-short plan is
     planned again when more time is allowed."""
-    if not mailman_applicable(linear):
+    if not mailman_applicable(linear) or linear.p == 0:  # p = 0: no vectors (Maclaurin of degree 0), no pairs
         return None
     seconds = PLANNER_SECONDS[1] if seconds is None else seconds
     dialect = get_dialect(dialect)

@@ -98,10 +98,17 @@ def sniff(path: str) -> str:
     return "json" if head.lstrip()[:1] in (b"{", b"[") else "csv"
 
 
-def reader(path: str, fmt: str, types: dict[str, str] | None = None) -> exp.Expression:
+def reader(
+    path: str, fmt: str, types: dict[str, str] | None = None, names: list[str] | None = None
+) -> exp.Expression:
     """``read_parquet('/abs/path')`` (or ``read_csv`` / ``read_json``): the path a quoted literal;
-    ``types`` (CSV): ``types = {'column': 'DOUBLE', ...}``, names and types quoted literals too."""
+    ``types`` (CSV): ``types = {'column': 'DOUBLE', ...}``, names and types quoted literals too;
+    ``names`` (CSV): the columns' names, in order, in place of the header's (DuckDB trims the spaces
+    around a header's names: ``"p "`` is read as ``p``)."""
     args: list[exp.Expression] = [exp.Literal.string(absolute(path))]
+    if names:
+        listed = exp.Array(expressions=[exp.Literal.string(n) for n in names])
+        args.append(exp.EQ(this=exp.var("names"), expression=listed))
     if types:
         pairs = [exp.PropertyEQ(this=exp.Literal.string(n), expression=exp.Literal.string(t)) for n, t in types.items()]
         args.append(exp.EQ(this=exp.var("types"), expression=exp.Struct(expressions=pairs)))

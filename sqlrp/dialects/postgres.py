@@ -81,6 +81,7 @@ class PostgresDialect(SqlrpDialect):
     # Returning Functions"; release notes of 10): the wide table unnested, when forced
     select_unnest = True
     float32 = True  # FLOAT renders as REAL, 4 bytes ("8.1.4. Floating-Point Types")
+    float32_underflow_errors = True  # CAST(1e-300 AS REAL): "value out of range: underflow"
     executes = True
 
     def registry_type(self, name: str, null: bool) -> exp.DataType:

@@ -287,7 +287,8 @@ def write_file(
         if check:
             # read back what was written: CSV has no types, so the values are read as numbers
             types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
-            written = exp.Table(this=files.reader(str(tmp), fmt, types))
+            columns = [key, *names] if fmt == "csv" else None  # by position: a header's spaces are trimmed
+            written = exp.Table(this=files.reader(str(tmp), fmt, types, columns))
             check_outputs(db, written, key, names, p.projection.k if array else None)
         if definition is not None:
             # the sidecar records what the file holds: the output type follows the input's (issue 34)

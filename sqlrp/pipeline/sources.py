@@ -384,9 +384,11 @@ def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], arr
     if array_length is not None:
         (name,) = names
         at = [exp.Literal.number(i) for i in range(array_length)]  # 0-based: sqlglot shifts it per engine
-        conds = [dialect.not_finite(exp.Bracket(this=col(name), expressions=[i], offset=0)) for i in at]
+        values = [exp.Bracket(this=col(name), expressions=[i], offset=0) for i in at]
     else:
-        conds = [dialect.not_finite(col(n)) for n in names]
+        values = [col(n) for n in names]
+    # NULL too: SQLite stores a NaN as NULL, so an overflowed output (inf - inf) is written as NULL
+    conds = [exp.or_(dialect.not_finite(v), exp.Is(this=v.copy(), expression=exp.Null())) for v in values]
     bad = _offending_ids(db, table, col(key), any_of(conds))
     if bad:
         raise overflow_error(r[0] for r in bad)

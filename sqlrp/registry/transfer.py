@@ -156,7 +156,8 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
     if frame.duplicated(["vector", "feature"]).any():
         raise InputError(f"{where}: the matrix has more than one row for some (vector, feature)")
     try:
-        d, k, p = (_count(meta[key], key) for key in ("d", "k", "p"))
+        d, k = (_count(meta[key], key) for key in ("d", "k"))
+        p = _count(meta["p"], "p", minimum=0)  # 0: a Maclaurin map of degree 0 is its constant term alone
         scale = meta["scale"]
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
             raise ValueError(f"scale must be a finite positive number, got {scale!r}")
@@ -214,10 +215,10 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
     )
 
 
-def _count(value: Any, key: str) -> int:
-    """A metadata count (d, k, p): a positive whole number."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{key} must be a positive whole number, got {value!r}")
+def _count(value: Any, key: str, minimum: int = 1) -> int:
+    """A metadata count (d, k, p): a whole number >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{key} must be a whole number >= {minimum}, got {value!r}")
     return value
 
 
