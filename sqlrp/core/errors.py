@@ -103,6 +103,11 @@ _HINTS = (
         "a value overflowed its SQL type (float32 holds at most 3.4e38, float64 "
         "1.8e308): use --dtype float64, or scale the data first (--standardize)",
     ),
+    (
+        "value out of range: underflow",
+        "PostgreSQL refuses a double product that underflows below 2.2e-308 (NumPy gives 0): kernel methods on "
+        "features of about 1e-160 or less; scale the data first (--standardize) or round such values to 0",
+    ),
     ("out of memory", "the engine ran out of memory; lower --threads, set --memory-limit, or use --chunk-rows"),
 )
 
