@@ -29,7 +29,6 @@ What differs from the other backends, and why (measured on datafusion 55.0.0):
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 import uuid
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,7 @@ from sqlglot import exp
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
-from .values import bind_literals, is_array, missing, py, value_kind
+from .values import bind_literals, is_array, missing, py, scalar_literal, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -83,25 +82,13 @@ _DOUBLE = exp.DataType.build("DOUBLE")
 
 
 def literal(value: Any) -> str:
-    """``value`` as a DataFusion literal: NULL, a boolean, a number (``NaN`` and infinities as
-    ``CAST('NaN' AS DOUBLE)`` ...), or a string quoted by sqlglot; dates and timestamps as text."""
-    value = py(value, dates_as_text=True)
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return f"({value})"  # parenthesised: "x -?" must not become the comment "x --1"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return exp.Cast(this=exp.Literal.string(text), to=_DOUBLE).sql("postgres")
-        return f"({value!r})"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "X'" + bytes(value).hex() + "'"
-    if isinstance(value, list):
-        return "make_array(" + ", ".join(literal(v) for v in value) + ")"
-    return exp.Literal.string(str(value)).sql("postgres")
+    """``value`` as a DataFusion literal (:func:`~sqlrp.backends.values.scalar_literal`): NaN and
+    infinities as ``DOUBLE PRECISION`` casts, bytes as ``X'..'``, a list as ``make_array(...)``."""
+    return scalar_literal(value, "DOUBLE PRECISION", lambda b: f"X'{b.hex()}'", _array_literal)
+
+
+def _array_literal(items: list) -> str:
+    return "make_array(" + ", ".join(map(literal, items)) + ")"
 
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import decimal
-import math
 import re
 import shutil
 import tempfile
@@ -34,12 +33,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlglot import exp
-
 from ..core.errors import EngineLimit, InvalidParameter, need
 from ..core.lazy import pd
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
-from .values import bind_literals, column_values, py, value_kind
+from .values import bind_literals, column_values, scalar_literal, value_kind
 
 ENGINE = "hyper"
 # a ``?`` outside string literals, quoted identifiers and comments (PostgreSQL's quoting)
@@ -56,23 +53,9 @@ _QUERY = re.compile(r"\s*(\(\s*)*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE)
 
 
 def literal(value: Any) -> str:
-    """``value`` as a Hyper literal: NULL, a boolean, a number (NaN and infinities as casts), bytes
-    as ``bytea`` hex, anything else a string quoted by sqlglot (dates and timestamps as text)."""
-    value = py(value, dates_as_text=True)
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return f"({value})"  # parenthesised: "x -?" must not become the comment "x --1"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return f"CAST('{text}' AS DOUBLE PRECISION)"
-        return f"({value!r})"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return f"CAST('\\x{bytes(value).hex()}' AS BYTEA)"
-    return exp.Literal.string(str(value)).sql("postgres")
+    """``value`` as a Hyper literal (:func:`~sqlrp.backends.values.scalar_literal`): NaN and infinities as
+    ``DOUBLE PRECISION`` casts, bytes as ``bytea`` hex."""
+    return scalar_literal(value, "DOUBLE PRECISION", lambda b: f"CAST('\\x{b.hex()}' AS BYTEA)")
 
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:

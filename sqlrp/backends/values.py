@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from ..core.errors import InvalidParameter
 from ..core.lazy import pd
@@ -182,3 +183,29 @@ __all__ = [
     "recut",
     "value_kind",
 ]
+
+
+def scalar_literal(
+    value: Any, double: str, binary: Callable[[bytes], str], array: Callable[[list], str] | None = None
+) -> str:
+    """``value`` as a SQL literal for the engines whose client binds no ``?`` (:func:`bind_literals`):
+    NULL, a boolean, a number (parenthesised, so that ``x -?`` never becomes the comment ``x --1``; NaN
+    and infinities as ``CAST('NaN' AS <double>)``), bytes through ``binary``, a list through ``array``
+    (refused without it), anything else a string quoted by sqlglot; dates and timestamps as text."""
+    value = py(value, dates_as_text=True)
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"({value})"
+    if isinstance(value, float):
+        if np.isnan(value) or np.isinf(value):
+            text = "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return f"CAST('{text}' AS {double})"
+        return f"({value!r})"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return binary(bytes(value))
+    if isinstance(value, list) and array is not None:
+        return array(value)
+    return exp.Literal.string(str(value)).sql("postgres")
