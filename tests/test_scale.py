@@ -97,6 +97,7 @@ def test_watched_statement_failure_raises_and_leaves_nothing():
 
     with sqlrp.connect() as db:
         db.execute("CREATE TABLE src AS SELECT 'not a number' AS s")
+        before = db.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0]
         reports: list[float] = []
         with pytest.raises(duckdb.ConversionException):
             with db.transaction():
@@ -106,7 +107,7 @@ def test_watched_statement_failure_raises_and_leaves_nothing():
         db.execute_watched('CREATE TABLE "z" AS SELECT 1.5 AS v', reports.append)
         assert reports[-1] == 100.0 and all(0 <= r <= 100 for r in reports)
         assert db.fetchall('SELECT v FROM "z"') == [(1.5,)]
-        assert db.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0] is True  # settings reset
+        assert db.fetchall("SELECT current_setting('enable_progress_bar_print')")[0][0] is before  # settings reset
         db.execute("SET progress_bar_time = 1234")  # a user's own setting survives
         db.execute_watched('CREATE TABLE "z2" AS SELECT 2.5 AS v', reports.append)
         assert db.fetchall("SELECT current_setting('progress_bar_time')")[0][0] == 1234

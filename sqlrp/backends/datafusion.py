@@ -78,7 +78,6 @@ def _engine_errors() -> Iterator[None]:
 
 # a ``?`` outside string literals, quoted identifiers and comments (standard SQL: quotes doubled)
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?", re.DOTALL)
-_DOUBLE = exp.DataType.build("DOUBLE")
 
 
 def literal(value: Any) -> str:
