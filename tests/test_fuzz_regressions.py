@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import sqlrp
 from sqlrp import cli
@@ -150,3 +151,19 @@ def test_sqlite_overflow_into_a_table_is_refused() -> None:
         sqlrp.project(db, "t", "id", "pp", k=4, method="p-rp", m=2, s=1, strategy="pairs", into="o", seed=2)
     assert not db.table_exists("o")
     db.close()
+
+
+@pytest.mark.parametrize("method,params", [("maclaurin", {"degree": 3, "c": 0.0}), ("achlioptas", {}), ("p-rp", {})])
+@pytest.mark.parametrize("output", ["array", "wide"])
+def test_infinite_feature_with_float32_outputs_is_refused_on_postgres(pg, method, params, output) -> None:
+    """float32 outputs on PostgreSQL (whose underflow flush wraps the outputs) skipped the checks that
+    ride along the projection's statement: +-inf features gave rows of +-inf, exit 0 (the fuzzer:
+    maclaurin, degree 3, array output).  Now refused, naming the rows."""
+    pg.execute('CREATE TABLE "p0" ("i""d" TEXT, "a" REAL, "b" BIGINT, "c" NUMERIC)')
+    rows = [("r1", float("-inf"), 5241, 8.455048), ("r2", float("inf"), 582, -0.051003), ("r3", 0.0, 1600, 0.02617)]
+    for row in rows:
+        pg.execute('INSERT INTO "p0" VALUES (?, ?, ?, ?)', row)
+    with pytest.raises(sqlrp.core.errors.SqlrpError, match="infinite values .* 'r1', 'r2'"):
+        sqlrp.project(pg, "p0", 'i"d', None, columns=["a", "b", "c"], method=method, k=4, seed=0, nulls="zero",
+                      output=output, dtype="float32", **params)  # fmt: skip
+    assert pg.fetchall('SELECT count(*) FROM "p0"') == [(3,)]

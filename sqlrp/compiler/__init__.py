@@ -42,7 +42,7 @@ from ..core.nodes import (  # noqa: F401 - the SQL-expression helpers, re-export
 )
 from ..dialects import SqlrpDialect, get_dialect, portable
 from .compose import compile_composed
-from .guard import guardable, output_guard
+from .guard import MARKER, guardable, output_guard
 from .inputs import dense_source
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .lists import binding, list_outputs
@@ -520,17 +520,19 @@ def compile_select(
         outputs = [exp.Sum(this=e) for e in outputs]
         base = base.group_by(col("_g"), copy=False)
     final = [exp.Mul(this=e, expression=scale.copy()) for e in outputs]
+    flushed = output.dtype == "float32" and dialect.float32_underflow_errors
     if output.dtype == "float32":
         if not dialect.float32:
             raise dialect.refuse(
                 "float32 outputs need a 4-byte float type, which this engine does not have; use float64"
             )
-        if dialect.float32_underflow_errors:
-            return _float32_flushed(base, final, key_out, names, output)
-        final = [exp.cast(e, exp.DataType.build("FLOAT")) for e in final]
+        if not flushed:
+            final = [exp.cast(e, exp.DataType.build("FLOAT")) for e in final]
     if guard:  # the outputs computed once in a fenced select, checked, then named below
         base = output_guard(base, final, dialect)
         final = [col(f"_o{j}") for j in range(len(final))]
+    if flushed:  # after the guard: the check must see the doubles (it was skipped here, silently)
+        return _float32_flushed(base, final, key_out, names, output)
     # rename the key back to the user's column name
     key_expr = base.expressions[0]
     base.set("expressions", [exp.alias_(key_expr, key_out, quoted=True, copy=False)])
@@ -670,6 +672,8 @@ def _statements(
     statement = wrap(select)
     dialect.check_identifiers(statement)  # a name the engine would truncate could name another object
     sql = dialect.render(statement, pretty=pretty)
+    if guard and MARKER not in sql:  # a plan that dropped the checks asked for would be silently wrong
+        raise RuntimeError(f"sqlrp defect: the {strategy} plan lost the input checks asked of it ({dialect.name})")
     try:
         checked = Statements(check(dialect, statement, sql))
         soft = dialect.split_statement_bytes
