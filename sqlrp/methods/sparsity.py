@@ -90,9 +90,11 @@ def difference_kurtosis(
         mu2 = varies.astype(np.float64)
     e2, e4 = 2 * mu2, 2 * mu4 + 6 * mu2**2
     total = float(e2.sum())
-    if total <= 0:
+    square = total**2  # 0 for moments below 1e-154 (values of about 1e-77 and less): no estimate
+    if total <= 0 or square == 0 or not np.isfinite(square):
         return None
-    return float(len(e2) * e4.sum() / total**2)
+    kappa = float(len(e2) * e4.sum() / square)
+    return kappa if np.isfinite(kappa) else None
 
 
 @np.errstate(over="ignore", invalid="ignore")  # powers of huge values: inf sums give None, not warnings
