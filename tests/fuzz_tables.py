@@ -130,8 +130,10 @@ def tables(draw: st.DrawFn, max_rows: int = 10, max_d: int = 5, kinds: tuple[str
     names: list[str] = []
     for i in range(d):
         name = draw(column_name)
-        if name.casefold() in {x.casefold() for x in [*names, idn]}:
-            name = f"f{i}"
+        taken = {x.casefold() for x in [*names, idn]}
+        fallback = i
+        while name.casefold() in taken:  # the fallback itself may be taken (a drawn "f3" before "f3")
+            name, fallback = f"f{fallback}", fallback + len(taken) + 1
         names.append(name)
     kind_of = [draw(st.sampled_from(kinds)) for _ in range(d)]
     # one magnitude for most cells, so that the relative check means something row by row

@@ -288,8 +288,14 @@ class IndexMachine(RuleBasedStateMachine):
         lists = load_lists(self.db, idx)
         ids = [i for i, _ in self.rows]
         X = np.array([v for _, v in self.rows], dtype=float)
+        cal = idx.calibration  # the defaults a search uses: calibrated on the table (issue 33), else fixed
+        rule = (
+            dict(candidates=cal.default_candidates(top), probes=cal.floor, ratio=cal.ratio, cap=cal.cap)
+            if cal is not None
+            else dict(candidates=30 * top, probes=idx.probes)
+        )
         want = reference_search(X, np.array(ids), np.array(self.queries), list(range(len(self.queries))),
-                                lists, idx.signs, top=top, candidates=30 * top, probes=idx.probes)  # fmt: skip
+                                lists, idx.signs, top=top, **rule)  # fmt: skip
         got = hits.sort_values(["query_id", "rank"]).reset_index(drop=True)
         want = want.sort_values(["query_id", "rank"]).reset_index(drop=True)
         assert len(got) == len(want), (got, want)
