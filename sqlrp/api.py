@@ -40,7 +40,7 @@ from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
-from .pipeline.frames import transform_frame
+from .pipeline.frames import frame_ids, in_frame_order, is_frame, transform_frame
 from .pipeline.materialise import (
     file_target,
     materialise,
@@ -157,7 +157,7 @@ def compile_projection(
 
 def project(
     db: Backend,
-    table: str,
+    table: Any,
     id_column: str,
     projection: str | Projection | None = None,
     *,
@@ -199,7 +199,18 @@ def project(
     ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
+
+    ``table`` may also be a pandas or polars DataFrame or a ``pyarrow.Table`` (:func:`project_frame`):
+    registered with the database for this call only, its rows come back in the frame's own order (a
+    pandas result keeps the frame's index), and a new projection is stored only under a name given
+    (``projection=`` or ``save_as=``).
     """
+    if is_frame(table):
+        return project_frame(
+            db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
+            strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
+            ordered=ordered, output_format=output_format, **options,
+        )
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
     optional_positive("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored
@@ -220,6 +231,26 @@ def project(
             matrix=matrix, strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental,
             ordered=ordered, output_format=output_format, **options,
         )
+
+
+def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = None, **options: Any) -> Any:
+    """:func:`project` of a pandas or polars DataFrame or a ``pyarrow.Table``: the frame is a table of
+    ``db`` for this call only (:meth:`~sqlrp.backends.base.Backend.frame_table`: DuckDB reads it in
+    place), its ids must be unique, the rows come back in the frame's order (a pandas result with the
+    frame's index; ``chunk_rows``: that result in chunks), and a new projection is stored only under a name given."""
+    ids = frame_ids(frame, id_column)
+    if options.get("view"):
+        raise InvalidParameter("a view of a DataFrame would outlive it: project it into= a table instead")
+    if not isinstance(projection, str) and not options.get("save_as"):
+        options["store"] = False  # exploratory: nothing left in the registry
+    rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
+    with db.frame_table(frame) as name:
+        result = project(db, name, id_column, projection, **options)
+    if options.get("into") is not None:
+        return result
+    fmt = options.get("output_format", "pandas")
+    result = in_frame_order(result, frame, ids, fmt)
+    return outputs.chunks_of(result, rows, fmt) if rows else result
 
 
 def _plan_and_project(

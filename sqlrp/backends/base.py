@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
+from sqlglot import exp
+
 from ..core.errors import DRIVER_MODULES, InputError, InvalidParameter, need
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..dialects import SqlrpDialect, get_dialect
 
 
@@ -244,6 +247,20 @@ class Backend(ABC):
     @abstractmethod
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
         """Create ``table`` from ``df`` (bulk load; list-valued columns become arrays)."""
+
+    @contextlib.contextmanager
+    def frame_table(self, frame: Any) -> Iterator[str]:
+        """``frame`` (pandas, polars, ``pyarrow.Table``) as a table of this engine while the block runs,
+        under a scratch name that is yielded: here written with :meth:`write_dataframe` and dropped on
+        exit; DuckDB registers the frame instead (no copy)."""
+        name = scratch_name("frame")
+        self.write_dataframe(name, frame if isinstance(frame, pd.DataFrame) else frame.to_pandas())
+        try:
+            yield name
+        finally:
+            drop = exp.Drop(tables=[exp.Table(this=exp.to_identifier(name))], kind="TABLE", exists=True)
+            with contextlib.suppress(Exception):
+                self.execute(self.sql_dialect.render(drop))
 
     @abstractmethod
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -41,6 +40,7 @@ import numpy as np
 
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..core.nodes import ident
 from .base import URL, Backend, ColumnInfo, Registration, missing_table, parse_url
 from .values import bind_literals, is_array, missing, py, recut, value_kind
@@ -366,7 +366,7 @@ class _ClickHouse(Backend):
         loaded under a staging name first and the table then renamed (or, with ``replace``, swapped
         in by ``EXCHANGE TABLES``), so a failed load leaves no table and a replaced one survives."""
         data, types = arrow_stream(df)
-        staging = f"_sqlrp_load_{uuid.uuid4().hex[:12]}"
+        staging = scratch_name("load")
         defs = ", ".join(f"{quote(str(c))} {t}" for c, t in zip(df.columns, types, strict=True))
         self._command(f"CREATE TABLE {quote(staging)} ({defs}) ENGINE = MergeTree ORDER BY tuple()")
         try:

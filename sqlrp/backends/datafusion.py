@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ from sqlglot import exp
 
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
 from .values import bind_literals, is_array, missing, py, scalar_literal, value_kind
 
@@ -382,7 +382,7 @@ class DataFusionBackend(Backend):
     def _add_column(self, table: exp.Table, column: exp.ColumnDef) -> None:
         """Build ``table`` again with ``column`` added, copy its rows, and swap it in."""
         names = [c.name for c in self.columns(table.name, table.db or None)]
-        staging = exp.Table(this=exp.to_identifier(f"_sqlrp_alter_{uuid.uuid4().hex[:12]}"), db=table.args.get("db"))
+        staging = exp.Table(this=exp.to_identifier(scratch_name("alter")), db=table.args.get("db"))
         ddl = self._created.get(self._key(table))
         if ddl is not None:
             create = exp.maybe_parse(ddl, dialect="postgres")
@@ -455,7 +455,7 @@ class DataFusionBackend(Backend):
     @contextlib.contextmanager
     def _registered(self, df: pd.DataFrame) -> Iterator[str]:
         """``df`` as a relation of the session under a private name while the block runs."""
-        name = f"_sqlrp_frame_{uuid.uuid4().hex[:12]}"
+        name = scratch_name("frame")
         data = arrow_table(df)
         with _engine_errors():
             self.ctx.from_arrow(data, name=name)  # registered under name (an empty frame keeps its schema)

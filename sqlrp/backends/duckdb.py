@@ -20,6 +20,7 @@ from sqlglot import exp
 from ..core import files
 from ..core.errors import InputError, need
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..core.nodes import ident
 from ..dialects import get_dialect
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table, url_path
@@ -377,6 +378,17 @@ class DuckDBBackend(Backend):
                 self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM {view}")
         finally:
             self.con.unregister(view)
+
+    @contextlib.contextmanager
+    def frame_table(self, frame: Any) -> Iterator[str]:
+        """``frame`` registered with the connection (a temporary view over the caller's memory: pandas,
+        polars and Arrow are read in place) under a scratch name, unregistered on exit."""
+        name = scratch_name("frame")
+        self.con.register(name, frame)
+        try:
+            yield name
+        finally:
+            self.con.unregister(name)
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
         view = "__sqlrp_frame"

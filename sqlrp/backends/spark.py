@@ -35,7 +35,6 @@ import re
 import shutil
 import sys
 import tempfile
-import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,6 +44,7 @@ import numpy as np
 
 from ..core.errors import InvalidParameter, MissingExtra, need
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..core.nodes import ident
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .values import column_values, missing, py, value_kind
@@ -274,7 +274,7 @@ class SparkBackend(Backend):
                 self._no_delete.add(target)
         if not self.fetchall(f"SELECT 1 FROM {target} WHERE {condition} LIMIT 1", params):
             return
-        staging = _quote(f"_sqlrp_keep_{uuid.uuid4().hex[:12]}")
+        staging = _quote(scratch_name("keep"))
         self._sql(
             f"CREATE TABLE {staging} USING parquet AS SELECT * FROM {target} WHERE NOT coalesce({condition}, false)",
             params,
@@ -357,7 +357,7 @@ class SparkBackend(Backend):
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
         """Append ``df`` to ``table``, matching columns by name (columns it lacks take their defaults)."""
-        view = f"_sqlrp_frame_{uuid.uuid4().hex[:12]}"
+        view = scratch_name("frame")
         self._frame(df).createOrReplaceTempView(view)
         cols = ", ".join(_quote(str(c)) for c in df.columns)
         try:

@@ -12,7 +12,6 @@ the engine and the limit.  The long layout's SQL grows with the matrix only when
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +19,7 @@ from sqlglot import exp
 
 from ..core.errors import EngineLimit
 from ..core.ir import Combiner, LinearStage, Projection
+from ..core.names import scratch_name
 
 _TOKEN = re.compile(r'"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|[\w.]+|[-+*/(]')
 
@@ -125,7 +125,7 @@ def blocks(k: int, count: int) -> list[tuple[int, int]]:
 
 
 def new_staging_name() -> str:
-    return f"_sqlrp_block_{uuid.uuid4().hex[:12]}"
+    return scratch_name("block")
 
 
 def too_large(exc: EngineLimit) -> bool:

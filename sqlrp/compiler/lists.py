@@ -34,7 +34,6 @@ only with the NULL check off, since ``check=True`` refuses NULLs before anything
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -43,6 +42,7 @@ from sqlglot import exp
 
 from ..core.ir import LinearStage, Projection
 from ..core.layout import Source
+from ..core.names import scratch_name
 from .strategies import list_row_seconds
 
 DOUBLE_LIST = exp.DataType.build("DOUBLE[]", dialect="duckdb")
@@ -74,7 +74,7 @@ def _bound_rows(W: np.ndarray) -> exp.Expression | None:
     bound = _BOUND.get()
     if bound is None:
         return None
-    name = f"_sqlrp_w_{uuid.uuid4().hex[:12]}"
+    name = scratch_name("w")
     bound[name] = W
     row = exp.Array(expressions=[exp.column(f"c{i}", quoted=True) for i in range(W.shape[1])])
     ordered = exp.Order(this=row, expressions=[exp.Ordered(this=exp.column("_r", quoted=True))])

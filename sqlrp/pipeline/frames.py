@@ -72,3 +72,49 @@ def _finite(X: np.ndarray, labels: np.ndarray) -> None:
     if bad.any():
         shown = ", ".join(map(repr, labels[bad][:5].tolist()))
         raise InputError(f"NULL, NaN or infinite features in rows {shown}: clean them first")
+
+
+def is_frame(obj: Any) -> bool:
+    """True for a pandas or polars DataFrame or a ``pyarrow.Table``: what ``project`` takes where a
+    table name goes."""
+    if isinstance(obj, str):
+        return False
+    module = type(obj).__module__.split(".")[0]
+    return module in ("pandas", "polars", "pyarrow") and hasattr(obj, "columns")
+
+
+def frame_ids(frame: Any, id_column: str) -> np.ndarray:
+    """The values of ``frame``'s id column, checked: present, no NULL, no duplicate (the rows come
+    back in the frame's order, matched by id)."""
+    data = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()
+    if id_column not in data.columns:
+        raise InputError(
+            f"the frame has no id column {id_column!r}; its columns are: {', '.join(map(str, list(data.columns)[:20]))}"
+        )
+    ids = data[id_column]
+    if ids.isna().any():
+        raise InputError(f"the frame's id column {id_column!r} has missing values: every row needs an id")
+    if ids.duplicated().any():
+        shown = ", ".join(map(repr, ids[ids.duplicated()].unique()[:5].tolist()))
+        raise InputError(f"the frame's id column {id_column!r} repeats ids ({shown}): ids must be unique")
+    return ids.to_numpy()
+
+
+def in_frame_order(result: Any, frame: Any, ids: np.ndarray, fmt: str) -> Any:
+    """``result`` (rows keyed by id in its first column, in ``fmt``) in the order of ``frame``'s rows;
+    a pandas result takes the frame's index too."""
+    positions = pd.Index(ids)
+    if fmt == "numpy":
+        got, Y = result
+        order = np.argsort(positions.get_indexer(got), kind="stable")
+        return got[order], Y[order]
+    if fmt == "pandas":
+        key = result.columns[0]
+        order = np.argsort(positions.get_indexer(result[key].to_numpy()), kind="stable")
+        out = result.iloc[order].reset_index(drop=True)
+        if isinstance(frame, pd.DataFrame) and len(out) == len(frame):
+            out.index = frame.index
+        return out
+    table = result if fmt == "arrow" else result.to_arrow()
+    order = np.argsort(positions.get_indexer(table.column(0).to_numpy()), kind="stable")
+    return result.take(order) if fmt == "arrow" else result[order.tolist()]

@@ -20,6 +20,7 @@ from ..compiler import Source, Statements, col, compile_sql, compile_statements,
 from ..core import files
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
+from ..core.names import scratch_name
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from . import targets
 from .plan import Plan
@@ -117,7 +118,7 @@ def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) 
         )
         run(db, statements, db.execute)
         return
-    staging = f"_sqlrp_staging_{uuid.uuid4().hex[:12]}"
+    staging = scratch_name("staging")
     text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # SQL text stands alone
     db.execute(compile_sql(p.projection, source, db.sql_dialect, p.output, into=staging, temporary=True, **text_opts))
     names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
@@ -143,7 +144,7 @@ def staged(db: Backend, source: Source, into: str, replace_existing: bool) -> It
     staging table renamed to ``into``, and the old one dropped.  Any failure drops the staging
     table and puts the old ``into`` back, untouched."""
     dialect = db.sql_dialect
-    name, aside = (f"_sqlrp_{kind}_{uuid.uuid4().hex[:12]}" for kind in ("new", "old"))
+    name, aside = (scratch_name(kind) for kind in ("new", "old"))
 
     def drop(table: str) -> None:
         with contextlib.suppress(Exception):
@@ -174,7 +175,7 @@ def top_up_through_staging(db: Backend, source: Source, into: str, build: Callab
     (and checks them); only then are they appended to ``into`` in one ``INSERT ... SELECT``, so a
     failed build or check leaves ``into`` as it was.  The staging table is always dropped."""
     dialect = db.sql_dialect
-    name = f"_sqlrp_add_{uuid.uuid4().hex[:12]}"
+    name = scratch_name("add")
     try:
         build(name)
         rows = exp.select(exp.Star()).from_(output_table(source, name))

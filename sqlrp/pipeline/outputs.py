@@ -83,3 +83,15 @@ def check_finite(result: Any, key: str, fmt: str) -> Any:
         ids, Y = split_numpy(table)
     check_finite_rows(ids, np.isfinite(Y).all(axis=1) if Y.size else np.ones(len(ids), dtype=bool))
     return result
+
+
+def chunks_of(result: Any, rows: int, fmt: str) -> Iterator[Any]:
+    """``result`` (in ``fmt``) cut into chunks of at most ``rows`` rows, in order."""
+    total = len(result[0]) if fmt == "numpy" else (result.num_rows if fmt == "arrow" else len(result))
+    for start in range(0, max(total, 1), rows):
+        if fmt == "numpy":
+            yield result[0][start : start + rows], result[1][start : start + rows]
+        elif fmt == "pandas":
+            yield result.iloc[start : start + rows]
+        else:
+            yield result.slice(start, rows)

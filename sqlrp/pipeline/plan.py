@@ -77,6 +77,7 @@ def plan(
     save_as: str | None = None,
     standardize: bool = False,
     catalog: str | None = None,
+    store: bool = True,
     **params: Any,
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
@@ -88,6 +89,9 @@ def plan(
     ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
     deviations computed over the table now, then inlined in the SQL); recommended for the
     polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
+
+    ``store=False``: a new projection that no name was given for (``projection``, ``save_as``) is kept
+    in the plan only, not in the registry (a DataFrame's projection: nothing is left behind).
 
     Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
     (a dot inside ``table`` is part of the name, never a separator)."""
@@ -107,7 +111,7 @@ def plan(
     )
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
-    registry = registry_of(db)
+    registry = registry_of(db) if isinstance(projection, str) or store or save_as else None
     known: dict[str, int] = {}
 
     def table_d() -> int:
@@ -160,11 +164,13 @@ def plan(
             params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
-        if name is None:
+        if name is None and store:
+            assert registry is not None
             name, same = default_name(registry, proj, f"{files.label(table)}_{method}_k{k}_seed{seed}")
             if same is not None:
                 proj = same
-        if proj.name is None:
+        if proj.name is None and name is not None:
+            registry = registry or registry_of(db)
             registry.save(proj, name)
             # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
             # later use loads it (stored_pairs_plan) instead of planning again

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -44,6 +43,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, col, ident, table_ref
 from ..core.errors import InvalidParameter
+from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
 from ..pipeline.materialise import output_table
 from .ivf import Lists
@@ -271,7 +271,7 @@ def calibrate(
     top = TOP
     count = min(queries, rows)
     lo = sample if sample + count <= rows else max(0, rows - count)  # rows that trained no centroid, if any
-    stage = f"_sqlrp_cal_{uuid.uuid4().hex[:12]}"
+    stage = scratch_name("cal")
     table = output_table(source, stage)
     rows_ = exp.select(exp.Column(this=exp.Star(), table=ident("_t"))).from_(table_ref(source).as_("_t"))
     rows_ = rows_.join(

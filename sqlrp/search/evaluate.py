@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from ..compiler import col, table_ref
 from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..core.params import positive_int, positive_ints, whole
 from ..pipeline import targets
 from ..pipeline.materialise import output_table
@@ -107,7 +107,7 @@ def evaluate_search(
     top = min(top, len(ids) - 1)
     rng = np.random.default_rng(seed)
     picked = [ids[i] for i in sorted(rng.choice(len(ids), size=min(queries, len(ids)), replace=False))]
-    sample = f"_sqlrp_eval_{uuid.uuid4().hex[:12]}"
+    sample = scratch_name("eval")
     target = output_table(src, sample)
     rows = exp.select(exp.Star()).from_(table_ref(src))
     rows = rows.where(exp.In(this=col(src.id_column), expressions=[exp.convert(v) for v in picked]))

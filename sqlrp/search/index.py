@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import uuid
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from ..compiler import Source, col, ident, table_ref
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
@@ -160,7 +160,7 @@ def _drop_tables(db: Backend, source: Source, names: tuple[str, ...]) -> None:
 
 
 def _staging_name() -> str:
-    return f"_sqlrp_ix_{uuid.uuid4().hex[:12]}"
+    return scratch_name("ix")
 
 
 def _tables(name: str) -> tuple[str, str, str]:

@@ -15,7 +15,6 @@ as the index reads them) and read back from it; both tables are dropped whatever
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -24,6 +23,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, col
 from ..core.lazy import pd
+from ..core.names import scratch_name
 from ..pipeline.materialise import output_table
 from .ivf import QUERY_BITS, query_planes
 from .query import IndexLayout, query_vectors, search_select
@@ -53,9 +53,8 @@ def staged_search(db: Backend, layout: IndexLayout, queries: Source, **options: 
     """Yield the search's ``SELECT`` reading the staged ``_sqlrp_q`` and ``_sqlrp_planes`` tables
     (``options``: :func:`~sqlrp.search.query.search_select`'s); they are dropped on exit."""
     dialect = db.sql_dialect
-    tag = uuid.uuid4().hex[:12]
-    q_table = output_table(queries, f"_sqlrp_q_{tag}")
-    planes_table = output_table(queries, f"_sqlrp_planes_{tag}")
+    q_table = output_table(queries, scratch_name("q"))
+    planes_table = output_table(queries, scratch_name("planes"))
     try:
         create = exp.Create(
             this=q_table.copy(),

@@ -1,0 +1,98 @@
+"""A DataFrame (pandas, polars) or an Arrow table where a table name goes (issue 35): projected in the
+database, equal to the NumPy reference, rows back in the frame's order, nothing left behind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sqlrp
+from sqlrp.core.errors import InputError, InvalidParameter
+from sqlrp.methods import make_projection, reference
+
+
+def _frame(n: int = 15, d: int = 6, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, d)), columns=[f"f{j}" for j in range(d)])
+    df.insert(0, "doc_id", [f"doc-{i}" for i in rng.permutation(n)])  # text ids, not in text order
+    df.index = pd.Index(rng.permutation(n) + 1000, name="row")
+    return df
+
+
+@pytest.fixture(params=["duckdb", "sqlite"])
+def conn(request, tmp_path):
+    db = sqlrp.connect("duckdb://" if request.param == "duckdb" else f"sqlite:///{tmp_path / 'f.db'}")
+    yield db
+    db.close()
+
+
+@pytest.mark.parametrize("method,params", [("achlioptas", {"s": 3}), ("p-rp", {"m": 2}), ("gaussian", {})])
+def test_a_pandas_frame_is_projected_equal_to_numpy_in_its_own_order(conn, method, params):
+    df = _frame()
+    proj = make_projection(method, 6, 4, seed=5, **params)
+    out = sqlrp.project(conn, df, "doc_id", proj)
+    want = reference.transform(proj, df[[f"f{j}" for j in range(6)]].to_numpy())
+    assert out["doc_id"].tolist() == df["doc_id"].tolist()
+    assert out.index.equals(df.index)
+    np.testing.assert_allclose(out[[f"p{j}" for j in range(4)]].to_numpy(), want, rtol=1e-9, atol=1e-12)
+
+
+def test_a_new_projection_of_a_frame_is_stored_nowhere_and_nothing_is_left(conn):
+    df = _frame()
+    before = set(conn.table_names())
+    out = sqlrp.project(conn, df, "doc_id", k=3, s=3, seed=2)
+    want = reference.transform(make_projection("achlioptas", 6, 3, seed=2, s=3), df.iloc[:, 1:].to_numpy())
+    np.testing.assert_allclose(out[["p0", "p1", "p2"]].to_numpy(), want, rtol=1e-9, atol=1e-12)
+    assert set(conn.table_names()) == before  # no registry, no scratch table
+    # asked again with other columns: a new projection, not the first one's d
+    again = sqlrp.project(conn, df[["doc_id", "f0", "f1"]], "doc_id", k=2, s=3, seed=2)
+    assert again.shape == (15, 3)
+
+
+def test_a_named_projection_of_a_frame_is_stored(conn):
+    sqlrp.project(conn, _frame(), "doc_id", k=3, save_as="mine")
+    assert sqlrp.list_projections(conn)["name"].tolist() == ["mine"]
+
+
+def test_arrow_and_polars_frames_and_their_outputs():
+    pa = pytest.importorskip("pyarrow")
+    pl = pytest.importorskip("polars")
+    df = _frame()
+    proj = make_projection("achlioptas", 6, 3, seed=1, s=3)
+    want = reference.transform(proj, df.iloc[:, 1:].to_numpy())
+    db = sqlrp.connect()
+    table = sqlrp.project(db, pa.Table.from_pandas(df, preserve_index=False), "doc_id", proj, output_format="arrow")
+    assert table.column("doc_id").to_pylist() == df["doc_id"].tolist()
+    np.testing.assert_allclose(np.column_stack([table.column(f"p{j}") for j in range(3)]), want, rtol=1e-9)
+    frame = sqlrp.project(db, pl.from_pandas(df), "doc_id", proj, output_format="polars")
+    assert frame["doc_id"].to_list() == df["doc_id"].tolist()
+    ids, Y = sqlrp.project(db, df, "doc_id", proj, output_format="numpy")
+    assert ids.tolist() == df["doc_id"].tolist()
+    np.testing.assert_allclose(Y, want, rtol=1e-9)
+
+
+def test_a_frame_into_a_table_and_in_chunks(conn):
+    df = _frame()
+    proj = make_projection("achlioptas", 6, 3, seed=1, s=3)
+    sqlrp.project(conn, df, "doc_id", proj, into="out")
+    got = conn.query_df('SELECT * FROM "out"').set_index("doc_id").loc[df["doc_id"]]
+    np.testing.assert_allclose(got.to_numpy(), reference.transform(proj, df.iloc[:, 1:].to_numpy()), rtol=1e-9)
+    chunks = list(sqlrp.project(conn, df, "doc_id", proj, chunk_rows=4))
+    assert sum(len(c) for c in chunks) == 15
+    assert set(conn.table_names()) == {"out"}
+
+
+def test_frames_that_cannot_be_given_back_in_order_are_refused(conn):
+    df = _frame()
+    with pytest.raises(InputError, match="repeats ids"):
+        sqlrp.project(conn, pd.concat([df, df.iloc[:2]]), "doc_id", k=2)
+    with pytest.raises(InputError, match="no id column 'nope'"):
+        sqlrp.project(conn, df, "nope", k=2)
+    with pytest.raises(InvalidParameter, match="view of a DataFrame"):
+        sqlrp.project(conn, df, "doc_id", k=2, into="v", view=True)
+    bad = df.copy()
+    bad.iloc[3, 2] = np.nan
+    with pytest.raises(InputError, match="NULL or NaN"):
+        sqlrp.project(conn, bad, "doc_id", k=2)
+    assert conn.table_names() == []
