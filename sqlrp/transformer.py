@@ -9,12 +9,14 @@ same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[skl
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import DataDimensionalityWarning
 from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -42,9 +44,14 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         ``"achlioptas"`` (sign matrix, entries ``sqrt(s) * {+1, 0, -1}`` with probabilities
         ``1/(2s), 1 - 1/s, 1/(2s)``; 000 Eq. 2-3) or ``"gaussian"`` (N(0, 1) weights).
     s : float or "auto"
-        Sparsity for ``achlioptas``: 1 (dense signs), 3 (Achlioptas), ``"auto"`` = sqrt(d).
+        Sparsity for ``achlioptas``: 1 (dense signs), 3 (Achlioptas); ``"auto"``: chosen from the
+        data's kurtosis (Li, Hastie & Church 2006; :mod:`sqlrp.methods.sparsity`), at most sqrt(d).
+    density : float or "auto"
+        scikit-learn's name for the same choice: the share of non-zero entries, ``density = 1 / s``
+        (``0 < density <= 1``); ``"auto"`` leaves it to ``s``.  Giving both is an error.
     eps : float
-        Distortion allowed by ``n_components="auto"``.
+        Distortion allowed by ``n_components="auto"`` (``0 < eps < 1``); as scikit-learn's projections
+        do, a bound larger than the number of features is an error.
     random_state : int or None
         Seed of the generator (an int is drawn and recorded when None).
     projection : Projection or None
@@ -72,6 +79,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         *,
         method: str = "achlioptas",
         s: float | str = "auto",
+        density: float | str = "auto",
         eps: float = 0.1,
         random_state: int | None = None,
         projection: Projection | None = None,
@@ -82,6 +90,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self.n_components = n_components
         self.method = method
         self.s = s
+        self.density = density
         self.eps = eps
         self.random_state = random_state
         self.projection = projection
@@ -97,11 +106,11 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 raise InputError(f"the projection expects d = {self.projection.d} features, X has {d}")
             self.projection_ = self.projection
         else:
-            k = self._n_components(n)
+            k = self._n_components(n, d)
             seed = self.random_state
             if seed is None:
                 seed = int(np.random.default_rng().integers(2**31 - 1))
-            params = {"s": self.s} if self.method == "achlioptas" else {}
+            params = {"s": self._sparsity()} if self.method == "achlioptas" else {}
             params = data_sparsity(self.method, params, lambda: kurtosis_of(X))  # s from the data (issue 24)
             self.projection_ = make_projection(self.method, d, k, seed=seed, **params)
         self.n_components_ = self._n_features_out = self.projection_.k
@@ -113,17 +122,43 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 self.inverse_components_ = np.linalg.pinv(W.toarray())
         return self
 
-    def _n_components(self, n: int) -> int:
+    def _n_components(self, n: int, d: int) -> int:
         """k: ``n_components`` if a whole number >= 1 (``1.5`` is refused, as scikit-learn's own
-        projections refuse it, not truncated), or the JL bound for ``"auto"`` (``0 < eps < 1``)."""
+        projections refuse it, not truncated; more than ``d`` warns as theirs do), or the JL bound for
+        ``"auto"`` (``0 < eps < 1``), refused when it exceeds ``d`` as scikit-learn refuses it."""
         if isinstance(self.n_components, str) and self.n_components == "auto":
             eps = self.eps
             if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 < eps < 1:
                 raise InvalidParameter(f"eps must be a number in (0, 1) for n_components='auto', got {eps!r}")
-            return johnson_lindenstrauss_min_dim(n, eps)
+            k = johnson_lindenstrauss_min_dim(n, eps)
+            if k > d:
+                raise InvalidParameter(
+                    f"eps={eps} and n_samples={n} lead to a target dimension of {k} which is larger than the "
+                    f"original space with n_features={d}"
+                )
+            return k
         if not is_whole(self.n_components):
             raise InvalidParameter(f"n_components must be 'auto' or a whole number >= 1, got {self.n_components!r}")
-        return positive_int("n_components", self.n_components)
+        k = positive_int("n_components", self.n_components)
+        if k > d:
+            warnings.warn(
+                f"The number of components is higher than the number of features: n_features < n_components "
+                f"({d} < {k}). The dimensionality of the problem will not be reduced.",
+                DataDimensionalityWarning,
+                stacklevel=3,
+            )
+        return k
+
+    def _sparsity(self) -> float | str:
+        """``s``, or ``1 / density`` when scikit-learn's ``density`` is given instead."""
+        if isinstance(self.density, str) and self.density == "auto":
+            return self.s
+        if not (isinstance(self.s, str) and self.s == "auto"):
+            raise InvalidParameter(f"give s or density, not both (s = {self.s!r}, density = {self.density!r})")
+        density = self.density
+        if isinstance(density, bool) or not isinstance(density, Real) or not 0 < density <= 1:
+            raise InvalidParameter(f"density must be 'auto' or a number in (0, 1], got {density!r}")
+        return 1.0 / float(density)
 
     @property
     def _linear(self) -> bool:

@@ -73,3 +73,27 @@ def test_a_fitted_matrix_goes_to_the_database(db):
     assert list(sql.columns[1:]) == list(model.get_feature_names_out())
     with pytest.raises(sqlrp.ProjectionExists):
         model.to_database(db, "fitted")
+
+
+def test_sklearns_parameter_names_and_refusals():
+    """``density`` as scikit-learn spells it (s = 1 / density); ``n_components="auto"`` whose bound
+    exceeds the features raises as scikit-learn's does; more components than features warns as theirs."""
+    from sklearn.exceptions import DataDimensionalityWarning
+
+    X = np.random.default_rng(3).normal(size=(40, 64))
+    ours = SQLRandomProjection(8, density=1 / 3, random_state=1).fit(X)
+    assert ours.projection_.params["s"] == pytest.approx(3.0)
+    same = SQLRandomProjection(8, s=3, random_state=1).fit(X)
+    np.testing.assert_array_equal(ours.transform(X), same.transform(X))
+    with pytest.raises(ValueError, match="larger than the original space with n_features=64"):
+        SQLRandomProjection("auto", eps=0.5).fit(X)
+    with pytest.raises(ValueError, match="larger than the original space") as theirs:
+        SparseRandomProjection("auto", eps=0.5).fit(X)
+    assert "n_features=64" in str(theirs.value)
+    with pytest.warns(DataDimensionalityWarning, match=r"\(64 < 70\)"):
+        SQLRandomProjection(70, random_state=0).fit(X)
+    for bad in (0, 1.5, -0.2):
+        with pytest.raises(ValueError, match="density"):
+            SQLRandomProjection(8, density=bad).fit(X)
+    with pytest.raises(ValueError, match="not both"):
+        SQLRandomProjection(8, s=3, density=0.5).fit(X)
