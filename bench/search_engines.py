@@ -24,7 +24,7 @@ import pandas as pd
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import sqlrp
-from sqlrp.search.query import recall_at_k
+from sqlrp.search.query import result_recall
 
 
 def embedding_like(n: int, seed: int, d: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def run(engine: str, X: np.ndarray, Q: np.ndarray, top: int) -> None:
         exact, exact_s = timed(lambda: sqlrp.search(db, "bench_idx", "bench_queries", "qid", top=top, exact=True))
         near = np.vstack([np.argsort(((X - q) ** 2).sum(axis=1), kind="stable")[:top] for q in Q])
         truth = pd.DataFrame({"query_id": np.repeat(np.arange(len(Q)), top), "id": near.ravel()})
-        print(f"  exact brute force        recall {recall_at_k(exact, truth):.3f}  {exact_s:7.2f} s")
+        print(f"  exact brute force        recall {result_recall(exact, truth):.3f}  {exact_s:7.2f} s")
         for probes, candidates in ((None, None), (idx.probes * 2, 400)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -77,7 +77,7 @@ def run(engine: str, X: np.ndarray, Q: np.ndarray, top: int) -> None:
                 )
             label = f"P {probes}, C {candidates}" if probes else "defaults (calibrated)"
             print(
-                f"  search {label:<17} recall {recall_at_k(got, truth):.3f}  {took:7.2f} s  "
+                f"  search {label:<17} recall {result_recall(got, truth):.3f}  {took:7.2f} s  "
                 f"exact / search {exact_s / took:.1f}x"
             )
     finally:

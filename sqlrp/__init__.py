@@ -10,7 +10,7 @@ The package is grouped by layer, each importing only the layers below it (``test
 - :mod:`sqlrp.registry` -- stored projections, pairs plans and indexes;
 - :mod:`sqlrp.pipeline` -- planning (what a plan needs from the database, gathered once), sources,
   materialising, outputs;
-- :mod:`sqlrp.search` -- inverted lists, RaBitQ codes, the search SQL, signatures;
+- :mod:`sqlrp.search` -- inverted lists, RaBitQ codes, the search SQL;
 - :mod:`sqlrp.evaluation` -- metrics and reports;
 
 then :mod:`sqlrp.api` (the functions below), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.

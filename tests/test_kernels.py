@@ -19,8 +19,8 @@ from sqlrp.methods.distortion import kernel_distortion
 from sqlrp.methods.kernel import index_matrix
 from sqlrp.methods.kernels import (
     explicit_feature_map,
-    feature_sq_distances,
     kernel_of,
+    kernel_sq_distances,
     polynomial_kernel,
 )
 
@@ -180,7 +180,7 @@ def test_explicit_feature_map_reproduces_kernel(data, degree, c):
     phi = explicit_feature_map(data, degree=degree, c=c)
     np.testing.assert_allclose(phi @ phi.T, polynomial_kernel(data, degree=degree, c=c), rtol=1e-10, atol=1e-9)
     dist = ((phi[:, None, :] - phi[None, :, :]) ** 2).sum(-1)[np.triu_indices(len(data), 1)]
-    np.testing.assert_allclose(feature_sq_distances(data, degree, c), dist, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(kernel_sq_distances(data, degree, c), dist, rtol=1e-8, atol=1e-8)
 
 
 def test_modified_kernel_feature_map(data):

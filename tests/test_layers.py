@@ -10,7 +10,7 @@ The layers, bottom to top (a module may import its own layer and those below it)
     backends    a live connection per engine
     registry    stored projections, pairs plans and indexes
     pipeline    planning, sources, materialising, files, outputs
-    search      inverted lists, RaBitQ codes, the search SQL, signatures
+    search      inverted lists, RaBitQ codes, the search SQL
     evaluation  metrics, reports
     top         api, cli, transformer, demo, datasets, the package itself
 

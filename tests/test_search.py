@@ -18,7 +18,7 @@ from sqlrp.cli import main
 from sqlrp.core.errors import EngineLimit, InputError, InvalidParameter, ProjectionExists
 from sqlrp.search.index import IndexNotFound, StaleIndex, load_lists
 from sqlrp.search.ivf import reference_codes
-from sqlrp.search.query import normalise, recall_at_k, reference_search
+from sqlrp.search.query import normalise, reference_search, result_recall
 from sqlrp.search.rotation import rotate
 
 D = 12
@@ -100,7 +100,7 @@ def test_search_matches_the_numpy_reference(db, metric):
     same_ranks(got, replay(db, "idx", X, ids, Q, np.arange(25), 5, 30, 4))
     # not vacuous: 4 of 16 lists and 30 candidates cut the set, and the nearest are truly near
     exact = sqlrp.search(db, "idx", "qs", "qid", top=5, exact=True)
-    assert 0.8 < recall_at_k(got, exact) and len(got) == 125
+    assert 0.8 < result_recall(got, exact) and len(got) == 125
     if metric == "angular":
         Xn, Qn = normalise(X), normalise(Q)
         cos = 1 - (Qn @ Xn.T)
@@ -156,7 +156,7 @@ def test_recall_rises_with_candidates_and_probes(duck):
     for probes in (2, 5, 20):
         for c in (10, 40, 160, 2000):
             got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=c, probes=probes)
-            recalls[probes, c] = recall_at_k(got, exact)
+            recalls[probes, c] = result_recall(got, exact)
     for probes in (2, 5, 20):
         row = [recalls[probes, c] for c in (10, 40, 160, 2000)]
         assert row == sorted(row), (probes, row)
@@ -171,7 +171,7 @@ def test_codes_rank_better_than_chance(duck):
     """The estimate is worth having: the 40 best estimates in all 20 lists hold most true neighbours."""
     X, Q, exact = indexed_embeddings(duck, 5)
     got = sqlrp.search(duck, "eidx", "eq", "qid", top=10, candidates=40, probes=20)
-    assert recall_at_k(got, exact) > 0.85  # 40 of 2,000 rows at random would find 2%
+    assert result_recall(got, exact) > 0.85  # 40 of 2,000 rows at random would find 2%
     same_ranks(got, replay(duck, "eidx", X, np.arange(2000), Q, np.arange(100), 10, 40, 20))
 
 

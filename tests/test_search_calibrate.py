@@ -18,7 +18,7 @@ from sqlrp.cli import main
 from sqlrp.core.errors import InvalidParameter
 from sqlrp.search.calibrate import picked_ids, sample_rows
 from sqlrp.search.index import describe_defaults, load_lists
-from sqlrp.search.query import probe_counts, recall_at_k, reference_search
+from sqlrp.search.query import probe_counts, reference_search, result_recall
 
 
 def test_adaptive_defaults_match_the_numpy_reference(db):
@@ -58,11 +58,11 @@ def test_defaults_reach_the_target_on_held_out_queries(duck):
     assert shares == sorted(shares) and shares[-1] == 1.0  # every list probed holds every neighbour
     exact = sqlrp.search(duck, "eidx", "eq", "qid", top=10, exact=True)
     got = sqlrp.search(duck, "eidx", "eq", "qid", top=10)
-    assert recall_at_k(got, exact) >= 0.93  # 300 held-out queries; calibrated on 100 rows for 0.95
+    assert result_recall(got, exact) >= 0.93  # 300 held-out queries; calibrated on 100 rows for 0.95
     assert "calibrated for Recall@10 >= 0.95" in describe_defaults(duck, "eidx", 10)
     with pytest.warns(UserWarning, match="below the 0.95 index 'eidx' was calibrated for"):
         low = sqlrp.search(duck, "eidx", "eq", "qid", top=10, probes=1, candidates=10)
-    assert recall_at_k(low, exact) < 0.95  # the warning was right
+    assert result_recall(low, exact) < 0.95  # the warning was right
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # settings above the calibrated ones: no warning
         sqlrp.search(duck, "eidx", "eq", "qid", top=10, probes=cal.cap, candidates=cal.default_candidates(10) * 2)

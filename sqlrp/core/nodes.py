@@ -142,6 +142,16 @@ def balanced(items: list[exp.Expression], node: type[exp.Binary]) -> exp.Express
     return items[0]
 
 
+def bare_select(*expressions: exp.Expression) -> exp.Select:
+    """``SELECT expressions`` without copying them (``exp.select`` copies every one)."""
+    return exp.Select(expressions=list(expressions))
+
+
+def bare_paren(expression: exp.Expression) -> exp.Paren:
+    """``(expression)`` without a copy (``exp.paren`` copies its argument: quadratic in nested sums)."""
+    return exp.Paren(this=expression)
+
+
 def ident(name: str) -> exp.Identifier:
     """A quoted identifier: user text never reaches SQL any other way (a NUL is refused: :func:`refuse_nul`)."""
     return exp.to_identifier(refuse_nul(name), quoted=True, copy=False)

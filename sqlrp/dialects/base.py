@@ -173,11 +173,6 @@ class SqlrpDialect:
             total = exp.Add(this=total, expression=self.popcount(word))
         return exp.Paren(this=total)
 
-    def hamming_word(self, a: exp.Expression, b: exp.Expression) -> exp.Expression:
-        """The number of differing bits of two BIGINT signature words (:mod:`sqlrp.search.signatures`), as an
-        INTEGER: the popcount of their XOR."""
-        return self.popcount(exp.BitwiseXor(this=a, expression=b))
-
     def vector(self, features: list[exp.Expression]) -> exp.Expression | None:
         """The features of a row as one fixed-size array the engine measures distances on natively
         (:meth:`vector_distance`), or None where sums over the columns are the way."""

@@ -35,6 +35,7 @@ from ..compiler import Output, Source, col, compile_select, dense_source, ident,
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
 from ..core.lazy import pd
+from ..core.nodes import balanced
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods.linear import achlioptas
 from .metrics import Kernel
@@ -94,15 +95,8 @@ def _restrict(select: exp.Select, source: Source, ids: exp.Select) -> exp.Select
 
 
 def _balanced_sum(terms: list[exp.Expression]) -> exp.Expression:
-    """``t0 + t1 + ...`` as a balanced tree (depth log2(n): no deep recursion for d = 784+)."""
-    if not terms:
-        return _num(0)
-    while len(terms) > 1:
-        terms = [
-            exp.paren(exp.Add(this=terms[i], expression=terms[i + 1])) if i + 1 < len(terms) else terms[i]
-            for i in range(0, len(terms), 2)
-        ]
-    return terms[0]
+    """``t0 + t1 + ...`` as a balanced tree (:func:`sqlrp.core.nodes.balanced`); 0 for no terms."""
+    return balanced(terms, exp.Add) if terms else _num(0)
 
 
 def _sq_dist(a: str, b: str, prefix: str, n: int) -> exp.Expression:

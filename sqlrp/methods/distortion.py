@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import MissingExtra
-from .kernels import feature_sq_distances as kernel_sq_distances
-from .kernels import polynomial_kernel
+from .kernels import kernel_sq_distances, polynomial_kernel
 
 
 def pdist(X: np.ndarray, metric: str, out: np.ndarray | None = None, **kwargs: Any) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 - :func:`polynomial_kernel` -- ``K(x, y) = (x.y + c)^g``; ``modified=True`` (degree 2, ``c = 0``) is
   000 Eq. 12, ``(x.y)^2 - (x^2).(y^2)``, whose feature space drops the ``d`` diagonal features ``x_i^2``.
-- :func:`feature_sq_distances` -- ``||phi(x) - phi(y)||^2 = K(x,x) + K(y,y) - 2 K(x,y)`` for every pair
+- :func:`kernel_sq_distances` -- ``||phi(x) - phi(y)||^2 = K(x,x) + K(y,y) - 2 K(x,y)`` for every pair
   ``i < j`` (000 Eq. 23), without ever forming ``phi``.
 - :func:`sqlrp.methods.distortion.kernel_distortion` measures a projection against those distances
   (000 Eq. 22).
@@ -45,7 +45,7 @@ def polynomial_kernel(
     return K
 
 
-def feature_sq_distances(X: np.ndarray, degree: int = 2, c: float = 0.0, modified: bool = False) -> np.ndarray:
+def kernel_sq_distances(X: np.ndarray, degree: int = 2, c: float = 0.0, modified: bool = False) -> np.ndarray:
     """``||phi(x_i) - phi(x_j)||^2`` for all pairs ``i < j`` (condensed order, as ``scipy.pdist``), by the
     kernel trick (000 Eq. 23).  ``degree = 1, c = 0`` gives the plain squared Euclidean distances."""
     K = polynomial_kernel(X, degree=degree, c=c, modified=modified)
@@ -109,7 +109,7 @@ def kernel_of(projection: Any) -> dict[str, Any]:
 __all__ = [
     "explicit_feature_map",
     "feature_dim",
-    "feature_sq_distances",
+    "kernel_sq_distances",
     "kernel_of",
     "polynomial_kernel",
 ]

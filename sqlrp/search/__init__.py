@@ -1,5 +1,5 @@
 """Similarity search inside the database: inverted lists (:mod:`.ivf`), the random rotation
-(:mod:`.rotation`), an index stored in tables (:mod:`.index`), the search SQL (:mod:`.query`), sign
-signatures (:mod:`.signatures`) and recall measured against exact search (:mod:`.evaluate`).
+(:mod:`.rotation`), an index stored in tables (:mod:`.index`), the search SQL (:mod:`.query`) and
+recall measured against exact search (:mod:`.evaluate`).
 
 ``sqlrp.search`` is the search function (:func:`sqlrp.search.index.search`), not this package."""

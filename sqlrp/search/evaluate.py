@@ -32,7 +32,7 @@ from ..core.params import positive_int, positive_ints, whole
 from ..pipeline import targets
 from ..pipeline.materialise import output_table
 from .index import load_index, search
-from .query import METRICS, recall_at_k
+from .query import METRICS, result_recall
 
 
 @dataclass
@@ -138,7 +138,7 @@ def evaluate_search(
             seconds = time.perf_counter() - start
             setting = "defaults" if probes is None else f"{probes}"
             shown = c if c is not None else idx.calibration.default_candidates(top + 1)
-            records.append((setting, shown, recall_at_k(_without_self(found, top), truth), seconds))
+            records.append((setting, shown, result_recall(_without_self(found, top), truth), seconds))
     finally:
         db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
     table = pd.DataFrame(records, columns=["probes", "candidates", f"recall_at_{top}", "seconds"])

@@ -32,6 +32,8 @@ from ..compiler import Source, col, dense_source, number, table_ref
 from ..core.errors import InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import balanced
+from ..core.nodes import bare_paren as _p
+from ..core.nodes import bare_select as _select
 from ..dialects import SqlrpDialect
 from .ivf import QUERY_BITS, WORD_BITS, Lists, assign, estimates, query_planes, reference_codes
 from .rotation import rotate, rotate_select, rotation_scale
@@ -47,11 +49,6 @@ BIGINT = exp.DataType.build("BIGINT")
 DOUBLE = exp.DataType.build("DOUBLE")
 
 
-def _select(*expressions: exp.Expression) -> exp.Select:
-    """``SELECT expressions`` without copying them (``exp.select`` copies every one)."""
-    return exp.Select(expressions=list(expressions))
-
-
 def _cast(expression: exp.Expression, to: exp.DataType) -> exp.Cast:
     """``CAST(expression AS to)`` without copying ``expression`` (``exp.cast`` copies both)."""
     return exp.Cast(this=expression, to=to.copy())
@@ -61,11 +58,6 @@ def _named(column: str, table: str) -> exp.Expression:
     """``table.column AS column``: ClickHouse names an unaliased ``r._id`` ``r._id`` where another
     joined relation has an ``_id`` too, and the outer select then cannot find ``_id``."""
     return exp.alias_(col(column, table), column, quoted=True, copy=False)
-
-
-def _p(expression: exp.Expression) -> exp.Paren:
-    """``(expression)`` without a copy (``exp.paren`` copies its argument: quadratic in nested sums)."""
-    return exp.Paren(this=expression)
 
 
 @dataclass(frozen=True)
@@ -911,7 +903,7 @@ def reference_assign(X: np.ndarray, lists: Lists, metric: str = "euclidean") -> 
     return assign(normalise(X) if metric == "angular" else X, lists)
 
 
-def recall_at_k(found: pd.DataFrame, truth: pd.DataFrame) -> float:
+def result_recall(found: pd.DataFrame, truth: pd.DataFrame) -> float:
     """Recall@K: the mean over the queries of truth of ``|found ids & true ids| / |true ids|``
     (both frames ``(query_id, id, ...)``; a query with no result counts 0)."""
     got = found.groupby("query_id")["id"].apply(set).to_dict()
@@ -930,7 +922,7 @@ __all__ = [
     "fingerprint_select",
     "probe_counts",
     "query_vectors",
-    "recall_at_k",
+    "result_recall",
     "reference_assign",
     "reference_search",
     "rows_select",

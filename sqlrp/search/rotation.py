@@ -30,18 +30,11 @@ from sqlglot import exp
 
 from ..compiler import col, number
 from ..core.errors import InvalidParameter
+from ..core.nodes import bare_paren as _p
+from ..core.nodes import bare_select as _select
 
 #: rounds of (random signs, Walsh-Hadamard): two match a dense random rotation's estimates
 ROUNDS = 2
-
-
-def _select(*expressions: exp.Expression) -> exp.Select:
-    return exp.Select(expressions=list(expressions))
-
-
-def _p(expression: exp.Expression) -> exp.Paren:
-    """``(expression)`` without a copy (``exp.paren`` copies its argument: quadratic in nested sums)."""
-    return exp.Paren(this=expression)
 
 
 def rotation_size(d: int, bits: int | None = None) -> int:
