@@ -164,7 +164,8 @@ class SQLiteBackend(Backend):
                     break
                 yield _frame(batch, names)
         finally:
-            cur.close()
+            with contextlib.suppress(sqlite3.ProgrammingError):  # a generator dropped after the database closed
+                cur.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
