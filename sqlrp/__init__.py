@@ -24,6 +24,7 @@ from .api import (
     evaluate,
     list_projections,
     load_projection,
+    migrate,
     plan,
     project,
     transform_frame,
@@ -33,8 +34,10 @@ from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
 from .core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
 from .core.ir import Combiner, LinearStage, Projection
+from .demo import run_demo as demo
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .methods.reference import transform
+from .registry.transfer import export_projection, import_projection
 from .search.evaluate import evaluate_search
 from .search.index import build_index, drop_index, list_indexes, load_index, search
 
@@ -59,17 +62,21 @@ __all__ = [
     "connect",
     "copy_projection",
     "create_projection",
+    "demo",
     "drop_index",
     "drop_projection",
     "evaluate",
     "evaluate_search",
     "expected_distortion",
+    "export_projection",
+    "import_projection",
     "johnson_lindenstrauss_min_dim",
     "list_indexes",
     "list_projections",
     "load_index",
     "load_projection",
     "make_projection",
+    "migrate",
     "plan",
     "project",
     "search",

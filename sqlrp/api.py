@@ -61,7 +61,7 @@ from .pipeline.sources import (  # noqa: F401 - the API's first stage
     input_dimension,
     resolve_source,
 )
-from .registry.store import REGISTRY_TABLES
+from .registry.store import REGISTRY_TABLES, Registry
 
 __all__ = [
     "compile_projection",
@@ -75,6 +75,7 @@ __all__ = [
     "project",
     "resolve_source",
     "transform_frame",
+    "migrate",
     "tune",
 ]
 
@@ -456,6 +457,12 @@ def _exists(db: Backend, name: str, source: Source) -> bool:
     except InputError:
         return False
     return True
+
+
+def migrate(db: Backend) -> list[str]:
+    """Create or upgrade the registry tables of ``db`` (``sqlrp migrate``); returns the names of the
+    migrations applied (none when it is up to date)."""
+    return Registry(db, migrate=False).migrate()
 
 
 def tune(

@@ -34,7 +34,15 @@ from .pipeline.plan import registry_of, stored_pairs_plan
 from .registry.store import Registry
 from .registry.transfer import export_projection, import_projection, is_projection_file, read_projection
 from .search.evaluate import evaluate_search
-from .search.index import build_index, describe_defaults, describe_index, drop_index, list_indexes, search
+from .search.index import (
+    build_index,
+    describe_defaults,
+    describe_index,
+    drop_index,
+    list_indexes,
+    load_index,
+    search,
+)
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -651,10 +659,39 @@ def cmd_indexes(args: argparse.Namespace) -> int:
         if args.action == "list":
             frame = list_indexes(db)
             print(frame.to_string(index=False) if len(frame) else "(no indexes)")
+        elif args.action == "show":
+            index = load_index(db, args.name)
+            print(describe_index(index))
+            print(f"table {index.source.table!r}, id column {index.source.id_column!r}, d = {index.d}")
         else:
             drop_index(db, args.name)
             print(f"dropped index {args.name!r}", file=sys.stderr)
     return 0
+
+
+#: each command (and action) of the command line and the Python function of ``sqlrp`` that does the same,
+#: name for name where the CLI's grammar allows (``tests/test_cli.py`` checks both ways)
+MIRROR: dict[str, str] = {
+    "project": "project",
+    "compile": "compile_projection",
+    "create": "create_projection",
+    "projections list": "list_projections",
+    "projections show": "load_projection",
+    "projections copy": "copy_projection",
+    "projections export": "export_projection",
+    "projections import": "import_projection",
+    "projections drop": "drop_projection",
+    "tune": "tune",
+    "evaluate": "evaluate",
+    "evaluate --index": "evaluate_search",
+    "index": "build_index",
+    "search": "search",
+    "indexes list": "list_indexes",
+    "indexes show": "load_index",
+    "indexes drop": "drop_index",
+    "migrate": "migrate",
+    "demo": "demo",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -829,9 +866,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile(p)
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("indexes", help="list or drop similarity-search indexes")
-    p.add_argument("action", choices=["list", "drop"])
-    p.add_argument("name", nargs="?")
+    p = sub.add_parser("indexes", help="list, show or drop similarity-search indexes")
+    p.add_argument("action", choices=["list", "show", "drop"], help="list them; show or drop the one named")
+    p.add_argument("name", nargs="?", help="the index (show, drop)")
     _add_db(p)
     p.set_defaults(func=cmd_indexes)
 
@@ -857,8 +894,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code)
     if args.command == "projections" and args.action in ("show", "copy", "export", "drop") and not args.name:
         parser.error(f"projections {args.action} needs a NAME")
-    if args.command == "indexes" and args.action == "drop" and not args.name:
-        parser.error("indexes drop needs a NAME")
+    if args.command == "indexes" and args.action in ("show", "drop") and not args.name:
+        parser.error(f"indexes {args.action} needs a NAME")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_line

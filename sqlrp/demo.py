@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import api
+from .api import create_projection, project
 from .backends import connect
 from .core.lazy import pd
 from .core.params import positive_ints
@@ -41,9 +41,9 @@ def run_demo(
             dist, secs = [], []
             for seed in seeds:
                 name = f"demo_digits_k{k}_seed{seed}"
-                api.create_projection(db, name, "achlioptas", d=X.shape[1], k=k, seed=seed, s=s, replace=True)
+                create_projection(db, name, "achlioptas", d=X.shape[1], k=k, seed=seed, s=s, replace=True)
                 t0 = time.perf_counter()
-                api.project(db, "digits", "id", name, into=f"digits_rp_k{k}", replace=True)
+                project(db, "digits", "id", name, into=f"digits_rp_k{k}", replace=True)
                 secs.append(time.perf_counter() - t0)
                 Y = db.query_df(f'SELECT * FROM "digits_rp_k{k}" ORDER BY id').drop(columns="id").to_numpy()
                 dist.append(mean_distortion(X, Y))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import subprocess
@@ -330,3 +331,43 @@ def test_small_device_settings_reach_duckdb(tmp_path, capsys):
     args = ["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "2", "--s", "1"]
     assert main([*args, "--threads", "1", "--memory-limit", "200MB", "--temp-directory", str(spill)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 6
+
+
+def test_the_cli_and_the_python_api_mirror_each_other():
+    """Every command and action of the command line has its function in ``sqlrp`` (``cli.MIRROR``),
+    and every function of ``sqlrp`` that works on a database is reached from the command line."""
+    from sqlrp.cli import MIRROR, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    commands = set()
+    for name, command in sub.choices.items():
+        action = next((a for a in command._actions if a.dest == "action"), None)
+        commands |= {f"{name} {choice}" for choice in action.choices} if action else {name}
+    assert commands | {"evaluate --index"} == set(MIRROR)
+    assert all(name in sqlrp.__all__ and callable(getattr(sqlrp, name)) for name in MIRROR.values())
+    python_only = {"connect", "plan", "compile_sql", "compile_select", "make_projection", "transform",
+                   "transform_frame", "expected_distortion", "johnson_lindenstrauss_min_dim"}
+    functions = {n for n in sqlrp.__all__ if n[0].islower()} - python_only
+    assert functions == set(MIRROR.values())
+
+
+def test_indexes_show_and_the_python_mirrors(tmp_path, capsys):
+    url = f"duckdb:///{tmp_path / 'm.db'}"
+    assert main(["migrate", "--db", url]) == 0
+    with sqlrp.connect(url) as db:
+        assert sqlrp.migrate(db) == []  # up to date: the CLI's migrate ran the same function
+        db.write_dataframe("t", wide_frame(np.random.default_rng(1).normal(size=(300, 6))))
+        sqlrp.build_index(db, "t", "id", name="ix")
+        proj = sqlrp.create_projection(db, "p", d=6, k=3, s=3)
+        out = tmp_path / "p.parquet"
+        sqlrp.export_projection(db, "p", out)
+        back = sqlrp.import_projection(db, out, name="p2")
+        np.testing.assert_array_equal(back.linear.weight, proj.linear.weight)
+    capsys.readouterr()
+    assert main(["indexes", "show", "ix", "--db", url]) == 0
+    shown = capsys.readouterr().out
+    assert "index 'ix'" in shown and "table 't', id column 'id', d = 6" in shown
+    with pytest.raises(SystemExit) as usage:
+        main(["indexes", "show", "--db", url])
+    assert usage.value.code == 2 and "indexes show needs a NAME" in capsys.readouterr().err
