@@ -201,6 +201,10 @@ def project(
     ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
     See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
 
+    A new projection (``method``, ``k``, ...) is stored in the registry when the rows go ``into`` a
+    table or file (under ``save_as``, else a name made of the table, method, k and seed) or when a
+    name is given; rows handed back to Python store nothing.
+
     ``table`` may also be a pandas or polars DataFrame or a ``pyarrow.Table`` (:func:`project_frame`):
     registered with the database for this call only, its rows come back in the frame's own order (a
     pandas result keeps the frame's index), and a new projection is stored only under a name given
@@ -212,6 +216,8 @@ def project(
             strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
             ordered=ordered, output_format=output_format, **options,
         )
+    if into is None and projection is None and not options.get("save_as"):
+        options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
     optional_positive("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored

@@ -96,3 +96,15 @@ def test_frames_that_cannot_be_given_back_in_order_are_refused(conn):
     with pytest.raises(InputError, match="NULL or NaN"):
         sqlrp.project(conn, bad, "doc_id", k=2)
     assert conn.table_names() == []
+
+
+def test_an_exploratory_projection_of_a_table_stores_nothing(conn):
+    """Rows handed back to Python store no projection; the same call into a table stores it."""
+    df = _frame()
+    df["label"] = np.arange(15) % 3
+    conn.write_dataframe("t", df)
+    sqlrp.project(conn, "t", "doc_id", k=3)
+    assert set(conn.table_names()) == {"t"}  # not even the registry
+    sqlrp.project(conn, "t", "doc_id", k=3, columns=[f"f{j}" for j in range(6)])  # other columns: no clash
+    sqlrp.project(conn, "t", "doc_id", k=3, s=3, into="out")
+    assert sqlrp.list_projections(conn)["name"].tolist() == ["t_achlioptas_k3_seed0"]

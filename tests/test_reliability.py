@@ -288,12 +288,13 @@ def test_a_seed_that_disagrees_with_the_stored_one_is_refused(duck):
 def test_default_names_differ_when_parameters_differ(duck):
     X = np.random.default_rng(7).normal(size=(20, 5))
     duck.write_dataframe("t", wide_frame(X))
-    two = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=2, seed=3)
-    three = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3)
+    sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=2, seed=3, into="two")
+    sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3, into="three")
     names = sorted(sqlrp.list_projections(duck)["name"])
     assert len(names) == 2 and names[0] == "t_pk-rp_k4_seed3" and names[1].startswith("t_pk-rp_k4_seed3_")
-    again = sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3)  # reused, not a third
+    sqlrp.project(duck, "t", "id", method="pk-rp", k=4, degree=3, seed=3, into="again")  # reused, not a third
     assert len(sqlrp.list_projections(duck)) == 2
+    two, three, again = (duck.query_df(f'SELECT * FROM "{n}" ORDER BY id') for n in ("two", "three", "again"))
     pd_testing = pytest.importorskip("pandas").testing
     pd_testing.assert_frame_equal(three, again)
     for degree, got in ((2, two), (3, three)):
