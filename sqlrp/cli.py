@@ -7,12 +7,15 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__, api
 from .backends import connect, default_url, engines_table
@@ -21,7 +24,7 @@ from .compiler import Output, Source, compile_sql
 from .compiler.selfcheck import check_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
-from .core.files import file_format, output_format, read_input
+from .core.files import OUTPUTS, file_format, output_format, read_input
 from .core.ir import Composed, Projection
 from .core.lazy import pd
 from .core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list, block_size
@@ -57,7 +60,16 @@ def _s(value: str) -> float | str:
         return value
 
 
-def _add_table(p: argparse.ArgumentParser, db_required: bool = True, table_required: bool = True) -> None:
+#: the one description of ``--s`` (every command that draws a sign matrix)
+S_HELP = "sparsity s >= 1: 1 dense signs, 3 Achlioptas, auto chosen from the data's kurtosis (at most sqrt(d))"
+
+
+def _add_table(
+    p: argparse.ArgumentParser,
+    db_required: bool = True,
+    table_required: bool = True,
+    layouts: Sequence[str] = ("wide", "long", "array"),
+) -> None:
     """The options that name an input table and its layout (every command that reads one)."""
     _add_db(p)
     p.add_argument(
@@ -70,12 +82,19 @@ def _add_table(p: argparse.ArgumentParser, db_required: bool = True, table_requi
     p.add_argument("--schema", help="schema of the input (and output) tables")
     p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
     p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
-    p.add_argument("--layout", choices=["wide", "long", "array"], default="wide")
+    p.add_argument(
+        "--layout",
+        choices=layouts,
+        default="wide",
+        help="wide: a column per feature; array: one LIST/ARRAY column"
+        + ("; long: (id, feature, value) rows" if "long" in layouts else ""),
+    )
     p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
     p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
     p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
-    p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
-    p.add_argument("--value-column", default="value", help="long layout: value column")
+    if "long" in layouts:
+        p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
+        p.add_argument("--value-column", default="value", help="long layout: value column")
     p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
 
 
@@ -100,6 +119,9 @@ def _need_db(args: argparse.Namespace) -> str:
     if not args.db:
         if _files_only(args):
             return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
+        table = getattr(args, "table", None) or ""
+        if _looks_like_a_file(table) and not Path(table).exists():
+            raise InputError(f"no file {table!r}{_near(table)} (a table in a database needs --db URL)")
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
     creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
     # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
@@ -119,11 +141,30 @@ def _files_only(args: argparse.Namespace) -> bool:
     if not (getattr(args, "input", None) or file_format(table)):
         return False
     into = getattr(args, "into", None)
+    if args.command == "project" and into and output_format(into) is None and _looks_like_a_file(into):
+        raise InvalidParameter(
+            f"--into {into!r}: sqlrp writes {', '.join(OUTPUTS)} files, or a table of a database (--db URL)"
+        )
     if args.command == "project" and into and output_format(into) is None:
         raise InvalidParameter(
             f"--into {into!r} writes a table: name the database with --db URL, or write a file (--into out.parquet)"
         )
     return True
+
+
+def _looks_like_a_file(name: str) -> bool:
+    """A path (a folder in it) or a name with a file ending (``emb.parqet``, ``x.xlsx``)."""
+    return os.sep in name or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{1,7}$", name))
+
+
+def _near(path: str) -> str:
+    """``; did you mean 'emb.parquet'?`` for a file beside ``path`` with a close name, else ``""``."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        return ""
+    names = [f.name for f in folder.iterdir() if f.is_file()][:1000]
+    close = difflib.get_close_matches(Path(path).name, names, n=1, cutoff=0.75)
+    return f"; did you mean {str(folder / close[0]) if str(folder) != '.' else close[0]!r}?" if close else ""
 
 
 def _input_table(args: argparse.Namespace) -> None:
@@ -214,7 +255,7 @@ def _add_profile(p: argparse.ArgumentParser) -> None:
 
 def _add_method_params(p: argparse.ArgumentParser) -> None:
     """Parameters of the methods; each is passed to the method only when given."""
-    p.add_argument("--s", type=_s, help="sparsity s >= 1 (1, 3, auto: from the data, <= sqrt(d)); default per method")
+    p.add_argument("--s", type=_s, help=f"{S_HELP}; default per method")
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)")
     k.add_argument("--degree", type=arg_nonnegative, help="pk-rp, maclaurin, craftmap: polynomial degree")
@@ -250,8 +291,8 @@ def _input_options(args: argparse.Namespace) -> dict:
         layout=args.layout,
         columns=_columns(args),
         array_column=args.array_column,
-        feature_column=args.feature_column,
-        value_column=args.value_column,
+        feature_column=getattr(args, "feature_column", "feature"),  # long layout only (not index's)
+        value_column=getattr(args, "value_column", "value"),
         schema=args.schema,
         nulls=args.nulls,
         group_column=getattr(args, "group_column", None),
@@ -702,6 +743,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (unless its text already says it) and keeps the
+    examples' lines as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS) and not isinstance(action.default, list)
+        if shown and "default" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _command(sub: Any, name: str, summary: str, examples: Sequence[str]) -> argparse.ArgumentParser:
+    """A subcommand: its one-line summary is the list's entry and its description; its examples close
+    its ``--help``."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    return sub.add_parser(name, help=summary, description=summary, epilog=f"examples:\n{lines}", formatter_class=_Help)
+
+
 def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
     """``warnings.showwarning`` of the command: one line, ``warning: ...``, without Python's source
     location (a site-packages path and line number mean nothing to the user)."""
@@ -713,7 +773,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sqlrp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("project", help="project a table inside the database (a table, a view, or CSV on stdout)")
+    p = _command(
+        sub,
+        "project",
+        "project a table inside the database (a table, a view, or CSV on stdout)",
+        [
+            "sqlrp project --db duckdb:///w.db --table events --id-column id --k 64 --into events_rp",
+            "sqlrp project --table emb.parquet --id-column id --k 64 --into emb_rp.parquet",
+            "sqlrp project --db duckdb:///w.db --table events --id-column id --projection rp64 > rp.csv",
+        ],
+    )
     _add_source(p)
     p.add_argument(
         "--into",
@@ -737,7 +806,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 
-    p = sub.add_parser("compile", help="print the SQL of a projection")
+    p = _command(
+        sub,
+        "compile",
+        "print the SQL of a projection",
+        [
+            "sqlrp compile --db duckdb:///w.db --table events --id-column id --projection rp64 --dialect spark",
+            "sqlrp compile --dialect snowflake --table EVENTS --id-column ID --projection rp64.parquet --check",
+        ],
+    )
     _add_source(p, db_required=False)
     p.add_argument("--dialect", help="duckdb, postgres, spark, or any sqlglot dialect (default: the --db's)")
     p.add_argument("--into", help="emit CREATE TABLE <into> AS ...")
@@ -750,20 +827,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser("create", help="generate a projection and store it under a name")
+    p = _command(
+        sub,
+        "create",
+        "generate a projection and store it under a name",
+        [
+            "sqlrp create --db duckdb:///w.db --name rp64 --d 300 --k 64 --s 3",
+        ],
+    )
     _add_db(p)
-    p.add_argument("--name", required=True)
-    p.add_argument("--method", choices=sorted(METHODS), default="achlioptas")
-    p.add_argument("--d", type=arg_positive, required=True)
-    p.add_argument("--k", type=arg_positive, required=True)
+    p.add_argument("--name", required=True, help="store the projection under this name")
+    p.add_argument("--method", choices=sorted(METHODS), default="achlioptas", help="the projection's method")
+    p.add_argument("--d", type=arg_positive, required=True, help="input dimension (feature columns)")
+    p.add_argument("--k", type=arg_positive, required=True, help="output dimension")
     _add_method_params(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--replace", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random matrix")
+    p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name")
     p.set_defaults(func=cmd_create)
 
-    p = sub.add_parser("projections", help="list, show, copy or drop stored projections")
-    p.add_argument("action", choices=["list", "show", "copy", "export", "import", "drop"])
-    p.add_argument("name", nargs="?")
+    p = _command(
+        sub,
+        "projections",
+        "list, show, copy, export, import or drop stored projections",
+        [
+            "sqlrp projections list --db duckdb:///w.db",
+            "sqlrp projections export rp64 --db duckdb:///w.db --to rp64.parquet",
+            "sqlrp projections import --db postgresql://localhost/w --from rp64.parquet",
+        ],
+    )
+    p.add_argument(
+        "action",
+        choices=["list", "show", "copy", "export", "import", "drop"],
+        help="list them; show, copy, export or drop the one named; import one from a file",
+    )
+    p.add_argument("name", nargs="?", help="the projection (show, copy, export, drop; import: the name to store)")
     _add_db(p)
     p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
     p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
@@ -773,21 +870,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_projections)
 
-    p = sub.add_parser("tune", help="tune a projection on a sample of a table (DT-RP) and store it")
+    p = _command(
+        sub,
+        "tune",
+        "tune a projection on a sample of a table (DT-RP) and store it",
+        [
+            "sqlrp tune --db duckdb:///w.db --table events --id-column id --k 32 --name dt32",
+        ],
+    )
     _add_table(p)
     p.add_argument("--sample", type=arg_positive, default=500, help="training rows (a seeded sample)")
     p.add_argument("--k", type=arg_positive, required=True, help="output dimension")
-    p.add_argument("--s", type=_s, default="auto", help="sparsity s >= 1 (1, 3, or auto = sqrt(d))")
-    p.add_argument("--iterations", type=arg_nonnegative, default=4000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--s", type=_s, default="auto", help=S_HELP)
+    p.add_argument("--iterations", type=arg_nonnegative, default=4000, help="tuning steps (sign flips tried)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample and of the starting matrix")
     p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)")
-    p.add_argument("--replace", action="store_true")
+    p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name")
     p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner")
     p.add_argument("--draws", type=arg_positive, default=20, help="best-of-n: how many random matrices")
     p.set_defaults(func=cmd_tune)
 
-    p = sub.add_parser(
-        "evaluate", help="metrics and plots of a stored projection on a table, or of a search index (--index)"
+    p = _command(
+        sub,
+        "evaluate",
+        "metrics and plots of a stored projection on a table, or of a search index (--index)",
+        [
+            "sqlrp evaluate --db duckdb:///w.db --table events --id-column id --projection rp64 --out report",
+            "sqlrp evaluate --db duckdb:///w.db --index ix --top 10",
+        ],
     )
     _add_table(p, table_required=False)
     p.add_argument("--projection", help="stored projection name (with --table and --id-column)")
@@ -801,7 +911,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", type=arg_positive, default=300, help="rows in the seeded evaluation sample")
     p.add_argument("--queries", type=arg_positive, default=100, help="Recall@K queries (the rest is the database)")
     p.add_argument("--recall-k", type=arg_positive, default=5, help="K of Recall@K")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation sample")
     p.add_argument("--ks", type=arg_positive_list, help="comma-separated k values for the distortion-vs-k plot")
     p.add_argument(
         "--kernel-degree",
@@ -815,8 +925,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sql", action="store_true", help="skip the in-database metrics")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("index", help="index a table for similarity search: lists and RaBitQ codes (build_index)")
-    _add_table(p)
+    p = _command(
+        sub,
+        "index",
+        "index a table for similarity search: lists and RaBitQ codes (build_index)",
+        [
+            "sqlrp index --db duckdb:///w.db --table emb --id-column id --layout array --array-column v --name ix",
+        ],
+    )
+    _add_table(p, layouts=("wide", "array"))
     p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops")
     p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))")
     p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
@@ -845,11 +962,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile(p)
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("search", help="nearest indexed rows of every query row: (query_id, id, rank, distance)")
+    p = _command(
+        sub,
+        "search",
+        "nearest indexed rows of every query row: (query_id, id, rank, distance)",
+        [
+            "sqlrp search --db duckdb:///w.db --index ix --query-table q --query-id-column id --top 10",
+        ],
+    )
     _add_db(p)
     p.add_argument("--index", required=True, help="an index built by `sqlrp index`")
     p.add_argument("--query-table", required=True, help="queries: the index's feature columns and an id")
-    p.add_argument("--query-id-column", required=True)
+    p.add_argument("--query-id-column", required=True, help="the query table's id column (query_id of the result)")
     p.add_argument("--schema", help="schema of the query (and output) tables")
     p.add_argument("--catalog", help="catalog holding --schema")
     p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)")
@@ -866,20 +990,43 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile(p)
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("indexes", help="list, show or drop similarity-search indexes")
+    p = _command(
+        sub,
+        "indexes",
+        "list, show or drop similarity-search indexes",
+        [
+            "sqlrp indexes list --db duckdb:///w.db",
+            "sqlrp indexes show ix --db duckdb:///w.db",
+        ],
+    )
     p.add_argument("action", choices=["list", "show", "drop"], help="list them; show or drop the one named")
     p.add_argument("name", nargs="?", help="the index (show, drop)")
     _add_db(p)
     p.set_defaults(func=cmd_indexes)
 
-    p = sub.add_parser("migrate", help="create or upgrade the registry tables")
+    p = _command(
+        sub,
+        "migrate",
+        "create or upgrade the registry tables",
+        [
+            "sqlrp migrate --db postgresql://localhost/w",
+        ],
+    )
     _add_db(p)
     p.set_defaults(func=cmd_migrate)
 
-    p = sub.add_parser("demo", help="project the bundled digits (UCI, 1,797 x 64) in an embedded DuckDB file")
-    p.add_argument("--db", default="sqlrp_demo.duckdb")
+    p = _command(
+        sub,
+        "demo",
+        "project the bundled digits (UCI, 1,797 x 64) in an embedded DuckDB file",
+        [
+            "sqlrp demo",
+            "sqlrp demo --db digits.duckdb --k 20,40",
+        ],
+    )
+    p.add_argument("--db", default="sqlrp_demo.duckdb", help="the database to write (a DuckDB file, or any URL)")
     p.add_argument("--k", type=arg_positive_list, default=[20, 40, 80, 160], help="comma-separated output dimensions")
-    p.add_argument("--s", type=_s, default="auto")
+    p.add_argument("--s", type=_s, default="auto", help=S_HELP)
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -371,3 +371,36 @@ def test_indexes_show_and_the_python_mirrors(tmp_path, capsys):
     with pytest.raises(SystemExit) as usage:
         main(["indexes", "show", "--db", url])
     assert usage.value.code == 2 and "indexes show needs a NAME" in capsys.readouterr().err
+
+
+def test_every_command_and_option_is_described_with_examples_and_defaults(capsys):
+    """Each command has a description and examples; each of its options and positionals a help text;
+    a default is shown; index offers no option it never uses (the long layout)."""
+    from sqlrp.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        assert command.description and "examples:\n  sqlrp " + name in command.epilog, name
+        for action in command._actions:
+            assert action.help, f"{name}: {action.option_strings or action.dest} has no help"
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    text = capsys.readouterr().out
+    assert "--feature-column" not in text and "long" not in text.split("--layout")[1].split("--")[0]
+    assert "(default: wide)" in " ".join(text.split()) and "examples:" in text
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    assert "(default: 4000)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_mistyped_file_or_an_unknown_output_ending_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SQLRP_DB", raising=False)
+    (tmp_path / "emb.parquet").write_bytes(b"")
+    assert main(["project", "--table", "emb.parqet", "--id-column", "id", "--k", "2", "--into", "o.parquet"]) == 3
+    assert "no file 'emb.parqet'; did you mean 'emb.parquet'?" in capsys.readouterr().err
+    pd.DataFrame({"id": [1, 2], "a": [1.0, 2.0]}).to_csv(tmp_path / "in.csv", index=False)
+    assert main(["project", "--table", "in.csv", "--id-column", "id", "--k", "2", "--into", "x.xlsx"]) == 2
+    assert "sqlrp writes .parquet, .csv, .json files, or a table" in capsys.readouterr().err
+    assert not (tmp_path / "x.xlsx").exists()
