@@ -97,6 +97,9 @@ def test_the_long_layout_with_a_matrix_table_and_values_where_the_profile_has_th
     long = Source("t", "id", "long")
     assert "VALUES" not in compile_sql(projection, long, "redshift", matrix="rp.m")
     assert "VALUES" in compile_sql(projection, long, "trino", matrix="values")  # Trino's profile says so
+    # no aggregate FILTER where sqlrp does not execute the engine: GlareDB parses it and ignores it
+    assert "FILTER" not in compile_sql(projection, long, "trino", matrix="values").upper()
+    assert "FILTER" in compile_sql(projection, long, "duckdb", matrix="values", strategy="join").upper()
     X = data()
     rows, cols = np.nonzero(X)
     con = duckdb.connect()

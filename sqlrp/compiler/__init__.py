@@ -202,7 +202,7 @@ def _long_linear(
     for vec in range(lin.p):
         which = "_s2" if lin.vector_power(vec) == 2 else "_s1"
         hit = col("_vec").eq(exp.Literal.number(vec))
-        if dialect.filter_clause:
+        if dialect.filter_clause and not dialect.portable_core:  # an engine may parse FILTER and ignore it
             agg = exp.Filter(this=exp.Sum(this=col(which)), expression=exp.Where(this=hit))
         else:  # portable: SUM(CASE WHEN _vec = v THEN s END), NULL when no row matches, like FILTER
             agg = exp.Sum(this=exp.Case(ifs=[exp.If(this=hit, true=col(which))]))
