@@ -134,8 +134,13 @@ def compile_projection(
     matrix: str = "auto",
     strategy: str = "auto",
     block: int | None = None,
+    check: bool = True,
 ) -> str:
-    """SQL text of a plan for ``dialect`` (default: the database's own)."""
+    """SQL text of a plan for ``dialect`` (default: the database's own).  ``check``: for the engine of
+    ``db`` itself, where it can raise from inside a query (DuckDB, PostgreSQL; :mod:`sqlrp.compiler.guard`),
+    the statement refuses a NULL, NaN or infinite feature and an overflowing output as ``project`` does,
+    naming the row; for another dialect (its raising construct may not exist on the engine that runs
+    the text) or where :func:`sqlrp.compiler.guard.guarded` is false, the text cannot check its input."""
     check_block(block, plan_.projection)
     target = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     if db is not None:
@@ -143,6 +148,8 @@ def compile_projection(
     if matrix == "auto":
         same_db = db is not None and target.name == db.dialect
         matrix = "registry" if (same_db and plan_.projection.name) else "values"
+    same_engine = db is not None and target.name == db.dialect
+    guard = check and same_engine and guarded(plan_.projection, plan_.source, target, strategy, matrix)
     return compile_sql(
         plan_.projection,
         plan_.source,
@@ -153,6 +160,7 @@ def compile_projection(
         matrix=matrix,
         strategy=strategy,
         block=block,
+        guard=guard,
     )
 
 

@@ -21,6 +21,7 @@ from . import __version__, api
 from .backends import connect, default_url, engines_table
 from .backends.base import Backend
 from .compiler import Output, Source, compile_sql
+from .compiler.guard import guarded
 from .compiler.selfcheck import check_sql
 from .compiler.strategies import STRATEGIES
 from .core.errors import EXIT_USAGE, InputError, InvalidParameter, exit_status, one_line
@@ -438,14 +439,17 @@ def _compile_planned(
     plan = api.plan(db, args.table, args.id_column, projection or args.projection, **options)
     # no --db: the in-memory registry is gone when this returns; the matrix goes into the SQL
     matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
+    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
+        matrix = "registry" if (target.name == db.dialect and plan.projection.name) else "values"
+    # the checks ride along for the engine of --db itself (compile_projection's rule)
+    guard = target.name == db.dialect and guarded(plan.projection, plan.source, target, args.strategy, matrix)
     if not args.check:
+        _unchecked(plan.source, target, guard)
         return api.compile_projection(
             db, plan, target, into=args.into, view=args.view, strategy=args.strategy, block=args.block, matrix=matrix
         )
     stored_pairs_plan(db, plan, target, args.strategy)
-    if matrix == "auto":  # as compile_projection: the registry where it is the same engine
-        matrix = "registry" if (target.name == db.dialect and plan.projection.name) else "values"
-    return check_sql(plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block)
+    return check_sql(plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block, guard)
 
 
 #: plan options that describe a new matrix: not passed on with a given one (checked by given.check_agrees)
@@ -474,6 +478,7 @@ def _compile_offline(args: argparse.Namespace, projection: Projection | Composed
     output = Output(args.output, args.prefix, args.prefix, args.dtype or "float64")  # no table to follow
     if args.check:
         return check_sql(projection, source, target, output, matrix, args.strategy, args.block)
+    _unchecked(source, target, False)  # no --db engine: the text is for an engine sqlrp does not reach
     return compile_sql(
         projection,
         source,
@@ -485,6 +490,18 @@ def _compile_offline(args: argparse.Namespace, projection: Projection | Composed
         block=args.block,
         matrix=matrix,
     )
+
+
+def _unchecked(source: Source, target: SqlrpDialect, guard: bool) -> None:
+    """Warn (one line) that the printed SQL cannot refuse NULL features itself: where sums skip NULLs
+    (aggregates, pooled groups, the long layout) a row with one would be projected as if it were 0."""
+    if not guard and source.nulls == "error":
+        warnings.warn(
+            f"{target.name}: this SQL does not check its input (it checks itself only for the engine of --db, "
+            "and not for every layout): run it on rows without NULL, NaN or infinite features, or pass "
+            "--nulls zero to read NULL as 0 on purpose",
+            stacklevel=2,
+        )
 
 
 def cmd_create(args: argparse.Namespace) -> int:

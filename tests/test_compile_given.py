@@ -119,3 +119,37 @@ def test_a_new_matrix_for_a_table_elsewhere_and_no_matrix_table_for_it(stored, c
     assert "no stored projection 'nope'" in capsys.readouterr().err
     assert main([*base, "--layout", "long", "--k", "2", "--d", "3", "--matrix", "w.m"]) == 2
     assert "its scale and shape are not in that table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("strategy", ["auto", "inline", "list_transform", "pairs"])
+def test_printed_sql_refuses_a_null_feature_where_the_engine_can_raise(stored, capsys, strategy):
+    """The SQL ``compile`` prints for DuckDB carries project's in-query checks: a NULL feature is an
+    error naming the row, not NULL outputs or a NULL read as 0 (``list_transform`` sums skip NULLs)."""
+    projection, X = stored
+    with sqlrp.connect("duckdb:///w.db") as db:
+        db.write_dataframe("t", wide_frame(X))
+    args = ["compile", "--db", "duckdb:///w.db", "--projection", "rp40", "--table", "t", "--id-column", "id"]
+    sql = compiled([*args, "--strategy", strategy], capsys)
+    con = duckdb.connect("w.db")
+    clean = con.execute(sql).df().sort_values("id")
+    np.testing.assert_allclose(clean.drop(columns="id").to_numpy(), sqlrp.transform(projection, X), rtol=1e-9)
+    con.execute('UPDATE t SET "f3" = NULL WHERE id = 7')
+    with pytest.raises(duckdb.Error, match="sqlrp input check: row 7"):
+        con.execute(sql).fetchall()
+    con.close()
+
+
+def test_printed_sql_that_cannot_check_its_input_says_so(stored, capsys):
+    projection, X = stored
+    with sqlrp.connect("duckdb:///w.db") as db:
+        frame = wide_frame(X)
+        frame["g"] = np.arange(30) % 3
+        db.write_dataframe("t", frame)
+    args = ["compile", "--db", "duckdb:///w.db", "--projection", "rp40", "--table", "t", "--id-column", "id"]
+    cols = ["--columns", ",".join(f"f{i}" for i in range(64))]
+    assert main([*args, *cols, "--group-column", "g"]) == 0
+    assert "duckdb: this SQL does not check its input" in capsys.readouterr().err
+    assert main([*args, *cols, "--dialect", "trino"]) == 0
+    assert "trino: this SQL does not check its input" in capsys.readouterr().err
+    assert main([*args, *cols, "--dialect", "trino", "--nulls", "zero"]) == 0
+    assert "does not check" not in capsys.readouterr().err

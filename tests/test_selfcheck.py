@@ -165,10 +165,13 @@ def test_a_missing_or_doubled_row_is_caught():
     sql = check_sql(projection, WIDE, "duckdb")
     assert duckdb.sql(sql).fetchall()[0][0] == "ok"
     # the projection reading one fixture row less, or every row twice
-    fewer = sql.replace('FROM "_sqlrp_fixture"', 'FROM "_sqlrp_fixture" WHERE "row id" <> 2')
+    fewer = sql.replace(
+        'FROM "_sqlrp_fixture"', 'FROM (SELECT * FROM "_sqlrp_fixture" WHERE "row id" <> 2) AS "_sqlrp_fixture"'
+    )
     assert duckdb.sql(fewer).fetchall()[0][0] == "wrong"
     twice = sql.replace(
-        'FROM "_sqlrp_fixture"', 'FROM (SELECT * FROM "_sqlrp_fixture" UNION ALL SELECT * FROM "_sqlrp_fixture")'
+        'FROM "_sqlrp_fixture"',
+        'FROM (SELECT * FROM "_sqlrp_fixture" UNION ALL SELECT * FROM "_sqlrp_fixture") AS "_sqlrp_fixture"',
     )
     assert duckdb.sql(twice).fetchall()[0][0] == "wrong"
 

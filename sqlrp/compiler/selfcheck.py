@@ -126,16 +126,18 @@ def check_select(
     matrix: str,
     strategy: str = "auto",
     block: int | None = None,
+    guard: bool = False,
 ) -> exp.Select:
     """The self-check statement (module docstring) for the projection of ``source`` as compiled with
-    these options."""
+    these options (``guard``: with the in-query checks, :mod:`.guard`, as ``compile`` prints it for the
+    engine of ``--db``)."""
     dialect = get_dialect(dialect)
     X = fixture(projection.d)
     nulls = np.zeros_like(X, dtype=bool)
     if source.nulls == "zero":
         nulls[3] = X[3] == 0
     fixture_source = dataclasses.replace(source, table=FIXTURE, schema=None, catalog=None, row_filter=None)
-    got = compile_select(projection, fixture_source, dialect, output, matrix, strategy, block)
+    got = compile_select(projection, fixture_source, dialect, output, matrix, strategy, block, guard=guard)
     keys, want = expected(projection, source, X)
     n, k = want.shape
     key = source.group_column or source.id_column
@@ -214,8 +216,9 @@ def check_sql(
     matrix: str = "values",
     strategy: str = "auto",
     block: int | None = None,
+    guard: bool = False,
 ) -> str:
     """The self-check statement's text for ``dialect``."""
     dialect = get_dialect(dialect)
-    select = check_select(projection, source, dialect, output or Output(), matrix, strategy, block)
+    select = check_select(projection, source, dialect, output or Output(), matrix, strategy, block, guard)
     return dialect.render(select, pretty=True)
