@@ -87,12 +87,12 @@ def test_project_matches_reference(db):
     X = _digits()
     db.write_dataframe("t", wide_frame(X))
     try:
-        out = sqlrp.project(db, "t", "id", k=12, s=3, seed=1, strategy="inline")
+        out = sqlrp.project(db, "t", "id", k=12, s=3, seed=1, strategy="inline", save_as="rp")
     except sqlrp.InputError as exc:
         if db.dialect == "sqlite" and "NULL or NaN" in str(exc):
             pytest.xfail(NAN_GAP.replace("the same case", "test_project_matches_reference_unchecked"))
         raise
-    name = sqlrp.list_projections(db)["name"].iloc[0]
+    name = "rp"
     want = sqlrp.transform(sqlrp.load_projection(db, name), X)
     assert list(out["id"]) == list(range(len(X)))
     assert _relative_error(out.drop(columns="id").to_numpy(dtype=float), want) <= RTOL

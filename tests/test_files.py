@@ -149,8 +149,8 @@ def test_glob_of_files(tmp_path):
     for i, start in enumerate((0, 30, 60)):
         write_embeddings(tmp_path / "parts" / f"part-{i}.parquet", X[start : start + 30], first_id=start)
     with sqlrp.connect() as db:
-        frame = sqlrp.project(db, str(tmp_path / "parts" / "part-*.parquet"), "doc_id", k=K)
-        projection = sqlrp.load_projection(db, sqlrp.list_projections(db)["name"].iloc[0])
+        frame = sqlrp.project(db, str(tmp_path / "parts" / "part-*.parquet"), "doc_id", k=K, save_as="g")
+        projection = sqlrp.load_projection(db, "g")
     assert frame["doc_id"].tolist() == list(range(90))
     assert rel_err(frame.drop(columns="doc_id").to_numpy(), reference.transform(projection, X.astype(float))) < FLOAT32
     with sqlrp.connect() as db, pytest.raises(sqlrp.InputError, match="no file matches"):

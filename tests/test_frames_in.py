@@ -108,3 +108,19 @@ def test_an_exploratory_projection_of_a_table_stores_nothing(conn):
     sqlrp.project(conn, "t", "doc_id", k=3, columns=[f"f{j}" for j in range(6)])  # other columns: no clash
     sqlrp.project(conn, "t", "doc_id", k=3, s=3, into="out")
     assert sqlrp.list_projections(conn)["name"].tolist() == ["t_achlioptas_k3_seed0"]
+
+
+def test_an_integer_column_beside_floats_is_named_when_read_as_a_feature(conn):
+    df = _frame()
+    df["label"] = np.arange(15) % 3
+    conn.write_dataframe("t", df)
+    with pytest.warns(UserWarning, match=r"integer column 'label' read as features beside floating-point") as seen:
+        sqlrp.project(conn, "t", "doc_id", k=3)
+    assert seen[0].filename == __file__  # points at the caller, not inside sqlrp
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sqlrp.project(conn, "t", "doc_id", k=3, columns=[f"f{j}" for j in range(6)])  # named: no warning
+        conn.write_dataframe("counts", pd.DataFrame({"doc_id": range(5), "a": range(5), "b": range(5)}))
+        sqlrp.project(conn, "counts", "doc_id", k=2)  # integers only (counts, pixels): no warning

@@ -140,3 +140,17 @@ def one_line(exc: BaseException) -> str:
         if pattern in lower:
             return f"database: {first[:300]} -- {fix}"
     return f"database: {first[:300]}"
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` pointing at the first frame outside sqlrp (the user's call), however deep
+    inside sqlrp the warning is raised."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: warn_caller's caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

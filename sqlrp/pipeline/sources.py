@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,12 +15,28 @@ from sqlglot import exp
 
 from ..backends import Backend, ColumnInfo
 from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from ..core.errors import InputError, InvalidParameter, overflow_error
+from ..core.errors import InputError, InvalidParameter, overflow_error, warn_caller
 from ..core.files import file_format, read_as_file, refuse_engine
 from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
 from ..dialects import SqlrpDialect
+
+_INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?\d*|INT\d+|U?INT\d+|LONG|SHORT|BYTE)$", re.IGNORECASE)
+
+
+def _integers_beside_floats(where: str, columns: list[ColumnInfo]) -> None:
+    """Warn when the default features mix integer columns into floating-point ones: an integer
+    ``label`` or ``year`` beside embeddings is read as a feature (and moves ``s = auto``) unless the
+    features are named; a table of counts or pixels (integers only) is read as it is, silently."""
+    integers = [c.name for c in columns if _INTEGER.match(c.type.strip())]
+    if integers and len(integers) < len(columns):
+        shown = ", ".join(map(repr, integers[:5])) + (", ..." if len(integers) > 5 else "")
+        what = "columns" if len(integers) > 1 else "column"
+        warn_caller(
+            f"{where}: integer {what} {shown} read as features beside floating-point ones; name the features "
+            "(--columns, columns=) to leave such a label or key out"
+        )
 
 
 def resolve_source(
@@ -73,6 +90,7 @@ def resolve_source(
                     )
         else:
             chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
+            _integers_beside_floats(where, [info[c] for c in chosen])
             if from_file:  # a file's types were guessed from its text: a column is never dropped silently
                 for c in info.values():
                     if c.name not in keys and not c.numeric and not c.numeric_array and is_text_type(c.type):
