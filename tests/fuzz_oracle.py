@@ -4,8 +4,10 @@ matrix, or the operation was refused with one of sqlrp's own errors in one line.
 The tolerance is relative to what floating point can promise for each output: for the linear
 methods ``1e-9 * (|X| @ |W|)`` row by row (``W`` the projection's weights, read off the reference as
 the image of the identity), so that rows of 1e-300 are checked as strictly as rows of 1e300; for the
-kernel methods ``1e-9`` of the largest output.  Standardised input adds what the means and standard
-deviations can differ by between SQL and NumPy (``1e-13 * max|x| / std`` per column).
+kernel methods ``1e-9`` of the same map with positive weights on ``|X|`` (:func:`absolute`: the size of
+the terms, for outputs that cancel to about 0), or of the largest output.  Standardised input adds
+what the means and standard deviations can differ by between SQL and NumPy (``1e-13 * max|x| / std``
+per column).
 """
 
 from __future__ import annotations
@@ -62,6 +64,21 @@ def standardized(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return Xs, delta
 
 
+def absolute(projection):
+    """``projection`` with its weights, biases, term weights and scale made positive: evaluated on
+    ``|X|`` it bounds the size of the terms each output sums (cancellation leaves outputs near 0 whose
+    rounding is relative to the terms, not to the outputs)."""
+    if getattr(projection, "first", None) is not None:  # a composition
+        return dataclasses.replace(projection, first=absolute(projection.first), second=absolute(projection.second))
+    lin = projection.linear
+    bias = None if lin.bias is None else np.abs(lin.bias)
+    linear = dataclasses.replace(lin, weight=np.abs(lin.weight), bias=bias)
+    combiner = projection.combiner
+    if combiner is not None:
+        combiner = dataclasses.replace(combiner, term_weight=np.abs(combiner.term_weight))
+    return dataclasses.replace(projection, linear=linear, combiner=combiner, scale=abs(projection.scale))
+
+
 def expected(projection, data: Stored, nulls: str = "error", standardize: bool = False, dtype: str = "float64",
              invalid: str | None = None) -> Expected:  # fmt: skip
     X = data.X.copy()
@@ -83,9 +100,12 @@ def expected(projection, data: Stored, nulls: str = "error", standardize: bool =
     if projection.method in LINEAR and not getattr(projection, "stages", None):
         W = np.abs(reference(projection, np.eye(projection.d)))  # d x k: the weights with their scale
         bound = np.abs(X) @ W + delta @ W
-    else:
+    else:  # the same map with every weight, bias and scale made positive, on |X|: the terms' own size
         scale = np.abs(Y).max(initial=0)
         bound = np.full(Y.shape, scale * (1 + 10 * delta.max(initial=0)))
+        with np.errstate(all="ignore"):
+            terms = reference(absolute(projection), np.abs(X) + delta)
+        bound = np.where(np.isfinite(terms), np.maximum(bound, terms), bound)
     rel = 1e-6 if dtype == "float32" else 1e-9
     return Expected(keys, Y, rel * bound + (1e-44 if dtype == "float32" else 0.0))
 
