@@ -147,3 +147,23 @@ def test_index_of_a_file_creates_the_database_and_shows_progress(tmp_path, capsy
     err = capsys.readouterr().err
     assert "index idx2" in err and "calibrating" in err and "search idx2" in err
     db.close()
+
+
+def test_queries_far_from_the_table_are_named_in_one_warning(duck):
+    """A query unlike the table's rows does not silently get the recall measured on them: its K-th
+    neighbour, farther than twice the calibration queries' (95th percentile), is named in a warning."""
+    X = embedding_like(3000, 4)
+    duck.write_dataframe("t", frame(X))
+    sqlrp.build_index(duck, "t", "id", name="ix")
+    cal = sqlrp.load_index(duck, "ix").calibration
+    kth = np.sort(((X[:100, None, :] - X[None]) ** 2).sum(-1) ** 0.5, axis=1)[:, 10]  # rows as their own queries
+    assert 0.5 * np.quantile(kth, 0.95) < cal.kth_distance < 2 * np.quantile(kth, 0.95)
+    duck.write_dataframe("near", frame(X[:50] + 0.01))
+    shifted = X[:50].copy()
+    shifted[:5] += 10 * np.sqrt((X**2).sum(axis=1).mean())  # five queries far from every row
+    duck.write_dataframe("far", frame(shifted))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sqlrp.search(duck, "ix", "near", "id", top=10)
+    with pytest.warns(UserWarning, match=r"5 of 50 queries \(0, 1, 2, 3, 4\) are far from the indexed rows"):
+        sqlrp.search(duck, "ix", "far", "id", top=10)

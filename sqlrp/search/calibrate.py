@@ -70,6 +70,11 @@ TOP = 10
 CANDIDATE_STEPS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80, 100)
 #: the adaptive rule's cap, as a multiple of its floor
 CAP_FACTOR = 4
+#: a query whose K-th neighbour is this many times farther than the table's own rows' (95th
+#: percentile) is far from the table: its recall is below the calibrated one (queries shifted by 3 to
+#: 10 times the rows' norm gave Recall@10 0.93 to 0.88 at defaults calibrated for 0.95; 4 times the
+#: candidates gave 0.99 and more)
+FAR = 2.0
 #: rules tried by SQL before giving up (each one more search of the calibration's queries)
 ATTEMPTS = 3
 _MULTIPLIER = 2654435761  # Knuth's multiplicative hash constant: spreads consecutive ranks
@@ -151,6 +156,10 @@ class Calibration:
     probe_curve: list = field(default_factory=list)  #: ``[P, share of true neighbours in P nearest lists]``
     candidate_curve: list = field(default_factory=list)  #: ``[C, Recall@K]`` under the rule
     rule_share: float = 1.0  #: share of true neighbours in the lists the rule probes
+    #: the 95th percentile over the calibration's queries of the K-th true neighbour's distance: a
+    #: search query whose K-th found neighbour is farther than :data:`FAR` times this is unlike the
+    #: table's rows, and the recall measured on them need not hold for it (None: an older index)
+    kth_distance: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -158,6 +167,14 @@ class Calibration:
     @classmethod
     def from_json(cls, data: dict | None) -> Calibration | None:
         return cls(**data) if data else None
+
+    def far_queries(self, frame, top: int) -> list:  # noqa: ANN001 - a search result DataFrame
+        """Ids of the queries of a search result ``(query_id, id, rank, distance)`` whose ``top``-th
+        neighbour is more than :data:`FAR` times farther than the calibration's queries' (95th percentile)."""
+        if self.kth_distance is None or not len(frame):
+            return []
+        kth = frame[frame["rank"] == top].set_index("query_id")["distance"]
+        return kth.index[kth.to_numpy(dtype=np.float64) > FAR * self.kth_distance].tolist()
 
     def default_candidates(self, top: int) -> int:
         return max(int(top), int(math.ceil(self.candidates * top)))
@@ -411,6 +428,7 @@ def _measure(
             probe_curve=probe_curve,
             candidate_curve=[[c, float(r)] for c, r in zip(steps_here, recalls, strict=True)],
             rule_share=float(share),
+            kth_distance=float(np.quantile([kth for _, kth in truth.values()], 0.95)) if truth else None,
         )
         if best is None or found.recall > best.recall:
             best = found
@@ -429,4 +447,4 @@ def _measure(
     return best
 
 
-__all__ = ["QUERIES", "TARGET", "Calibration", "calibrate", "picked_ids", "sample_rows"]
+__all__ = ["FAR", "QUERIES", "TARGET", "Calibration", "calibrate", "picked_ids", "sample_rows"]

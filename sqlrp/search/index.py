@@ -45,7 +45,7 @@ from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
-from .calibrate import QUERIES, TARGET, Calibration, calibrate, sample_rows
+from .calibrate import FAR, QUERIES, TARGET, Calibration, calibrate, sample_rows
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
 from .progress import Steps
 from .query import (
@@ -878,6 +878,8 @@ def _search(  # noqa: PLR0913 - search's own arguments
         else:
             frame = run_search(db, idx.layout, queries, **options)
         _warn_short(frame, top, db, queries)
+        if cal is not None and not exact:
+            _warn_far(cal.far_queries(frame, top), len(frame["query_id"].unique()), cal, C)
         return frame
     select = (
         exact_select(idx.layout, queries, dialect, top)
@@ -953,6 +955,19 @@ def _query_source(
             f"columns and lacks {', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}"
         )
     return resolve_source(db, table, id_column, "wide", idx.source.columns, schema=schema, catalog=catalog)
+
+
+def _warn_far(far: list, total: int, cal: Calibration, candidates: int) -> None:
+    """One line when some queries lie far from the indexed rows (:meth:`Calibration.far_queries`)."""
+    if far:
+        shown = ", ".join(map(repr, far[:5])) + (", ..." if len(far) > 5 else "")
+        warnings.warn(
+            f"{len(far)} of {total} queries ({shown}) are far from the indexed rows (their {cal.top}th neighbour "
+            f"is over {FAR:g} times farther than the table's own rows'): the calibrated Recall@{cal.top} "
+            f">= {cal.target:g} need not hold for them; re-rank more candidates for them (candidates="
+            f"{4 * candidates}, --candidates) or build the index with a higher --recall",
+            stacklevel=4,
+        )
 
 
 def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> None:
