@@ -3,7 +3,7 @@
 Every method here is "aggregate-only linear stage + products in the combiner + one delayed scale":
 
 - :func:`p_rp` -- P-RP / D2PK-RP, degree 2 with ``m`` sign matrices (López-Sánchez et al. 2018,
-  ``../shared/seeds/000_c47bc8cab23513e9.txt`` Eq. 8, 12, 13, 17 and footnote 1).
+  paper 000 (``docs/reference/papers.md``) Eq. 8, 12, 13, 17 and footnote 1).
 - :func:`pk_rp` -- PK-RP of any degree ``g`` (``003_ff2487e5c9ebcf47.txt`` Algorithm 2, Eq. 4.10-4.11,
   4.15, 4.17, 4.21 and Appendix A Pseudocode 1).
 - :func:`cbp` -- CBP-KRP, compact bilinear pooling (003 Ch. 5, Appendix A Pseudocode 2, Eq. B.1): the

@@ -1,6 +1,6 @@
 """Linear random projections: Achlioptas sign matrices and Gaussian RP.
 
-Reference: López-Sánchez et al. (2018), ``../shared/seeds/000_c47bc8cab23513e9.txt`` Eq. 2-3
+Reference: López-Sánchez et al. (2018), paper 000 (``docs/reference/papers.md``) Eq. 2-3
 (Achlioptas' database-friendly distribution) and Li et al.'s "very sparse" choice ``s = sqrt(d)``
 (``004_501365892903997c.txt``, sparse RP).  Same conventions as scikit-learn's
 ``sklearn/random_projection.py``; ``density = 1 / s`` there.

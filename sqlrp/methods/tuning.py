@@ -1,6 +1,6 @@
 """Data-tuned random projections (DT-RP) and the "best of n RPs" baseline.
 
-Source: *Data-Tuned Random Projection*, ``../shared/seeds/002_3ce684086f59d9ce.txt``, Section 3
+Source: *Data-Tuned Random Projection*, paper 002 (``docs/reference/papers.md``), Section 3
 (Algorithm 1) and Section 4.2.  Given a small sample ``X`` (n x d, n ~ 50-500), DT-RP tunes a sparse
 Achlioptas sign matrix ``R`` (d x k) by guided random search on the loss (002 Eq. 5 / 7)::
 

@@ -6,7 +6,7 @@ A seeded sample of the indexed rows is the query set.  Both the search (:func:`s
 and the exact brute force (``search(..., exact=True)``, the same distance in SQL) ask for ``K + 1``
 neighbours; each query's own row is dropped from both and the first ``K`` kept, so that a row
 finding itself is not counted.  Recall@K is ``|found & exact| / K`` averaged over the queries
-(``../shared/seeds/002`` Eq. 12, with the exact neighbours in the original space as the truth).
+(paper 002 (``docs/reference/papers.md``) Eq. 12, with the exact neighbours in the original space as the truth).
 
 Files written to ``out``: ``search_metrics.csv``, ``search_metrics.json``, ``recall_vs_candidates.png``.
 """

@@ -11,7 +11,7 @@ Walsh-Hadamard matrix) is orthogonal too, so ``|H(x) - H(y)| = |x - y|`` exactly
 ``log2(D)`` butterfly stages of ``D`` additions or subtractions each (``a + b``, ``a - b``): the same
 aggregate-only arithmetic as every sqlrp projection, with one delayed scale factor.  It is what FAISS
 and RaBitQ's own code use in place of a dense rotation (the "fast Johnson-Lindenstrauss transform",
-Ailon & Chazelle 2006; ``../shared/seeds/004_501365892903997c.txt`` on structured random projections).
+Ailon & Chazelle 2006; paper 004 (``docs/reference/papers.md``) on structured random projections).
 Two rounds are the default: one round left the estimates visibly worse on embedding-like data
 (in NumPy, 200,000 embedding-like rows, 32 of 448 lists probed: Recall@10 0.794 against 0.887 at
 C = 100 in a first probe; ``PYTHONPATH=. python bench/probes.py rabitq`` measures both again).
