@@ -40,7 +40,7 @@ from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
-from .pipeline.frames import frame_ids, in_frame_order, is_frame, transform_frame
+from .pipeline.frames import frame_keys, is_frame, transform_frame, with_frame_ids, with_positions
 from .pipeline.materialise import (
     file_target,
     materialise,
@@ -53,6 +53,7 @@ from .pipeline.materialise import (
 from .pipeline.plan import Plan, choose_matrix, plan, registry_of, stored_pairs_plan
 from .pipeline.progress import CommandBar, command_bar
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
+    SOURCE_OPTIONS,
     check_frame_outputs,
     check_outputs,
     check_source,
@@ -251,20 +252,37 @@ def project(
 def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = None, **options: Any) -> Any:
     """:func:`project` of a pandas or polars DataFrame or a ``pyarrow.Table``: the frame is a table of
     ``db`` for this call only (:meth:`~sqlrp.backends.base.Backend.frame_table`: DuckDB reads it in
-    place), its ids must be unique, the rows come back in the frame's order (a pandas result with the
-    frame's index; ``chunk_rows``: that result in chunks), and a new projection is stored only under a name given."""
-    ids = frame_ids(frame, id_column)
+    place), and a new projection is stored only under a name given.  Rows handed back (wide or array
+    layout, no ``group_column``) are keyed in SQL by each row's position and come back in the frame's
+    order with the frame's own ids (their dtype kept) and, for pandas, its index; ``chunk_rows``: that
+    result cut into chunks.  Pooled and long-layout results, and rows written ``into`` a table or
+    file, are keyed by the ids as the engine holds them (pooled and long: in key order)."""
+    ids = frame_keys(frame, id_column)
     if options.get("view"):
         raise InvalidParameter("a view of a DataFrame would outlive it: project it into= a table instead")
     if not isinstance(projection, str) and not options.get("save_as"):
         options["store"] = False  # exploratory: nothing left in the registry
     rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
-    with db.frame_table(frame) as name:
-        result = project(db, name, id_column, projection, **options)
-    if options.get("into") is not None:
-        return result
+    if rows and options.get("into") is not None:
+        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
+    layout = options.get("layout", "wide")
+    by_position = options.get("into") is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")
-    result = in_frame_order(result, frame, ids, fmt)
+    if not by_position:
+        with db.frame_table(frame) as name:
+            result = project(db, name, id_column, projection, **options)
+        return outputs.chunks_of(result, rows, fmt) if rows and result is not None else result
+    keyed, key = with_positions(frame)
+    with db.frame_table(keyed) as name:
+        # the features the user's id would leave (the id itself is no feature): read, then named
+        given = {k: v for k, v in options.items() if k in SOURCE_OPTIONS and k != "group_column"}
+        source = resolve_source(db, name, id_column, **given, group_column=key)  # the key: no feature either
+        chosen = dict(layout=source.layout, columns=source.columns or None, array_column=source.array_column)
+        result = project(db, name, key, projection, **{**options, **chosen})
+    names = [] if fmt == "numpy" else (result.column_names if fmt == "arrow" else list(result.columns))
+    if id_column in names[1:]:
+        raise InvalidParameter(f"output column {id_column!r} would be the id column too; choose another prefix")
+    result = with_frame_ids(result, key, ids, id_column, frame, fmt)
     return outputs.chunks_of(result, rows, fmt) if rows else result
 
 

@@ -83,10 +83,49 @@ def test_a_frame_into_a_table_and_in_chunks(conn):
     assert set(conn.table_names()) == {"out"}
 
 
-def test_frames_that_cannot_be_given_back_in_order_are_refused(conn):
+def test_ids_of_any_type_come_back_as_given_in_the_frames_order(conn):
+    """The rows are keyed in SQL by their position: ids the engine holds as another type (mixed
+    objects, dates as text on SQLite) or repeated ids come back as the frame has them, in its order."""
+    import datetime as dt
+
+    P = make_projection("achlioptas", 2, 2, seed=1, s=3)
+    X = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 1.0]])
+    want = reference.transform(P, X)
+    for ids in (
+        np.array([10, "a7", 3], dtype=object),
+        [dt.date(2020, 1, 3), dt.date(2020, 1, 1), dt.date(2020, 1, 2)],
+        [5, 5, 1],
+    ):
+        df = pd.DataFrame({"id": ids, "x": X[:, 0], "y": X[:, 1]}, index=["r0", "r1", "r2"])
+        out = sqlrp.project(conn, df, "id", P)
+        assert list(out.index) == ["r0", "r1", "r2"] and list(out["id"]) == list(df["id"])
+        np.testing.assert_allclose(out[["p0", "p1"]].to_numpy(), want, rtol=1e-12)
+
+
+def test_pooled_and_long_frames_come_back_in_key_order(conn):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(9, 4))
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df.insert(0, "id", [15, 2, 9, 1, 7, 3, 11, 4, 8])
+    df["g"] = [3, 1, 3, 2, 1, 3, 2, 1, 2]
+    P = make_projection("achlioptas", 4, 3, seed=1, s=3)
+    pooled = sqlrp.project(conn, df, "id", P, group_column="g", columns=list("abcd"))
+    assert pooled["g"].tolist() == [1, 2, 3]
+    want = np.stack([reference.transform(P, X[df["g"].to_numpy() == g]).sum(axis=0) for g in (1, 2, 3)])
+    np.testing.assert_allclose(pooled[["p0", "p1", "p2"]].to_numpy(), want, rtol=1e-9)
+    long = pd.DataFrame([(i, f, X[i, f]) for i in range(9) for f in range(4)], columns=["id", "feature", "value"])
+    out = sqlrp.project(conn, long, "id", P, layout="long")
+    np.testing.assert_allclose(out.sort_values("id")[["p0", "p1", "p2"]].to_numpy(), reference.transform(P, X))
+
+
+def test_frames_that_cannot_be_read_are_refused(conn):
     df = _frame()
-    with pytest.raises(InputError, match="repeats ids"):
-        sqlrp.project(conn, pd.concat([df, df.iloc[:2]]), "doc_id", k=2)
+    multi = df.set_axis(pd.MultiIndex.from_product([["a"], list(df.columns)]), axis=1)
+    for bad in (multi, df.set_axis(range(7), axis=1)):
+        with pytest.raises(InputError, match="column names, and the id column's, must be strings"):
+            sqlrp.project(conn, bad, "doc_id", k=2)
+    with pytest.raises(InputError, match="names a column twice"):
+        sqlrp.project(conn, df.set_axis(["doc_id", "f0", "f0", "f2", "f3", "f4", "f5"], axis=1), "doc_id", k=2)
     with pytest.raises(InputError, match="no id column 'nope'"):
         sqlrp.project(conn, df, "nope", k=2)
     with pytest.raises(InvalidParameter, match="view of a DataFrame"):

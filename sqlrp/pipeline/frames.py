@@ -83,38 +83,68 @@ def is_frame(obj: Any) -> bool:
     return module in ("pandas", "polars", "pyarrow") and hasattr(obj, "columns")
 
 
-def frame_ids(frame: Any, id_column: str) -> np.ndarray:
-    """The values of ``frame``'s id column, checked: present, no NULL, no duplicate (the rows come
-    back in the frame's order, matched by id)."""
-    data = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()
-    if id_column not in data.columns:
+def frame_keys(frame: Any, id_column: str) -> Any:
+    """The frame's id column as a pandas Series (its own dtype), checked: the frame is one sqlrp can
+    read (pandas, polars, Arrow; string column names) and has that column."""
+    if not (isinstance(frame, pd.DataFrame) or hasattr(frame, "to_pandas")):
+        raise InputError(f"a {type(frame).__name__} is no table: collect it into a DataFrame first")
+    names = list(frame.columns if not hasattr(frame, "column_names") else frame.column_names)
+    if not isinstance(id_column, str) or not all(isinstance(c, str) for c in names):
         raise InputError(
-            f"the frame has no id column {id_column!r}; its columns are: {', '.join(map(str, list(data.columns)[:20]))}"
+            "a frame's column names, and the id column's, must be strings (a MultiIndex or numbered columns: "
+            "rename them first)"
         )
-    ids = data[id_column]
-    if ids.isna().any():
+    if len(set(names)) != len(names):
+        raise InputError(f"the frame names a column twice: {sorted({c for c in names if names.count(c) > 1})[:5]}")
+    if id_column not in names:
+        raise InputError(f"the frame has no id column {id_column!r}; its columns are: {', '.join(names[:20])}")
+    column = frame[id_column] if isinstance(frame, pd.DataFrame) else frame.select([id_column]).to_pandas()[id_column]
+    if column.isna().any():
         raise InputError(f"the frame's id column {id_column!r} has missing values: every row needs an id")
-    if ids.duplicated().any():
-        shown = ", ".join(map(repr, ids[ids.duplicated()].unique()[:5].tolist()))
-        raise InputError(f"the frame's id column {id_column!r} repeats ids ({shown}): ids must be unique")
-    return ids.to_numpy()
+    return column.reset_index(drop=True)
 
 
-def in_frame_order(result: Any, frame: Any, ids: np.ndarray, fmt: str) -> Any:
-    """``result`` (rows keyed by id in its first column, in ``fmt``) in the order of ``frame``'s rows;
-    a pandas result takes the frame's index too."""
-    positions = pd.Index(ids)
+def with_positions(frame: Any) -> tuple[Any, str]:
+    """``frame`` with one more column holding each row's position (0, 1, ...), and that column's name
+    (``_sqlrp_row``, or with a suffix if the frame has one): the projection is keyed by it, so the rows
+    come back in the frame's order whatever the engine makes of the ids' type."""
+    names = set(frame.columns if not hasattr(frame, "column_names") else frame.column_names)
+    name = next(f"_sqlrp_row{i or ''}" for i in range(len(names) + 1) if f"_sqlrp_row{i or ''}" not in names)
+    positions = np.arange(len(frame), dtype=np.int64)
+    if isinstance(frame, pd.DataFrame):
+        return frame.assign(**{name: positions}), name
+    if hasattr(frame, "append_column"):  # pyarrow
+        import pyarrow as pa
+
+        return frame.append_column(name, pa.array(positions)), name
+    import polars as pl
+
+    return frame.with_columns(pl.Series(name, positions)), name
+
+
+def with_frame_ids(result: Any, key: str, ids: Any, id_column: str, frame: Any, fmt: str) -> Any:
+    """``result`` (keyed by the positions column ``key``, in ``fmt``) in the frame's order, its key
+    replaced by the frame's own ids (their dtype kept) under ``id_column``; a pandas result takes the
+    frame's index."""
     if fmt == "numpy":
         got, Y = result
-        order = np.argsort(positions.get_indexer(got), kind="stable")
-        return got[order], Y[order]
+        order = np.argsort(np.asarray(got, dtype=np.int64), kind="stable")
+        return ids.to_numpy()[np.asarray(got, dtype=np.int64)[order]], Y[order]
     if fmt == "pandas":
-        key = result.columns[0]
-        order = np.argsort(positions.get_indexer(result[key].to_numpy()), kind="stable")
-        out = result.iloc[order].reset_index(drop=True)
-        if isinstance(frame, pd.DataFrame) and len(out) == len(frame):
-            out.index = frame.index
+        out = result.sort_values(key, kind="stable").reset_index(drop=True)
+        at = out[key].to_numpy(dtype=np.int64)
+        out[key] = ids.iloc[at].to_numpy()
+        out = out.rename(columns={key: id_column})
+        out.index = frame.index[at] if isinstance(frame, pd.DataFrame) else pd.RangeIndex(len(out))
         return out
     table = result if fmt == "arrow" else result.to_arrow()
-    order = np.argsort(positions.get_indexer(table.column(0).to_numpy()), kind="stable")
-    return result.take(order) if fmt == "arrow" else result[order.tolist()]
+    import pyarrow as pa
+
+    at = np.asarray(table.column(key).to_numpy(), dtype=np.int64)
+    order = np.argsort(at, kind="stable")
+    table = table.take(pa.array(order)).set_column(0, id_column, pa.array(ids.iloc[at[order]], from_pandas=True))
+    if fmt == "arrow":
+        return table
+    import polars as pl
+
+    return pl.from_arrow(table)

@@ -207,7 +207,7 @@ def check_text_column(db: Backend, table: str, name: str) -> None:
     )
 
 
-_SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
+SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
                    "group_column", "catalog")  # fmt: skip
 
 
@@ -221,7 +221,7 @@ def input_dimension(db: Backend, table: str, id_column: str, projection: Any, op
         return int(options["d"])
     if options.get("layout", "wide") == "long":
         return None
-    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in _SOURCE_OPTIONS})
+    source = resolve_source(db, table, id_column, **{k: v for k, v in options.items() if k in SOURCE_OPTIONS})
     return infer_d(db, source)
 
 
