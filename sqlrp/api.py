@@ -403,6 +403,7 @@ def _project(
         """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
         exists = _exists(db, into, p.source)
         if incremental and exists:
+            _same_key_type(db, p.source, into)
             missing = _not_yet_projected(dialect, p.source, into)
             if db.transactional:
                 materialise(db, p, missing, into, compile_opts, progress, create=False)
@@ -450,6 +451,20 @@ def _project(
 def check_block(block: int | None, projection: Projection | Composed) -> None:
     """``block`` is a whole number from 1 to the projection's ``d`` (:func:`sqlrp.core.params.block_size`)."""
     block_size(block, projection.d)
+
+
+def _same_key_type(db: Backend, source: Source, into: str) -> None:
+    """An incremental top-up inserts ids into ``into`` as its key column holds them: another type there
+    (DOUBLE ids into a BIGINT column) would convert them -- 1.5 and 2.5 both written as 2 -- so it is
+    refused, naming the rebuild."""
+    key = source.group_column or source.id_column
+    kind = {c.name: c.type.upper() for c in describe(db, source.table, source.schema, source.catalog)}.get(key)
+    held = {c.name: c.type.upper() for c in describe(db, into, source.schema, source.catalog)}.get(key)
+    if kind is not None and held is not None and kind != held:
+        raise InputError(
+            f"table {into!r} holds {key!r} as {held}, the input as {kind}: a top-up would convert the ids; "
+            "rebuild it (replace=True, --replace) instead of incremental"
+        )
 
 
 def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:

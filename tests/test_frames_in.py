@@ -163,3 +163,14 @@ def test_an_integer_column_beside_floats_is_named_when_read_as_a_feature(conn):
         sqlrp.project(conn, "t", "doc_id", k=3, columns=[f"f{j}" for j in range(6)])  # named: no warning
         conn.write_dataframe("counts", pd.DataFrame({"doc_id": range(5), "a": range(5), "b": range(5)}))
         sqlrp.project(conn, "counts", "doc_id", k=2)  # integers only (counts, pixels): no warning
+
+
+def test_a_top_up_never_converts_ids_to_the_output_tables_type(conn):
+    """Incremental projection inserts ids as the output table's key column holds them: DOUBLE ids into
+    a BIGINT column would be rounded (1.5 and 2.5 both written as 2), so another type is refused."""
+    conn.write_dataframe("t", pd.DataFrame({"id": [1, 2, 3], "a": [1.0, 2, 3], "b": [0.0, 1, 0]}))
+    sqlrp.project(conn, "t", "id", k=2, s=3, into="out", save_as="rp")
+    conn.write_dataframe("t2", pd.DataFrame({"id": [1.5, 2.5, 3.5], "a": [1.0, 2, 3], "b": [0.0, 1, 0]}))
+    with pytest.raises(InputError, match="holds 'id' as .*, the input as .*: a top-up would convert the ids"):
+        sqlrp.project(conn, "t2", "id", "rp", into="out", incremental=True)
+    assert sorted(conn.query_df('SELECT id FROM "out"')["id"]) == [1, 2, 3]
