@@ -219,6 +219,8 @@ def project(
     pandas result keeps the frame's index), and a new projection is stored only under a name given
     (``projection=`` or ``save_as=``).
     """
+    if not isinstance(table, str) and not is_frame(table):
+        raise InputError(f"the table must be a table name or a DataFrame / Arrow table, not a {type(table).__name__}")
     if is_frame(table):
         return project_frame(
             db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
@@ -533,8 +535,17 @@ def tune(
     Achlioptas matrices (002 Section 4.2).  The result is an ordinary linear projection (sign matrix,
     identity combiner) whose ``params`` record the training sample and the final loss; it compiles and
     runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
-    :func:`resolve_source`.  Only the sample rows leave the database.
+    :func:`resolve_source`.  Only the sample rows leave the database.  ``table`` may be a DataFrame
+    or Arrow table (registered for the call; ``name`` is then needed).
     """
+    if is_frame(table):
+        if name is None:
+            raise InvalidParameter("name the tuned projection (name=): a DataFrame has no name to make one of")
+        with db.frame_table(table) as registered:
+            return tune(
+                db, registered, id_column, sample=sample, k=k, s=s, iterations=iterations, seed=seed, name=name,
+                replace=replace, baseline=baseline, draws=draws, **source_options,
+            )  # fmt: skip
     sample = positive_int("sample", sample)
     k = positive_int("k", k)
     iterations = whole("iterations", iterations, 0)

@@ -174,3 +174,44 @@ def test_a_top_up_never_converts_ids_to_the_output_tables_type(conn):
     with pytest.raises(InputError, match="holds 'id' as .*, the input as .*: a top-up would convert the ids"):
         sqlrp.project(conn, "t2", "id", "rp", into="out", incremental=True)
     assert sorted(conn.query_df('SELECT id FROM "out"')["id"]) == [1, 2, 3]
+
+
+def test_frames_in_the_other_functions_that_read_a_table(conn):
+    """search, tune and evaluate read a frame for the call; what keeps a table's name (a plan, an
+    index) says how to write the frame first; what is no table at all is named."""
+    df = _frame(n=60)
+    conn.write_dataframe("t", df)
+    sqlrp.build_index(conn, "t", "doc_id", name="ix") if conn.dialect == "duckdb" else None
+    before = set(conn.table_names())
+    if conn.dialect == "duckdb":
+        hits = sqlrp.search(conn, "ix", df.iloc[:5], "doc_id", top=3, candidates=60, probes=conn and 100 and 1)
+        assert set(hits["query_id"]) == set(df["doc_id"].iloc[:5])
+    tuned = sqlrp.tune(conn, df, "doc_id", sample=30, k=3, iterations=50, name="dt")
+    assert tuned.name == "dt" or sqlrp.load_projection(conn, "dt").k == 3
+    with pytest.raises(InvalidParameter, match="name the tuned projection"):
+        sqlrp.tune(conn, df, "doc_id", sample=30, k=3, iterations=50)
+    report = sqlrp.evaluate(conn, df, "doc_id", "dt", sample=40, queries=10, in_sql=False)
+    assert report is not None
+    for call in (lambda: sqlrp.plan(conn, df, "doc_id", k=2), lambda: sqlrp.build_index(conn, df, "doc_id", name="i2")):
+        with pytest.raises(InputError, match="written first"):
+            call()
+    with pytest.raises(InputError, match="not a ndarray"):
+        sqlrp.project(conn, df.to_numpy(), "doc_id", k=2)
+    assert set(conn.table_names()) - before <= {"sqlrp_" + n for n in ("projection", "linear_entry", "linear_vector",
+                                                                          "combiner_term", "combiner_factor",
+                                                                          "pairs_entry", "index", "schema_version")}
+
+
+def test_sqlite_draws_the_seeded_sample_duckdb_draws(tmp_path):
+    """tune and evaluate sample ids by md5('<seed>:' || id): SQLite has no md5 of its own, so its
+    backend gives it one, lower-case hex as DuckDB's -- the same rows on both."""
+    from sqlrp.compiler import Source
+    from sqlrp.evaluation.sql import sample_ids
+
+    df = _frame(n=80)
+    duck, lite = sqlrp.connect(), sqlrp.connect(f"sqlite:///{tmp_path / 's.db'}")
+    for db in (duck, lite):
+        db.write_dataframe("t", df)
+    source = Source("t", "doc_id", "wide", tuple(f"f{j}" for j in range(6)))
+    assert sample_ids(duck, source, 20, seed=3) == sample_ids(lite, source, 20, seed=3)
+    assert sqlrp.tune(lite, "t", "doc_id", sample=30, k=3, iterations=20, name="dt").k == 3

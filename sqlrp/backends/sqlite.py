@@ -26,6 +26,7 @@ What differs from the other backends, and why:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -120,6 +121,7 @@ class SQLiteBackend(Backend):
         self.path = "(caller's connection)"
         self.url = "sqlite:///(caller's connection)"
         self._con = conn
+        _functions(conn)
         self._pending = None
         self.owns_connection = False
         self._restore_isolation = conn.isolation_level
@@ -301,12 +303,24 @@ class SQLiteBackend(Backend):
                 self._con.isolation_level = self._restore_isolation  # type: ignore[assignment]
 
 
+def _md5(text: str | None) -> str | None:
+    return None if text is None else hashlib.md5(str(text).encode("utf-8")).hexdigest()
+
+
+def _functions(con: sqlite3.Connection) -> None:
+    """SQL functions SQLite lacks and sqlrp's SQL uses: ``md5`` (the seeded sample of ``tune`` and
+    ``evaluate`` orders ids by ``md5('<seed>:' || id)``; lower-case hex as DuckDB's and PostgreSQL's,
+    so every engine draws the same rows)."""
+    con.create_function("md5", 1, _md5, deterministic=True)
+
+
 def _open(path: str) -> sqlite3.Connection:
     """``sqlite3.connect(path)`` in sqlrp's mode (no implicit transactions), checked to be a database."""
     con = None
     try:
         con = sqlite3.connect(path, isolation_level=None)
         con.execute("SELECT count(*) FROM sqlite_master").fetchall()  # a file that is no database fails here
+        _functions(con)
     except sqlite3.DatabaseError as exc:
         if con is not None:
             con.close()

@@ -34,6 +34,7 @@ from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline import targets
+from ..pipeline.frames import is_frame
 from ..pipeline.plan import plan, registry_of
 from .metrics import (
     Kernel,
@@ -97,7 +98,14 @@ def evaluate(
     ``queries`` sampled rows are Recall@K queries, the rest their database.  With ``out``, writes the
     metrics table (CSV, JSON) and the plots there (see :func:`write_report`).  ``kernel``: the feature
     space of the distortion -- by default the kernel the projection approximates, ``None`` the input
-    space (:func:`sqlrp.evaluation.metrics.resolve_kernel`)."""
+    space (:func:`sqlrp.evaluation.metrics.resolve_kernel`).  ``table`` may be a DataFrame or Arrow
+    table, registered for the call."""
+    if is_frame(table):
+        with db.frame_table(table) as registered:
+            return evaluate(
+                db, registered, id_column, projection, out=out, sample=sample, queries=queries, recall_k=recall_k,
+                seed=seed, ks=ks, kernel=kernel, label_column=label_column, in_sql=in_sql, **source_options,
+            )  # fmt: skip
     sample = whole("sample", sample, 3)  # every count before any work (sqlrp.core.params); R_NX needs n >= 3
     queries = positive_int("queries", queries)
     recall_k = positive_int("recall_k", recall_k)

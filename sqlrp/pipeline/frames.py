@@ -148,3 +148,18 @@ def with_frame_ids(result: Any, key: str, ids: Any, id_column: str, frame: Any, 
     import polars as pl
 
     return pl.from_arrow(table)
+
+
+def table_name(table: Any) -> str:
+    """``table`` if it is a table's name; a frame or anything else is an :class:`InputError` saying
+    where a frame is read (``project``, ``tune``, ``evaluate``, ``search``) and how to keep one."""
+    if isinstance(table, str):
+        return table
+    kind = type(table).__name__
+    raise InputError(
+        f"a {kind} is no table name here: sqlrp.project, tune, evaluate and search read a DataFrame or "
+        "Arrow table for the call; anything that keeps the table's name (a plan, an index) needs it "
+        "written first (db.write_dataframe(name, frame))"
+        if is_frame(table)
+        else f"the table must be a table name (or, for project, a DataFrame), not a {kind}"
+    )

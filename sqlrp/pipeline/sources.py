@@ -21,6 +21,7 @@ from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
 from ..dialects import SqlrpDialect
+from .frames import table_name
 
 _INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?\d*|INT\d+|U?INT\d+|LONG|SHORT|BYTE)$", re.IGNORECASE)
 
@@ -54,6 +55,7 @@ def resolve_source(
     catalog: str | None = None,
 ) -> Source:
     """Check the table and columns exist and are numeric; fill in the default feature columns."""
+    table_name(table)
     names = (table, id_column, schema, catalog, group_column, array_column, feature_column, value_column)
     for name in (*names, *(columns or ())):
         if name is not None:

@@ -42,6 +42,7 @@ from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
+from ..pipeline.frames import is_frame, table_name
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
@@ -381,6 +382,7 @@ def build_index(
     ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
     are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored.
     ``progress`` shows a bar on stderr (:mod:`sqlrp.search.progress`)."""
+    table_name(table)  # a frame's index would outlive it
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
     if metric not in METRICS:
@@ -790,7 +792,15 @@ def search(
 
     ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
     against every row, in the engine's strongest single statement): the ground truth a search's
-    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr."""
+    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr.
+    ``query_table`` may be a pandas or polars DataFrame or an Arrow table, registered for the call."""
+    if is_frame(query_table):
+        with db.frame_table(query_table) as name:
+            return search(
+                db, index, name, query_id_column, top=top, candidates=candidates, probes=probes, metric=metric,
+                strict=strict, into=into, replace=replace, schema=schema, catalog=catalog, check=check,
+                exact=exact, progress=progress,
+            )  # fmt: skip
     with Steps(progress, f"search {index}", ["checking the table", "searching"]) as steps:
         return _search(
             db,
