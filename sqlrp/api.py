@@ -40,7 +40,14 @@ from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
-from .pipeline.frames import frame_keys, is_frame, transform_frame, with_frame_ids, with_positions
+from .pipeline.frames import (
+    frame_keys,
+    is_frame,
+    numbers_as_numbers,
+    transform_frame,
+    with_frame_ids,
+    with_positions,
+)
 from .pipeline.materialise import (
     file_target,
     materialise,
@@ -260,6 +267,7 @@ def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = Non
     result cut into chunks.  Pooled and long-layout results, and rows written ``into`` a table or
     file, are keyed by the ids as the engine holds them (pooled and long: in key order)."""
     ids = frame_keys(frame, id_column)
+    frame = numbers_as_numbers(frame, [id_column, options.get("group_column") or id_column])
     if options.get("view"):
         raise InvalidParameter("a view of a DataFrame would outlive it: project it into= a table instead")
     if not isinstance(projection, str) and not options.get("save_as"):

@@ -89,7 +89,7 @@ def operations(draw: st.DrawFn, d: int, entries: tuple[str, ...] = ENTRIES, id_n
         block = _bad(draw, st.integers(1, d), [0, -1, -7], "block", reasons, bad)
     entry = draw(st.sampled_from(entries))
     chunk_rows = None
-    if entry == "api" and draw(st.integers(0, 3)) == 3:
+    if entry in ("api", "api_frame") and draw(st.integers(0, 3)) == 3:
         chunk_rows = _bad(draw, st.integers(1, 4), [0, -1], "chunk_rows", reasons, bad)
     prefix = draw(st.sampled_from(["p", "p", "q_", "w", "_x", 'o"ut ']))
     op = Op(

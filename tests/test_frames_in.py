@@ -215,3 +215,12 @@ def test_sqlite_draws_the_seeded_sample_duckdb_draws(tmp_path):
     source = Source("t", "doc_id", "wide", tuple(f"f{j}" for j in range(6)))
     assert sample_ids(duck, source, 20, seed=3) == sample_ids(lite, source, 20, seed=3)
     assert sqlrp.tune(lite, "t", "doc_id", sample=30, k=3, iterations=20, name="dt").k == 3
+
+
+def test_float32_columns_keep_their_value_when_written_to_postgres(pg):
+    """A float32 column is written to PostgreSQL as the double it widens to: pandas' own text of a
+    float32 (-0.0062582386) is another double than the float32's (-0.006258238572627306)."""
+    values = np.array([-0.006258238572627306, 1 / 3, 3e-39], dtype=np.float32)
+    pg.write_dataframe("f32", pd.DataFrame({"id": [0, 1, 2], "x": values}))
+    got = [r[0] for r in pg.fetchall('SELECT x FROM "f32" ORDER BY id')]
+    assert got == values.astype(np.float64).tolist()

@@ -241,7 +241,11 @@ class PostgresBackend(Backend):
                 # in their shortest exact form, NaN as NaN).  Storing d = 784, k = 200, s = 1 (156,800
                 # matrix rows): 1.23 s, against 1.84 s with a write_row per row (bench/probes.py pg-copy;
                 # the round trip of every bit: tests/test_outputs.py)
-                block = df.to_csv(sep="\t", header=False, index=False, na_rep="NaN", lineterminator="\n")
+                # float32 columns widened first: pandas writes a float32 as its own shortest text
+                # (-0.0062582386), which a double column would read as another number than the float32's
+                narrow = [c for c in df.columns if df[c].dtype.kind == "f" and df[c].dtype.itemsize < 8]
+                wide = df.astype(dict.fromkeys(narrow, np.float64))
+                block = wide.to_csv(sep="\t", header=False, index=False, na_rep="NaN", lineterminator="\n")
                 copy.write(block)
                 return
             for row in df.itertuples(index=False, name=None):

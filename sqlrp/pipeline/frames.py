@@ -104,6 +104,21 @@ def frame_keys(frame: Any, id_column: str) -> Any:
     return column.reset_index(drop=True)
 
 
+def numbers_as_numbers(frame: Any, keep: Sequence[str]) -> Any:
+    """A pandas ``frame`` whose object columns holding only numbers (``Decimal``, ``int``, ``float``: what
+    a database driver hands back for NUMERIC) are float64, as the SQL reads them; an engine would
+    otherwise store them as text and leave them out of the features.  ``keep`` (the keys) as they are."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    kinds = ("decimal", "integer", "floating", "mixed-integer-float")
+    numeric = [
+        c
+        for c in frame.columns
+        if c not in keep and frame[c].dtype == object and pd.api.types.infer_dtype(frame[c], skipna=True) in kinds
+    ]
+    return frame.astype({c: "float64" for c in numeric}) if numeric else frame
+
+
 def with_positions(frame: Any) -> tuple[Any, str]:
     """``frame`` with one more column holding each row's position (0, 1, ...), and that column's name
     (``_sqlrp_row``, or with a suffix if the frame has one): the projection is keyed by it, so the rows
