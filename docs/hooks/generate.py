@@ -332,6 +332,15 @@ def engines_page() -> str:
 # ---------------------------------------------------------------- the methods
 
 
+def _signature(function: object) -> str:
+    """``(d: int, k: int, ...) -> Projection``: annotations read as types, not the strings that
+    ``from __future__ import annotations`` leaves."""
+    try:
+        return str(inspect.signature(function, eval_str=True))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a name only a type checker sees: the strings, as written
+        return str(inspect.signature(function))  # type: ignore[arg-type]
+
+
 def methods_page() -> str:
     """Every ``--method`` of ``sqlrp.methods.METHODS``, its generator's docstring."""
     from sqlrp.methods import METHODS
@@ -349,9 +358,15 @@ def methods_page() -> str:
         lines += [
             f"## `{name}`",
             "",
+            "```python",
+            f"{function.__module__}.{function.__qualname__}{_signature(function)}",
+            "```",
+            "",
             f"::: {function.__module__}.{function.__qualname__}",
             "    options:",
             "      heading_level: 3",
+            "      show_root_heading: false",  # the method's own heading above names it once
+            "      separate_signature: true",
             "",
         ]
     return "\n".join(lines)
