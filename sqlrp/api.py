@@ -225,6 +225,29 @@ def project(
     registered with the database for this call only, its rows come back in the frame's own order (a
     pandas result keeps the frame's index), and a new projection is stored only under a name given
     (``projection=`` or ``save_as=``).
+
+    :param db: the connection (:func:`sqlrp.connect`).
+    :param table: a table or view, a file or glob (DuckDB), or a DataFrame / Arrow table.
+    :param id_column: the column copied to the output as each row's key.
+    :param projection: a stored projection's name, a :class:`~sqlrp.core.ir.Projection`, a projection
+        file, or ``None`` with ``method``/``k``/... in ``options`` for a new one.
+    :param into: a table (``view=True``: a view) or a ``.parquet`` / ``.csv`` / ``.json`` file to write.
+    :param replace: overwrite an existing ``into``.
+    :param check: refuse NULL, NaN or infinite features and overflowing outputs (in the statement
+        itself where the engine can raise).
+    :param matrix: long layout: ``auto``, ``registry``, ``values`` or a table holding the matrix.
+    :param strategy: ``auto`` or a strategy name (above).
+    :param block: mailman's block size.
+    :param chunk_rows: hand the rows back in chunks of at most this many.
+    :param incremental: with ``into``: add only the ids not in it yet.
+    :param progress: a progress bar (``True``) or that many id-range batches (an integer).
+    :param ordered: ``ORDER BY`` the key (``False``: stream unordered).
+    :param output_format: ``pandas``, ``arrow``, ``polars`` or ``numpy``.
+    :param options: the plan's options (:func:`sqlrp.pipeline.plan.plan`): ``method``, ``k``, ``s``,
+        ``seed``, ``layout``, ``columns``, ``array_column``, ``nulls``, ``standardize``, ``dtype``,
+        ``output``, ``prefix``, ``group_column``, ``save_as``, the method's own parameters.
+    :returns: the rows in ``output_format`` (or an iterator of chunks); with ``into`` a table,
+        ``None``; with ``into`` a file, the files written.
     """
     if not isinstance(table, str) and not is_frame(table):
         raise InputError(f"the table must be a table name or a DataFrame / Arrow table, not a {type(table).__name__}")
