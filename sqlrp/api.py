@@ -13,7 +13,10 @@ modules; this one binds them to a database.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from sqlglot import exp
@@ -29,7 +32,7 @@ from .compiler import (
 )
 from .compiler.guard import guarded, tripped
 from .core import files
-from .core.errors import InputError, InvalidParameter, ProjectionExists
+from .core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError
 from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.lazy import pd
@@ -302,11 +305,11 @@ def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = Non
     by_position = options.get("into") is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")
     if not by_position:
-        with db.frame_table(frame) as name:
+        with _frame_table(db, frame) as name:
             result = project(db, name, id_column, projection, **options)
         return outputs.chunks_of(result, rows, fmt) if rows and result is not None else result
     keyed, key = with_positions(frame)
-    with db.frame_table(keyed) as name:
+    with _frame_table(db, keyed, ids) as name:
         # the features the user's id would leave (the id itself is no feature): read, then named
         given = {k: v for k, v in options.items() if k in SOURCE_OPTIONS and k != "group_column"}
         source = resolve_source(db, name, id_column, **given, group_column=key)  # the key: no feature either
@@ -317,6 +320,33 @@ def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = Non
         raise InvalidParameter(f"output column {id_column!r} would be the id column too; choose another prefix")
     result = with_frame_ids(result, key, ids, id_column, frame, fmt)
     return outputs.chunks_of(result, rows, fmt) if rows else result
+
+
+@contextlib.contextmanager
+def _frame_table(db: Backend, frame: Any, ids: Any = None) -> Iterator[str]:
+    """:meth:`~sqlrp.backends.base.Backend.frame_table`, with sqlrp's errors speaking of "the frame"
+    rather than the scratch name it had for the call, and -- when the rows are keyed by position
+    (``ids``: the frame's own ids) -- naming rows by the frame's ids, not their positions."""
+    with db.frame_table(frame) as name:
+        try:
+            yield name
+        except SqlrpError as exc:
+            text = str(exc).replace(f"table {name!r}", "the frame").replace(repr(name), "the frame")
+            if ids is not None:
+                text = re.sub(r"(rows? (?:with id )?)((?:-?\d+(?:, )?)+)", lambda m: _by_id(m, ids), text)
+            if text == str(exc):
+                raise
+            raise type(exc)(text) from None
+
+
+def _by_id(match: re.Match, ids: Any) -> str:
+    """``rows with id 3, 7`` (positions) as the frame's ids at those positions."""
+    try:
+        shown = [repr(ids.iloc[int(p)].item() if hasattr(ids.iloc[int(p)], "item") else ids.iloc[int(p)])
+                 for p in match.group(2).split(", ") if p]  # fmt: skip
+    except (ValueError, IndexError):
+        return match.group(0)
+    return match.group(1) + ", ".join(shown)
 
 
 def _plan_and_project(

@@ -224,3 +224,9 @@ def test_float32_columns_keep_their_value_when_written_to_postgres(pg):
     pg.write_dataframe("f32", pd.DataFrame({"id": [0, 1, 2], "x": values}))
     got = [r[0] for r in pg.fetchall('SELECT x FROM "f32" ORDER BY id')]
     assert got == values.astype(np.float64).tolist()
+
+
+def test_a_frames_bad_rows_are_named_by_its_own_ids(conn):
+    df = pd.DataFrame({"doc": ["x", "y", "z"], "a": [1.0, np.nan, 2.0], "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(InputError, match=r"^the frame has NULL or NaN .*\(rows with id 'y'\)"):
+        sqlrp.project(conn, df, "doc", k=2)
