@@ -267,6 +267,8 @@ def project(
     if block is not None:  # against d too, before a new projection is stored
         block_size(block, input_dimension(db, table, id_column, projection, options))
     chunk_rows = optional_positive("chunk_rows", chunk_rows)
+    if chunk_rows and into is not None:
+        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
     progress = batches(progress)
     if into is None:
         outputs.check_format(output_format)
