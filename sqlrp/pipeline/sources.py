@@ -85,7 +85,7 @@ def resolve_source(
                     raise InputError(f"{c!r} is the {role} column; it cannot be a feature too")
                 if not need(c, "feature").numeric:
                     if from_file:
-                        check_text_column(db, table, c)  # names the first value that is no number
+                        check_text_column(db, table, c, info[c].type)  # names the first value that is no number
                     raise InputError(
                         f"column {c!r} of {where} has type {info[c].type}, not a number; "
                         "leave it out of --columns or cast it in a view"
@@ -95,8 +95,8 @@ def resolve_source(
             _integers_beside_floats(where, [info[c] for c in chosen])
             if from_file:  # a file's types were guessed from its text: a column is never dropped silently
                 for c in info.values():
-                    if c.name not in keys and not c.numeric and not c.numeric_array and is_text_type(c.type):
-                        check_text_column(db, table, c.name)
+                    if c.name not in keys and not c.numeric and not c.numeric_array and is_guessed_type(c.type):
+                        check_text_column(db, table, c.name, c.type)
             if not chosen:
                 arrays = [c.name for c in info.values() if c.numeric_array and c.name not in keys]
                 if len(arrays) == 1:  # one embedding column and nothing else numeric: the array layout
@@ -176,13 +176,22 @@ def is_text_type(sql_type: str) -> bool:
     return any(word in upper for word in ("CHAR", "TEXT", "STRING", "JSON"))
 
 
-def check_text_column(db: Backend, table: str, name: str) -> None:
+def is_guessed_type(sql_type: str) -> bool:
+    """Text, or a date or time: the types a file reader may guess for a column of numbers (DuckDB's
+    CSV reader types a column whose every cell is ``inf`` as DATE, the infinite date)."""
+    return is_text_type(sql_type) or any(word in sql_type.upper() for word in ("DATE", "TIME"))
+
+
+def check_text_column(db: Backend, table: str, name: str, sql_type: str = "VARCHAR") -> None:
     """A text column of a file: :class:`InputError` if it is empty (every cell), or if some of its
     values read as numbers and some do not -- one bad cell made the reader type the whole column as
     text, and leaving it out would project the wrong d without a word (issue 31).  A column with no
-    number at all (labels, names) is text, and is left out of the default features."""
+    number at all (labels, names) is text, and is left out of the default features.  A date or time
+    column is refused only if every value is a number (``inf`` read as the infinite date); real dates
+    are left out as labels are."""
     c = col(name)
-    number = exp.TryCast(this=c.copy(), to=exp.DataType.build("double"))
+    cell = c.copy() if is_text_type(sql_type) else exp.Cast(this=c.copy(), to=exp.DataType.build("varchar"))
+    number = exp.TryCast(this=cell, to=exp.DataType.build("double"))
     counts = exp.select(exp.Count(this=number.copy()), exp.Count(this=c.copy())).from_(exp.Table(this=ident(table)))
     parsed, filled = db.fetchall(db.sql_dialect.render(counts))[0]
     where = f"column {name!r} of the file {table!r}"
@@ -192,6 +201,14 @@ def check_text_column(db: Backend, table: str, name: str) -> None:
         )
     if not parsed:
         return  # a text column (labels, names): not a feature
+    if not is_text_type(sql_type):
+        if parsed < filled:
+            return  # dates or times (an infinite one among them is still a date): not a feature
+        raise InputError(
+            f"{where} was read as {sql_type}, but every value in it is a number (such as inf, which the file "
+            "reader takes for the infinite date): cast it to a number in a view, or name the feature columns "
+            "with --columns"
+        )
     text = exp.and_(
         exp.Not(this=exp.Is(this=c.copy(), expression=exp.Null())), exp.Is(this=number, expression=exp.Null())
     )
