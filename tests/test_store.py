@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +141,52 @@ def test_the_rendered_migrations_upgrade_from_each_version(any_db, version):
         any_db.execute("INSERT INTO sqlrp_schema_version (version, name) VALUES (?, ?)", [v.number, v.file])
     assert Registry(any_db, migrate=False).migrate() == [v.file for v in VERSIONS[version:]]
     use_registry(any_db)
+
+
+def test_postgres_columns_are_written_exactly_without_pandas(pg):
+    """PostgreSQL's ``insert_columns`` (how the registry stores a matrix) writes its own COPY text:
+    every double back bit for bit (a float32 widened exactly, NaN and the infinities), integers at
+    the ends of BIGINT, text with tabs, backslashes and line ends, booleans, a scalar on every row."""
+    pg.execute("CREATE TABLE ic (a bigint, b double precision, c double precision, s text, f boolean)")
+    a = np.array([-(2**63), 2**63 - 1, 0, 7])
+    b = np.array([0.1, np.nan, -np.inf, 5e-324])
+    c = np.array([1 / 3, 3e38, -0.0062582386, -0.0], dtype=np.float32)
+    flags = np.array([True, False, True, False])
+    pg.insert_columns("ic", {"a": a, "b": b, "c": c, "s": "x\ty\\z\n\r", "f": flags})
+    rows = pg.fetchall("SELECT a, b, c, s, f FROM ic ORDER BY a")
+    order = np.argsort(a)
+    assert [r[0] for r in rows] == a[order].tolist()
+    np.testing.assert_array_equal(np.array([r[1] for r in rows]), b[order])
+    assert [r[2] for r in rows] == c[order].astype(np.float64).tolist()
+    assert {r[3] for r in rows} == {"x\ty\\z\n\r"}
+    assert [r[4] for r in rows] == flags[order].tolist()
+
+
+def test_project_into_a_postgres_table_never_imports_pandas(pg_url, tmp_path):
+    """``sqlrp project --into`` on PostgreSQL stores the matrix without pandas (importing it cost
+    the command about 0.3 s, issue 34); the outputs equal the NumPy reference."""
+    table = f"t_{uuid.uuid4().hex[:10]}"
+    code = f"""
+import json, sys
+import numpy as np, psycopg
+from sqlrp import cli
+url, table = {pg_url!r}, {table!r}
+with psycopg.connect(url) as con:
+    cols = ", ".join(f"((i * 7 + {{j}} * 13) % 17) / 17.0 AS x{{j}}" for j in range(12))
+    con.execute(f"CREATE TABLE {{table}} AS SELECT i::bigint AS id, {{cols}} FROM generate_series(0, 299) i")
+status = cli.main(["project", "--db", url, "--table", table, "--id-column", "id", "--k", "5",
+                   "--projection", table + "_rp", "--into", table + "_out", "--no-progress"])
+loaded = "pandas" in sys.modules
+import sqlrp
+db = sqlrp.connect(url)
+got = np.array(db.fetchall(f"SELECT * FROM {{table}}_out ORDER BY id"))[:, 1:]
+X = np.array(db.fetchall(f"SELECT * FROM {{table}} ORDER BY id"))[:, 1:]
+want = sqlrp.transform(sqlrp.load_projection(db, table + "_rp"), X)
+print(json.dumps({{"status": status, "pandas": loaded, "err": float(np.abs(got - want).max())}}))
+"""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))  # this checkout's sqlrp
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 0 and out["pandas"] is False, out
+    assert out["err"] <= 1e-12

@@ -251,9 +251,55 @@ class PostgresBackend(Backend):
             for row in df.itertuples(index=False, name=None):
                 copy.write_row([py(v) for v in row])
 
+    def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
+        """Rows given column by column (NumPy arrays of one length, scalars repeated) as COPY text
+        built here, without pandas: the registry is written on every ``project --into`` and importing
+        pandas costs that command more than the rows do.  Floats are written as Python's ``repr``
+        (the shortest text that reads back as the same double; a float32 is widened exactly first)."""
+        lengths = {len(v) for v in columns.values() if isinstance(v, np.ndarray)}
+        if len(lengths) != 1:
+            raise ValueError(f"postgres: insert_columns wants arrays of one length, got lengths {sorted(lengths)}")
+        (n,) = lengths
+        texts = [_copy_texts(v, n) for v in columns.values()]
+        cols = ", ".join(ident(c).sql("postgres") for c in columns)
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()) as copy,
+        ):
+            copy.write("".join("\t".join(row) + "\n" for row in zip(*texts, strict=True)))
+
     def close(self) -> None:
         if self.owns_connection:
             self.conn.close()
+
+
+def _copy_text(value: Any) -> str:
+    """One value as COPY text: ``\\N`` for NULL, ``repr`` for a float (exact; NaN and infinities by the
+    names PostgreSQL reads), ``t``/``f`` for a boolean, text with its backslash, tab and line ends escaped."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, (bool, np.bool_)):
+        return "t" if value else "f"
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if value != value:
+            return "NaN"
+        return {np.inf: "Infinity", -np.inf: "-Infinity"}.get(value, repr(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _copy_texts(column: Any, n: int) -> list[str]:
+    """A column of :meth:`PostgresBackend.insert_columns` as ``n`` COPY texts."""
+    if not isinstance(column, np.ndarray):
+        return [_copy_text(column)] * n
+    if column.dtype.kind in "iu":
+        return [str(v) for v in column.tolist()]
+    if column.dtype.kind == "f" and np.isfinite(column).all():
+        return [repr(v) for v in column.tolist()]  # tolist gives Python floats: a float32 widened exactly
+    return [_copy_text(v) for v in column.tolist()]
 
 
 def _pg_type(series: pd.Series) -> str:
