@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ from .compiler import (
 )
 from .compiler.guard import guarded, tripped
 from .core import files
-from .core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError
+from .core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError, warn_caller
 from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.lazy import pd
@@ -330,15 +331,28 @@ def _frame_table(db: Backend, frame: Any, ids: Any = None) -> Iterator[str]:
     rather than the scratch name it had for the call, and -- when the rows are keyed by position
     (``ids``: the frame's own ids) -- naming rows by the frame's ids, not their positions."""
     with db.frame_table(frame) as name:
-        try:
-            yield name
-        except SqlrpError as exc:
-            text = str(exc).replace(f"table {name!r}", "the frame").replace(repr(name), "the frame")
+
+        def speak(text: str) -> str:
+            text = text.replace(f"table {name!r}", "the frame").replace(repr(name), "the frame")
             if ids is not None:
                 text = re.sub(r"(rows? (?:with id )?)((?:-?\d+(?:, )?)+)", lambda m: _by_id(m, ids), text)
-            if text == str(exc):
+            return text
+
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:  # sqlrp's warnings, spoken of the frame too
+                warnings.simplefilter("always")
+                yield name
+        except SqlrpError as exc:
+            if speak(str(exc)) == str(exc):
                 raise
-            raise type(exc)(text) from None
+            raise type(exc)(speak(str(exc))) from None
+        finally:
+            for w in caught:
+                if speak(str(w.message)) != str(w.message):
+                    warn_caller(speak(str(w.message)), w.category)
+                else:  # not about the frame: as it was raised, where it was raised
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _by_id(match: re.Match, ids: Any) -> str:

@@ -230,3 +230,15 @@ def test_a_frames_bad_rows_are_named_by_its_own_ids(conn):
     df = pd.DataFrame({"doc": ["x", "y", "z"], "a": [1.0, np.nan, 2.0], "b": [1.0, 2.0, 3.0]})
     with pytest.raises(InputError, match=r"^the frame has NULL or NaN .*\(rows with id 'y'\)"):
         sqlrp.project(conn, df, "doc", k=2)
+
+
+def test_a_frames_warnings_speak_of_the_frame_at_the_callers_line(conn):
+    """sqlrp's warnings about a frame name "the frame", not the scratch table it was for the call,
+    and point at the caller's line (found by the fuzzer: the integer-label warning named the scratch)."""
+    df = pd.DataFrame({"id": [1, 2, 3], "a": [0.5, 1.5, 2.0], "label": [1, 0, 1]})
+    with pytest.warns(UserWarning) as caught:
+        sqlrp.project(conn, df, "id", k=2, s=1)
+    texts = [str(w.message) for w in caught]
+    assert any(t.startswith("the frame: integer column 'label'") for t in texts), texts
+    assert not any("_sqlrp_frame" in t for t in texts), texts
+    assert {w.filename for w in caught} == {__file__}

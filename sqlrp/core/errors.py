@@ -149,8 +149,11 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     import sys
     import warnings
 
+    import contextlib
+
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = (package + os.sep, contextlib.__file__)  # sqlrp, and the context managers sqlrp's code runs in
     level, frame = 2, sys._getframe(1)  # stacklevel 2: warn_caller's caller
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)
