@@ -145,11 +145,10 @@ def one_line(exc: BaseException) -> str:
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` pointing at the first frame outside sqlrp (the user's call), however deep
     inside sqlrp the warning is raised."""
+    import contextlib
     import os
     import sys
     import warnings
-
-    import contextlib
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inside = (package + os.sep, contextlib.__file__)  # sqlrp, and the context managers sqlrp's code runs in
