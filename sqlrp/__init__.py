@@ -39,7 +39,8 @@ from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_pr
 from .methods.reference import transform
 from .registry.transfer import export_projection, import_projection
 from .search.evaluate import evaluate_search
-from .search.index import build_index, drop_index, list_indexes, load_index, search
+from .search.index import build_index, drop_index, list_indexes, load_index
+from .search.lookup import search
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,8 @@
 :mod:`sqlrp.api` (``project``, ``compile`` -> ``compile_projection``, ``create`` ->
 ``create_projection``, ``projections list|show|copy|export|import|drop``, ``migrate``, ``demo``,
 ``tune``, ``evaluate``; ``index`` -> ``build_index``, ``search``, ``indexes list|drop`` ->
-``list_indexes`` / ``drop_index``, from :mod:`sqlrp.search.index`).  ``--db`` defaults to ``$SQLRP_DB``."""
+``list_indexes`` / ``drop_index``, from :mod:`sqlrp.search.index` and :mod:`sqlrp.search.lookup`).
+``--db`` defaults to ``$SQLRP_DB``."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ from .search.index import (
     drop_index,
     list_indexes,
     load_index,
-    search,
 )
+from .search.lookup import search
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:

@@ -273,7 +273,7 @@ def test_float_array_column_re_ranked_whole(duck):
     """A ``FLOAT[d]`` column (how embeddings are stored) is re-ranked by one cast of the column to
     ``DOUBLE[d]``, with the values element-by-element reading gives: the oracle's ranks and distances."""
     from sqlrp.dialects import get_dialect
-    from sqlrp.search.index import _query_source
+    from sqlrp.search.lookup import _query_source
     from sqlrp.search.query import search_select
 
     both = embedding_like(330, 9, d=16).astype(np.float32).astype(np.float64)

@@ -2,4 +2,4 @@
 (:mod:`.rotation`), an index stored in tables (:mod:`.index`), the search SQL (:mod:`.query`) and
 recall measured against exact search (:mod:`.evaluate`).
 
-``sqlrp.search`` is the search function (:func:`sqlrp.search.index.search`), not this package."""
+``sqlrp.search`` is the search function (:func:`sqlrp.search.lookup.search`), not this package."""

@@ -2,7 +2,7 @@
 with the number of candidates re-ranked (at the index's default probes), ending with every list
 probed and every row re-ranked (the exact answer: recall 1 unless something is wrong).
 
-A seeded sample of the indexed rows is the query set.  Both the search (:func:`sqlrp.search.index.search`)
+A seeded sample of the indexed rows is the query set.  Both the search (:func:`sqlrp.search.lookup.search`)
 and the exact brute force (``search(..., exact=True)``, the same distance in SQL) ask for ``K + 1``
 neighbours; each query's own row is dropped from both and the first ``K`` kept, so that a row
 finding itself is not counted.  Recall@K is ``|found & exact| / K`` averaged over the queries
@@ -31,7 +31,8 @@ from ..core.names import scratch_name
 from ..core.params import positive_int, positive_ints, whole
 from ..pipeline import targets
 from ..pipeline.materialise import output_table
-from .index import load_index, search
+from .index import load_index
+from .lookup import search
 from .query import METRICS, result_recall
 
 

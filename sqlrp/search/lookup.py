@@ -1,0 +1,267 @@
+"""Searching an index (issue 23): :func:`search`, the one entry point -- its checks (the engine, the
+query table's features, the index's freshness), the calibrated defaults, the run on the engine
+(:mod:`sqlrp.search.query` writes the SQL, :mod:`sqlrp.search.staged` runs it in steps where one
+statement is too much) and the warnings a result may need: queries far from the indexed rows, or
+short of ``top`` neighbours.
+
+    hits = sqlrp.search(db, "docs_idx", "questions", "qid", top=10)  # (query_id, id, rank, distance)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+from sqlglot import exp
+
+from ..backends import Backend
+from ..compiler import Source, table_ref
+from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.lazy import pd
+from ..pipeline import targets
+from ..pipeline.frames import is_frame
+from ..pipeline.materialise import output_table, staged
+from ..pipeline.sources import check_source, describe, infer_d, resolve_source
+from ..registry.store import REGISTRY_TABLES
+from .calibrate import FAR, Calibration
+from .index import RESERVED, Index, check_engine, check_fresh, create_as, default_candidates, load_index, unique_ids
+from .progress import Steps
+from .query import check_search, exact_select, search_select
+from .staged import run_search, staged_engine, staged_search
+
+
+def search(
+    db: Backend,
+    index: str,
+    query_table: str,
+    query_id_column: str,
+    *,
+    top: int = 10,
+    candidates: int | None = None,
+    probes: int | None = None,
+    metric: str | None = None,
+    into: str | None = None,
+    replace: bool = False,
+    schema: str | None = None,
+    catalog: str | None = None,
+    check: bool = True,
+    exact: bool = False,
+    strict: bool = False,
+    progress: bool = False,
+) -> pd.DataFrame | None:
+    """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
+    distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
+
+    Each query probes its ``probes`` nearest lists (default: the index's), ranks their rows by the
+    codes' distance estimate, and re-ranks the ``candidates`` best (default ``30 * top``) exactly on
+    the table's current rows.  Recall rises with both.  The query table holds the index's feature
+    columns (or array column) and its own id column.  The index is checked against its table first
+    (:func:`check_fresh`; ``strict=True`` refuses a stale index).
+
+    ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
+    against every row, in the engine's strongest single statement): the ground truth a search's
+    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr.
+    ``query_table`` may be a pandas or polars DataFrame or an Arrow table, registered for the call."""
+    if is_frame(query_table):
+        with db.frame_table(query_table) as name:
+            return search(
+                db, index, name, query_id_column, top=top, candidates=candidates, probes=probes, metric=metric,
+                strict=strict, into=into, replace=replace, schema=schema, catalog=catalog, check=check,
+                exact=exact, progress=progress,
+            )  # fmt: skip
+    with Steps(progress, f"search {index}", ["checking the table", "searching"]) as steps:
+        return _search(
+            db,
+            index,
+            query_table,
+            query_id_column,
+            top,
+            candidates,
+            probes,
+            metric,
+            into,
+            replace,
+            schema,
+            catalog,
+            check,
+            exact,
+            strict,
+            steps,
+        )
+
+
+def _search(  # noqa: PLR0913 - search's own arguments
+    db: Backend,
+    index: str,
+    query_table: str,
+    query_id_column: str,
+    top: int,
+    candidates: int | None,
+    probes: int | None,
+    metric: str | None,
+    into: str | None,
+    replace: bool,
+    schema: str | None,
+    catalog: str | None,
+    check: bool,
+    exact: bool,
+    strict: bool,
+    steps: Steps,
+) -> pd.DataFrame | None:
+    steps.start("checking the table")
+    dialect = check_engine(db)
+    idx = load_index(db, index)
+    if metric is not None and metric != idx.metric:
+        raise InvalidParameter(
+            f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric {metric}"
+        )
+    cal = idx.calibration
+    C = candidates
+    if C is None:  # the default follows top (a nonsense top is refused below)
+        whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
+        C = (cal.default_candidates(top) if cal else default_candidates(top)) if whole else top
+    P = probes if probes is not None else idx.probes
+    check_search(top, C, P, idx.metric)
+    if P > idx.lists:
+        raise InvalidParameter(f"probes ({P}) cannot exceed the index's {idx.lists} lists")
+    # the calibrated rule probes adaptively (floor P, cap, ratio); probes given: exactly those
+    ratio, cap = (cal.ratio, cal.cap) if cal is not None and probes is None else (None, None)
+    if cal is not None and not exact and (probes is not None or candidates is not None):
+        expected = cal.expected(probes, candidates, top)
+        if expected < cal.target - 0.005:
+            warnings.warn(
+                f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
+                f"table's, below the {cal.target:g} index {index!r} was calibrated for (its defaults: "
+                f"{cal.describe()})",
+                stacklevel=3,
+            )
+    src = idx.source
+    for table in (query_table, src.table):
+        if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
+            raise InvalidParameter(f"{table!r} is a name the search gives its own sub-queries; rename the table")
+    queries = _query_source(db, idx, query_table, query_id_column, schema, catalog)
+    unique_ids(db, queries, "query table")
+    if check:
+        check_source(db, idx.d, queries)
+    if not exact:
+        check_fresh(db, idx, strict)
+    steps.start("searching")
+    options = {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
+    if into is None:
+        if exact:
+            with db.transaction():
+                for statement in dialect.local_settings(src):
+                    db.execute(statement)
+                frame = db.query_df(dialect.render(exact_select(idx.layout, queries, dialect, top)))
+        else:
+            frame = run_search(db, idx.layout, queries, **options)
+        _warn_short(frame, top, db, queries)
+        if cal is not None and not exact:
+            _warn_far(cal.far_queries(frame, top), len(frame["query_id"].unique()), cal, C)
+        return frame
+    select = (
+        exact_select(idx.layout, queries, dialect, top)
+        if exact
+        else search_select(idx.layout, queries, dialect, **options)
+    )
+    if not into:
+        raise InvalidParameter("into must name a table (an empty name writes nothing)")
+    dialect.check_table_name(into)
+    dialect.check_identifier(into, "output table name")
+    if dialect.fold(into).casefold() in REGISTRY_TABLES or dialect.same_identifier(into, queries.table):
+        raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
+    _check_into(db, idx, queries, into)
+    target = output_table(queries, into)
+    if not db.transactional:  # built under a staging name and swapped in: a failure leaves `into` as it was
+        exists = db.table_exists(into, queries.schema)
+        if exists and not replace:
+            raise ProjectionExists(
+                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+            )
+        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
+            if not exact and staged_engine(db) and idx.word_bits == 64:  # the planes as a table: staged.py
+                select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
+            for statement in dialect.local_settings(src):
+                db.execute(statement)
+            db.execute(create_as(dialect, output_table(queries, stage), select))
+        return None
+    with db.transaction():
+        exists = db.table_exists(into, queries.schema)
+        if exists and not replace:
+            raise ProjectionExists(
+                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+            )
+        if exists:
+            db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
+        for statement in dialect.local_settings(src):
+            db.execute(statement)
+        db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
+    return None
+
+
+def _check_into(db: Backend, idx: Index, queries: Source, into: str) -> None:
+    """``search(..., into=)`` writes none of the tables it reads -- the query table, the indexed table
+    -- nor one sqlrp owns (:func:`sqlrp.pipeline.targets.refuse_tables`), compared as catalogue entries."""
+    src = idx.source
+    reads = [
+        targets.Table(queries.table, queries.schema, queries.catalog, "the query table"),
+        targets.Table(src.table, src.schema, src.catalog, f"index {idx.name!r}'s source table"),
+    ]
+    targets.refuse_tables(db, [targets.Table(into, queries.schema, queries.catalog, "the output table")], reads)
+
+
+def _query_source(
+    db: Backend, idx: Index, table: str, id_column: str, schema: str | None, catalog: str | None
+) -> Source:
+    """The query table read with the index's features; a clear error if it has another ``d``."""
+    d = idx.d
+    if idx.source.layout == "array":
+        queries = resolve_source(
+            db, table, id_column, "array", array_column=idx.source.array_column, schema=schema, catalog=catalog
+        )
+        got = infer_d(db, queries)
+        if got != d:
+            raise InputError(f"index {idx.name!r} has d = {d} features but the query arrays hold {got}")
+        return queries
+    present = {c.name for c in describe(db, table, schema, catalog)}
+    missing = [c for c in idx.source.columns if c not in present]
+    if missing:
+        numeric = resolve_source(db, table, id_column, schema=schema, catalog=catalog)
+        raise InputError(
+            f"index {idx.name!r} has d = {d} features ({', '.join(idx.source.columns[:5])}"
+            f"{', ...' if d > 5 else ''}) but query table {table!r} has {len(numeric.columns)} numeric "
+            f"columns and lacks {', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}"
+        )
+    return resolve_source(db, table, id_column, "wide", idx.source.columns, schema=schema, catalog=catalog)
+
+
+def _warn_far(far: list, total: int, cal: Calibration, candidates: int) -> None:
+    """One line when some queries lie far from the indexed rows (:meth:`Calibration.far_queries`)."""
+    if far:
+        shown = ", ".join(map(repr, far[:5])) + (", ..." if len(far) > 5 else "")
+        warnings.warn(
+            f"{len(far)} of {total} queries ({shown}) are far from the indexed rows (their {cal.top}th neighbour "
+            f"is over {FAR:g} times farther than the table's own rows'): the calibrated Recall@{cal.top} "
+            f">= {cal.target:g} need not hold for them; re-rank more candidates for them (candidates="
+            f"{4 * candidates}, --candidates) or build the index with a higher --recall",
+            stacklevel=4,
+        )
+
+
+def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> None:
+    counts = frame.groupby("query_id").size()
+    short = int((counts < top).sum())
+    total = int(
+        db.fetchall(db.sql_dialect.render(exp.select(exp.Count(this=exp.Star())).from_(table_ref(queries))))[0][0]
+    )
+    short += total - len(counts)
+    if short:
+        warnings.warn(
+            f"{short} queries found fewer than top = {top} neighbours (their probed lists hold fewer rows): "
+            "probe more lists (probes) or re-rank more candidates",
+            stacklevel=4,
+        )
+
+
+__all__ = ["search"]
