@@ -112,7 +112,8 @@ def expected(projection, data: Stored, nulls: str = "error", standardize: bool =
 
 def compare(want: Expected, got_ids: list, got: np.ndarray, what: str) -> None:
     """``got`` (rows in any order, ids ``got_ids``) equals ``want``; rows that share an id are
-    matched to the nearest expected row of that id."""
+    matched to expected rows of that id by a perfect matching of the rows that fit each other (a
+    greedy match took a row whose tolerance was wide and left a near-0 row without its partner)."""
     if want.must_refuse:
         raise Refused(f"{what}: ran although it had to be refused ({want.must_refuse})")
     got = np.asarray(got, dtype=np.float64).reshape(len(got_ids), -1)
@@ -122,18 +123,45 @@ def compare(want: Expected, got_ids: list, got: np.ndarray, what: str) -> None:
     rows: dict[str, list[int]] = {}
     for i, k in enumerate(want.keys):
         rows.setdefault(k, []).append(i)
+    mine: dict[str, list[int]] = {}
     for g, k in enumerate(gk):
-        candidates = rows[k]
-        errors = [float(np.max(np.abs(got[g] - want.Y[i]) - want.tol[i])) for i in candidates]
-        best = int(np.argmin(errors))
-        i = candidates.pop(best)
-        excess = np.abs(got[g] - want.Y[i]) - want.tol[i]
-        if not (excess <= 0).all() or not np.isfinite(got[g]).all():
+        mine.setdefault(k, []).append(g)
+
+    def fits(g: int, i: int) -> bool:
+        return bool(np.isfinite(got[g]).all() and (np.abs(got[g] - want.Y[i]) <= want.tol[i]).all())
+
+    for k, gs in mine.items():
+        partner = _matching({g: [i for i in rows[k] if fits(g, i)] for g in gs})
+        for g in gs:
+            if g in partner.values():
+                continue
+            free = [i for i in rows[k] if i not in partner]
+            i = min(free, key=lambda i: float(np.max(np.abs(got[g] - want.Y[i]))))  # the nearest left
+            excess = np.abs(got[g] - want.Y[i]) - want.tol[i]
             j = int(np.argmax(excess)) if np.isfinite(got[g]).all() else int(np.argmin(np.isfinite(got[g])))
             raise AssertionError(
                 f"{what}: id {k}, output {j}: got {got[g][j]!r}, NumPy {want.Y[i][j]!r} "
                 f"(tolerance {want.tol[i][j]:.3g})"
             )
+
+
+def _matching(fits: dict[int, list[int]]) -> dict[int, int]:
+    """A maximum matching of got rows to the expected rows each fits (Kuhn's augmenting paths; the
+    rows of one id are few): ``{expected row: got row}``."""
+    partner: dict[int, int] = {}
+
+    def augment(g: int, seen: set[int]) -> bool:
+        for i in fits[g]:
+            if i not in seen:
+                seen.add(i)
+                if i not in partner or augment(partner[i], seen):
+                    partner[i] = g
+                    return True
+        return False
+
+    for g in fits:
+        augment(g, set())
+    return partner
 
 
 def one_line_error(exc: BaseException, what: str) -> str:

@@ -181,3 +181,18 @@ def test_kurtosis_of_tiny_or_huge_values_warns_nothing() -> None:
         warnings.simplefilter("error")
         assert kurtosis_of(np.array([[1e-90, 2e-90], [3e-90, 1e-91], [0.0, 1e-89]])) is None
         assert kurtosis_of(np.array([[1e300, 2e300], [3e300, 1e299], [0.0, 1e300]])) is None
+
+
+def test_the_oracle_matches_rows_that_share_an_id_by_a_perfect_matching() -> None:
+    """The fuzzer's own false failure: rows sharing an id were matched greedily, so a row whose wide
+    tolerance also fitted the near-0 value took it, and the near-0 row was left with no partner.
+    Values of a P-RP run on five rows with id 0; the matching accepts them, and still refuses a
+    wrong value."""
+    from fuzz_oracle import Expected, compare
+
+    Y = np.array([[-2e-7], [0.0], [0.0], [0.0], [0.0]])
+    tol = np.array([[1e-11], [1e-11], [2.5e-7], [1e-11], [1e-11]])  # row 2: terms of size 225
+    want = Expected(["0.0"] * 5, Y, tol)
+    compare(want, [0] * 5, np.array([[-2e-7], [0.0], [0.0], [0.0], [0.0]]), "p-rp")  # passes
+    with pytest.raises(AssertionError, match="got np.float64\\(0.0\\), NumPy np.float64\\(-2e-07\\)"):
+        compare(want, [0] * 5, np.zeros((5, 1)), "p-rp")
