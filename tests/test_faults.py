@@ -102,13 +102,19 @@ def _exercise(url: str, mode: str) -> None:
             db.execute('DROP TABLE "o"')  # the kills then hit a first creation and later replacements
     killed = 0
     for _ in range(KILLS):
-        if mode == "incremental":
-            with sqlrp.connect(url) as db:
-                db.execute('DELETE FROM "o" WHERE "id" % 2 = 0')  # every top-up has half the ids to add
-        killed += _kill_during(url, mode, float(rng.uniform(0.05, 0.95)) * duration) < 0
-        # top-ups commit batch by batch: a kill leaves whole batches, never a half batch or a duplicate
-        _consistent(url, X, want, partial_ok=(mode == "incremental"))
-    assert killed >= 1  # the kills landed while work was under way
+        delay = float(rng.uniform(0.05, 0.95)) * duration
+        for _attempt in range(8):  # a run that ended before its kill (quicker than the timed one): again, sooner
+            if mode == "incremental":
+                with sqlrp.connect(url) as db:
+                    db.execute('DELETE FROM "o" WHERE "id" % 2 = 0')  # every top-up has half the ids to add
+            landed = _kill_during(url, mode, delay) < 0
+            # top-ups commit batch by batch: a kill leaves whole batches, never a half batch or a duplicate
+            _consistent(url, X, want, partial_ok=(mode == "incremental"))
+            if landed:
+                killed += 1
+                break
+            delay /= 2
+    assert killed == KILLS  # every kill landed while work was under way
     with sqlrp.connect(url) as db:  # the re-run completes the output
         sqlrp.project(
             db, "t", "id", "rp", into="o", incremental=(mode == "incremental"), replace=(mode != "incremental")
