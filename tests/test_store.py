@@ -160,6 +160,13 @@ def test_postgres_columns_are_written_exactly_without_pandas(pg):
     assert [r[2] for r in rows] == c[order].astype(np.float64).tolist()
     assert {r[3] for r in rows} == {"x\ty\\z\n\r"}
     assert [r[4] for r in rows] == flags[order].tolist()
+    # the block path (integers, finite floats, a scalar string): the same exactness and escapes
+    pg.execute("CREATE TABLE ic2 (a bigint, c double precision, s text)")
+    finite = np.array([1 / 3, 3e38, -0.0062582386, 5e-39], dtype=np.float32)
+    pg.insert_columns("ic2", {"a": a, "c": finite, "s": "x\ty\\z\n\r"})
+    rows = pg.fetchall("SELECT a, c, s FROM ic2 ORDER BY a")
+    assert [r[1] for r in rows] == finite[order].astype(np.float64).tolist()
+    assert {r[2] for r in rows} == {"x\ty\\z\n\r"}
 
 
 def test_project_into_a_postgres_table_never_imports_pandas(pg_url, tmp_path):

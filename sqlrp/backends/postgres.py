@@ -252,54 +252,54 @@ class PostgresBackend(Backend):
                 copy.write_row([py(v) for v in row])
 
     def insert_columns(self, table: str, columns: dict[str, Any]) -> None:
-        """Rows given column by column (NumPy arrays of one length, scalars repeated) as COPY text
-        built here, without pandas: the registry is written on every ``project --into`` and importing
-        pandas costs that command more than the rows do.  Floats are written as Python's ``repr``
-        (the shortest text that reads back as the same double; a float32 is widened exactly first)."""
+        """Rows given column by column (NumPy arrays of one length, scalars repeated), without pandas:
+        the registry is written on every ``project --into`` and importing pandas cost that command more
+        than the rows do.  Integer and finite float columns (a matrix's) go as one block of COPY text,
+        floats as Python's ``repr`` (the shortest text that reads back as the same double; a float32
+        widened exactly first); anything else (NULL, NaN, booleans) row by row through psycopg."""
         lengths = {len(v) for v in columns.values() if isinstance(v, np.ndarray)}
         if len(lengths) != 1:
             raise ValueError(f"postgres: insert_columns wants arrays of one length, got lengths {sorted(lengths)}")
         (n,) = lengths
-        texts = [_copy_texts(v, n) for v in columns.values()]
         cols = ", ".join(ident(c).sql("postgres") for c in columns)
+        plain = all(_plain(v) for v in columns.values())
         with (
             self.conn.cursor() as cur,
             cur.copy(f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()) as copy,
         ):
-            copy.write("".join("\t".join(row) + "\n" for row in zip(*texts, strict=True)))
+            if plain:
+                texts = [_copy_texts(v, n) for v in columns.values()]
+                copy.write("".join("\t".join(row) + "\n" for row in zip(*texts, strict=True)))
+                return
+            arrays = [v.tolist() if isinstance(v, np.ndarray) else [v] * n for v in columns.values()]
+            for row in zip(*arrays, strict=True):
+                copy.write_row([py(v) for v in row])
 
     def close(self) -> None:
         if self.owns_connection:
             self.conn.close()
 
 
-def _copy_text(value: Any) -> str:
-    """One value as COPY text: ``\\N`` for NULL, ``repr`` for a float (exact; NaN and infinities by the
-    names PostgreSQL reads), ``t``/``f`` for a boolean, text with its backslash, tab and line ends escaped."""
-    if value is None:
-        return "\\N"
-    if isinstance(value, (bool, np.bool_)):
-        return "t" if value else "f"
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if value != value:
-            return "NaN"
-        return {np.inf: "Infinity", -np.inf: "-Infinity"}.get(value, repr(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    text = str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+def _plain(column: Any) -> bool:
+    """A column :meth:`PostgresBackend.insert_columns` writes as text itself: integers, finite floats,
+    or a scalar number or string."""
+    if isinstance(column, np.ndarray):
+        return column.dtype.kind in "iu" or (column.dtype.kind == "f" and bool(np.isfinite(column).all()))
+    return isinstance(column, str) or (
+        isinstance(column, (int, float, np.integer, np.floating))
+        and not isinstance(column, (bool, np.bool_))
+        and bool(np.isfinite(column))
+    )
 
 
 def _copy_texts(column: Any, n: int) -> list[str]:
-    """A column of :meth:`PostgresBackend.insert_columns` as ``n`` COPY texts."""
-    if not isinstance(column, np.ndarray):
-        return [_copy_text(column)] * n
-    if column.dtype.kind in "iu":
-        return [str(v) for v in column.tolist()]
-    if column.dtype.kind == "f" and np.isfinite(column).all():
-        return [repr(v) for v in column.tolist()]  # tolist gives Python floats: a float32 widened exactly
-    return [_copy_text(v) for v in column.tolist()]
+    """A :func:`_plain` column as ``n`` COPY texts: ``repr`` of each float (``tolist`` gives Python
+    floats, a float32 widened exactly), integers as they are, a string with COPY's escapes."""
+    if isinstance(column, np.ndarray):
+        return [repr(v) if isinstance(v, float) else str(v) for v in column.tolist()]
+    if isinstance(column, str):
+        return [column.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")] * n
+    return [repr(float(column)) if isinstance(column, (float, np.floating)) else str(int(column))] * n
 
 
 def _pg_type(series: pd.Series) -> str:

@@ -182,7 +182,7 @@ def is_guessed_type(sql_type: str) -> bool:
     return is_text_type(sql_type) or any(word in sql_type.upper() for word in ("DATE", "TIME"))
 
 
-def check_text_column(db: Backend, table: str, name: str, sql_type: str = "VARCHAR") -> None:
+def check_text_column(db: Backend, table: str, name: str, sql_type: str) -> None:
     """A text column of a file: :class:`InputError` if it is empty (every cell), or if some of its
     values read as numbers and some do not -- one bad cell made the reader type the whole column as
     text, and leaving it out would project the wrong d without a word (issue 31).  A column with no
