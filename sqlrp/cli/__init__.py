@@ -1,0 +1,109 @@
+"""The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
+:mod:`sqlrp.api` (``tests/test_cli.py`` checks ``MIRROR`` both ways).  A command and its options live
+together, one module per concern: :mod:`.project` (``project``, ``compile``), :mod:`.projections`
+(``create``, ``projections``, ``migrate``, ``demo``), :mod:`.evaluate` (``tune``, ``evaluate``) and
+:mod:`.search` (``index``, ``search``, ``indexes``); the option groups they share are in
+:mod:`.options`.  ``--db`` defaults to ``$SQLRP_DB``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .. import __version__
+from ..core.errors import EXIT_USAGE, exit_status, one_line
+from . import evaluate, project, projections, search
+from .options import input_table
+
+__all__ = ["MIRROR", "build_parser", "main"]
+
+
+#: each command (and action) of the command line and the Python function of ``sqlrp`` that does the same,
+#: name for name where the CLI's grammar allows (``tests/test_cli.py`` checks both ways)
+MIRROR: dict[str, str] = {
+    "project": "project",
+    "compile": "compile_projection",
+    "create": "create_projection",
+    "projections list": "list_projections",
+    "projections show": "load_projection",
+    "projections copy": "copy_projection",
+    "projections export": "export_projection",
+    "projections import": "import_projection",
+    "projections drop": "drop_projection",
+    "tune": "tune",
+    "evaluate": "evaluate",
+    "evaluate --index": "evaluate_search",
+    "index": "build_index",
+    "search": "search",
+    "indexes list": "list_indexes",
+    "indexes show": "load_index",
+    "indexes drop": "drop_index",
+    "migrate": "migrate",
+    "demo": "demo",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with sqlrp's error format: a usage error is one line (``error: argument --k: ...``)
+    and exit status 2, like every other error, not the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """``warnings.showwarning`` of the command: one line, ``warning: ...``, without Python's source
+    location (a site-packages path and line number mean nothing to the user)."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sqlrp", description="Random projections compiled to SQL.")
+    parser.add_argument("--version", action="version", version=f"sqlrp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (
+        project.add_project,
+        project.add_compile,
+        projections.add_create,
+        projections.add_projections,
+        evaluate.add_tune,
+        evaluate.add_evaluate,
+        search.add_index,
+        search.add_search,
+        search.add_indexes,
+        projections.add_migrate,
+        projections.add_demo,
+    ):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error: argparse printed it; a status, as for the errors below
+        if not exc.code:
+            raise  # --help, --version
+        return int(exc.code)
+    if args.command == "projections" and args.action in ("show", "copy", "export", "drop") and not args.name:
+        parser.error(f"projections {args.action} needs a NAME")
+    if args.command == "indexes" and args.action in ("show", "drop") and not args.name:
+        parser.error(f"indexes {args.action} needs a NAME")
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            input_table(args)
+            return args.func(args)
+    except BrokenPipeError:  # e.g. `sqlrp project ... | head`
+        sys.stderr.close()
+        return 0
+    except Exception as exc:  # noqa: BLE001 - every expected error: one line, a status by kind
+        status = exit_status(exc)
+        if status is None:
+            raise  # a defect in sqlrp: the traceback is what a bug report needs
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return status

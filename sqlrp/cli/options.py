@@ -1,0 +1,324 @@
+"""The command line's option groups, each beside the function that reads it back (``add_table`` and
+``input_options``, ``add_source`` and ``plan_options``, ``add_method_params`` and ``method_params``),
+and the checks every command shares: which database, which input table."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..backends import connect, default_url, engines_table
+from ..compiler.strategies import STRATEGIES
+from ..core.errors import InputError, InvalidParameter
+from ..core.files import OUTPUTS, file_format, output_format, read_input
+from ..core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
+from ..methods import METHODS
+
+
+def feature_columns(args: argparse.Namespace) -> list[str] | None:
+    cols = [c.strip() for c in (args.columns or "").split(",") if c.strip()] + list(args.column or [])
+    return cols or None
+
+
+def sparsity(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+#: the one description of ``--s`` (every command that draws a sign matrix)
+S_HELP = "sparsity s >= 1: 1 dense signs, 3 Achlioptas, auto chosen from the data's kurtosis (at most sqrt(d))"
+
+
+def urls() -> str:
+    """The registered engines' example URLs (each backend's registration), for help and errors."""
+    return ", ".join(dict.fromkeys(e["url"] for e in engines_table() if e["url"]))
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        default=default_url(),
+        help=f"database: {urls()}, or any SQLAlchemy URL (default: $SQLRP_DB)",
+    )
+
+
+def add_table(
+    p: argparse.ArgumentParser,
+    db_required: bool = True,
+    table_required: bool = True,
+    layouts: Sequence[str] = ("wide", "long", "array"),
+) -> None:
+    """The options that name an input table and its layout (every command that reads one)."""
+    add_db(p)
+    p.add_argument(
+        "--table",
+        help="input table, exactly (a dot is part of the name; it is quoted); on DuckDB a file or glob that is "
+        "no table: data.parquet, part-*.csv, rows.jsonl",
+    )
+    p.add_argument("--input", help="input file or glob, whatever its ending (read by DuckDB; instead of --table)")
+    p.set_defaults(table_required=table_required)
+    p.add_argument("--schema", help="schema of the input (and output) tables")
+    p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
+    p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
+    p.add_argument(
+        "--layout",
+        choices=layouts,
+        default="wide",
+        help="wide: a column per feature; array: one LIST/ARRAY column"
+        + ("; long: (id, feature, value) rows" if "long" in layouts else ""),
+    )
+    p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
+    p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
+    p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
+    if "long" in layouts:
+        p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
+        p.add_argument("--value-column", default="value", help="long layout: value column")
+    p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+
+
+def input_options(args: argparse.Namespace) -> dict:
+    """The input's options as every command that reads a table forwards them (``add_table``): the
+    fields of :class:`sqlrp.Source` but the table and the id column, read off the command line here
+    only."""
+    return dict(
+        layout=args.layout,
+        columns=feature_columns(args),
+        array_column=args.array_column,
+        feature_column=getattr(args, "feature_column", "feature"),  # long layout only (not index's)
+        value_column=getattr(args, "value_column", "value"),
+        schema=args.schema,
+        nulls=args.nulls,
+        group_column=getattr(args, "group_column", None),
+        catalog=args.catalog,
+    )
+
+
+def add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
+    add_table(p, db_required)
+    p.add_argument(
+        "--projection",
+        help="stored projection name: reused if it exists, else created and stored; or a projection file "
+        "(NAME.sqlrp.json written beside a projected file, or a projections export)",
+    )
+    p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
+    p.add_argument("--k", type=arg_positive, help="output dimension (new projections)")
+    add_method_params(p)
+    p.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
+    p.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
+    p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)")
+    p.add_argument(
+        "--standardize", action="store_true", help="centre and scale every feature in SQL first (wide/array)"
+    )
+    p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
+    p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
+    p.add_argument(
+        "--dtype",
+        choices=["float64", "float32"],
+        default=None,
+        help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL); "
+        "default: float32 for float32 features where the engine has it, else float64",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=list(STRATEGIES),
+        default="auto",
+        help="SQL formulation: auto (measured rule), inline, pairs, mailman or list_transform (DuckDB) (wide/array), "
+        "join or lookup (long)",
+    )
+    p.add_argument("--block", type=arg_positive, help="mailman strategy: features per block (default: chosen)")
+    p.add_argument(
+        "--matrix",
+        default="auto",
+        help="long layout: where the matrix comes from -- registry (the stored rows), values (inlined in the "
+        "SQL), or the name of a table holding (vector, feature, weight), e.g. one loaded from "
+        "'sqlrp projections export' (default: registry on the same database, else values)",
+    )
+    add_profile(p)
+
+
+def plan_options(args: argparse.Namespace) -> dict:
+    options = dict(
+        input_options(args),
+        method=args.method,
+        k=args.k,
+        seed=args.seed,
+        output=args.output,
+        prefix=args.prefix,
+        dtype=args.dtype,
+        d=args.d,
+        standardize=args.standardize,
+    )
+    options.update(method_params(args))
+    return options
+
+
+def add_profile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=arg_positive, help="small-device profile: DuckDB threads")
+    p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
+    p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
+
+
+def add_method_params(p: argparse.ArgumentParser) -> None:
+    """Parameters of the methods; each is passed to the method only when given (``method_params``
+    reads back exactly the options added here)."""
+    given = [p.add_argument("--s", type=sparsity, help=f"{S_HELP}; default per method")]
+    k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
+    given += [
+        k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)"),
+        k.add_argument("--degree", type=arg_nonnegative, help="pk-rp, maclaurin, craftmap: polynomial degree"),
+        k.add_argument("--t", type=arg_positive, help="pk-rp, cbp: products summed per output (CLT)"),
+        k.add_argument("--p", type=arg_positive, help="pk-rp, cbp: number of random vectors (default g*t*k)"),
+        k.add_argument("--c", type=arg_finite, help="constant of the inhomogeneous kernel (x.y + c)^degree"),
+        k.add_argument(
+            "--kernel-modified",
+            dest="modified",
+            action="store_true",
+            default=None,
+            help="p-rp: the modified kernel (x.y)^2 - (x^2).(y^2)",
+        ),
+        k.add_argument("--index", choices=["distinct", "balanced"], help="pk-rp: index scheme"),
+        k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors"),
+        k.add_argument("--up", choices=["maclaurin", "pk-rp"], help="craftmap: up-projection method"),
+        k.add_argument("--up-k", type=arg_positive, help="craftmap: up-projection dimension D (default 4k)"),
+    ]
+    p.set_defaults(method_params=tuple(action.dest for action in given))
+
+
+def method_params(args: argparse.Namespace) -> dict:
+    """The method parameters given on the command line, by the names the methods take."""
+    return {name: getattr(args, name) for name in args.method_params if getattr(args, name) is not None}
+
+
+def connect_args(args: argparse.Namespace):
+    profile = {name: getattr(args, name, None) for name in ("threads", "memory_limit", "temp_directory")}
+    db = connect(need_db(args), **profile)
+    if getattr(args, "input", None):  # any ending: read as the table named by the path
+        read_input(db, args.input)
+    return db
+
+
+#: commands that may make a new database file; every other one reads a table first (issue 26)
+_CREATING = {"create", "migrate", "demo", ("projections", "import")}
+
+
+def need_db(args: argparse.Namespace) -> str:
+    if not args.db:
+        if files_only(args):
+            return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
+        table = getattr(args, "table", None) or ""
+        if looks_like_a_file(table) and not Path(table).exists():
+            raise InputError(f"no file {table!r}{_near(table)} (a table in a database needs --db URL)")
+        raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
+    creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
+    # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
+    table_file = bool(getattr(args, "input", None) or file_format(getattr(args, "table", None) or ""))
+    creating = creating or (args.command == "index" and table_file)
+    _check_file_db(args.db, creating)
+    return args.db
+
+
+def files_only(args: argparse.Namespace) -> bool:
+    """The input is a file and the output a file, stdout or a report folder (``project``,
+    ``compile``, ``evaluate``): no database is needed.  ``project --into TABLE`` without ``--db`` is
+    refused here, naming both ways out."""
+    table = getattr(args, "table", None)
+    if args.command not in ("project", "compile", "evaluate") or getattr(args, "index", None) or not table:
+        return False
+    if not (getattr(args, "input", None) or file_format(table)):
+        return False
+    into = getattr(args, "into", None)
+    if args.command == "project" and into and output_format(into) is None and looks_like_a_file(into):
+        raise InvalidParameter(
+            f"--into {into!r}: sqlrp writes {', '.join(OUTPUTS)} files, or a table of a database (--db URL)"
+        )
+    if args.command == "project" and into and output_format(into) is None:
+        raise InvalidParameter(
+            f"--into {into!r} writes a table: name the database with --db URL, or write a file (--into out.parquet)"
+        )
+    return True
+
+
+def looks_like_a_file(name: str) -> bool:
+    """A path (a folder in it) or a name with a file ending (``emb.parqet``, ``x.xlsx``)."""
+    return os.sep in name or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{1,7}$", name))
+
+
+def _near(path: str) -> str:
+    """``; did you mean 'emb.parquet'?`` for a file beside ``path`` with a close name, else ``""``."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        return ""
+    names = [f.name for f in folder.iterdir() if f.is_file()][:1000]
+    close = difflib.get_close_matches(Path(path).name, names, n=1, cutoff=0.75)
+    return f"; did you mean {str(folder / close[0]) if str(folder) != '.' else close[0]!r}?" if close else ""
+
+
+def input_table(args: argparse.Namespace) -> None:
+    """``--input PATH`` is the table named by the path; one of ``--table`` and ``--input`` is needed."""
+    if getattr(args, "input", None):
+        if args.table:
+            raise InvalidParameter("give the input as --table NAME or --input PATH, not both")
+        args.table = args.input
+    if getattr(args, "table_required", False) and not args.table:
+        raise InvalidParameter("the input is missing: give --table NAME (a table or a file) or --input PATH")
+
+
+def _check_file_db(url: str, creating: bool) -> None:
+    """A database file named in ``url`` (``duckdb:///``, ``sqlite:///``, ``chdb:///``) that is not
+    there is refused -- connecting would create an empty one -- unless the command makes one; a
+    ClickHouse path must be a folder."""
+    for scheme in ("duckdb:///", "sqlite:///", "chdb:///"):
+        if url.startswith(scheme):
+            path = (
+                Path("/" + url[len(scheme) :].split("?")[0].lstrip("/"))
+                if scheme == "chdb:///"
+                else Path(url[len(scheme) :].split("?")[0])
+            )
+            break
+    else:
+        return
+    if str(path) in (":memory:", "/:memory:", ""):
+        return
+    if scheme == "chdb:///" and path.exists() and not path.is_dir():
+        raise InputError(
+            f"chdb:///{str(path).lstrip('/')} must name a folder (ClickHouse's data directory); it is a file"
+        )
+    if not path.exists() and not creating:
+        raise InputError(
+            f"no database file {str(path)!r}: nothing to read (check the path; `sqlrp create` or "
+            "`sqlrp projections import` make a new database)"
+        )
+
+
+def positive_list(text: str, flag: str) -> list[int]:
+    """``10,20,50`` as positive whole numbers; an InvalidParameter naming ``flag`` otherwise."""
+    try:
+        return arg_positive_list(text)
+    except argparse.ArgumentTypeError as exc:
+        raise InvalidParameter(f"{flag} takes comma-separated positive whole numbers: {exc}") from None
+
+
+class Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (unless its text already says it) and keeps the
+    examples' lines as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS) and not isinstance(action.default, list)
+        if shown and "default" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
+def command(sub: Any, name: str, summary: str, examples: Sequence[str]) -> argparse.ArgumentParser:
+    """A subcommand: its one-line summary is the list's entry and its description; its examples close
+    its ``--help``."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    return sub.add_parser(name, help=summary, description=summary, epilog=f"examples:\n{lines}", formatter_class=Help)
