@@ -24,7 +24,7 @@ import pandas as pd
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import sqlrp
-from sqlrp.search.query import result_recall
+from sqlrp.search.reference import result_recall
 
 
 def embedding_like(n: int, seed: int, d: int) -> np.ndarray:

@@ -9,7 +9,7 @@ The model is the table as a Python dict; the oracle:
   (:class:`~sqlrp.search.index.StaleIndex`); of an unchanged one it must run, and with every list
   probed and every row a candidate it equals exact NumPy search on the model (distances to 1e-9, each
   returned id at its true distance);
-- with the index's default probes it equals :func:`~sqlrp.search.query.reference_search`, the NumPy
+- with the index's default probes it equals :func:`~sqlrp.search.reference.reference_search`, the NumPy
   replay of every step on the index's own centroids (so stale codes would show);
 - a refresh of a table with duplicate ids, or whose id changed type, is refused; otherwise it runs
   and the index is fresh afterwards; a rebuild always runs on unique ids;
@@ -42,7 +42,7 @@ from hypothesis.stateful import (
 import sqlrp
 from sqlrp import cli
 from sqlrp.search.index import StaleIndex, load_index, load_lists
-from sqlrp.search.query import reference_search
+from sqlrp.search.reference import reference_search
 
 D = 3
 SEEN: dict[str, int] = {}  # what the machines did (printed; both sides of every oracle must have run)

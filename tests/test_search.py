@@ -18,7 +18,7 @@ from sqlrp.cli import main
 from sqlrp.core.errors import EngineLimit, InputError, InvalidParameter, ProjectionExists
 from sqlrp.search.index import IndexNotFound, StaleIndex, load_lists
 from sqlrp.search.ivf import reference_codes
-from sqlrp.search.query import normalise, reference_search, result_recall
+from sqlrp.search.reference import normalise, reference_search, result_recall
 from sqlrp.search.rotation import rotate
 
 D = 12

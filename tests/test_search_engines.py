@@ -34,7 +34,7 @@ from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
 from sqlrp.search.index import IndexNotFound, StaleIndex, check_fresh, load_lists
 from sqlrp.search.ivf import reference_codes
-from sqlrp.search.query import normalise, result_recall
+from sqlrp.search.reference import normalise, result_recall
 from sqlrp.search.rotation import rotate
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")

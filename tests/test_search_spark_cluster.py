@@ -29,7 +29,7 @@ CLIENT = textwrap.dedent(
     import numpy as np, pandas as pd
     import sqlrp
     from sqlrp.search.index import load_lists
-    from sqlrp.search.query import reference_search
+    from sqlrp.search.reference import reference_search
 
     def clustered(n, seed, d=12, centres=10):  # integer rows: every sum exact, in SQL and NumPy
         rng = np.random.default_rng(seed)

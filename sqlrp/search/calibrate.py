@@ -47,17 +47,9 @@ from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
 from ..pipeline.materialise import output_table
 from .ivf import Lists
-from .query import (
-    ID,
-    LIST,
-    IndexLayout,
-    _pair_distance,
-    _rerank_rows,
-    _with_vector,
-    exact_select,
-    feature_rows,
-    probe_counts,
-)
+from .query import exact_select
+from .reference import probe_counts
+from .sql import ID, LIST, IndexLayout, feature_rows, pair_distance, rerank_rows, with_vector
 from .staged import run_search
 
 #: the default Recall@K the calibration aims for (``--recall``)
@@ -316,15 +308,15 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
     if not dialect.min_by_n:
         return exact_select(layout, queries, dialect, k)
     d = layout.d
-    q = _with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
+    q = with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
     pairs = (
         exp.select(
             exp.alias_(col("_id", "q"), "_qid", quoted=True),
             exp.alias_(col("_id", "x"), "_id", quoted=True),
-            exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True),
+            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True),
         )
         .from_(q.subquery("q"))
-        .join(_rerank_rows(layout, dialect).subquery("x"), join_type="CROSS")
+        .join(rerank_rows(layout, dialect).subquery("x"), join_type="CROSS")
     )
     best = (
         exp.select(
@@ -346,11 +338,11 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
         exp.select(
             exp.alias_(col("_qid", "f"), "query_id", quoted=True),
             exp.alias_(col("_id", "f"), "id", quoted=True),
-            exp.alias_(_pair_distance(layout.metric, d, dialect, "q", "x"), "distance", quoted=True),
+            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "distance", quoted=True),
         )
         .from_(found.subquery("f"))
         .join(q.copy().subquery("q"), on=col("_id", "q").eq(col("_qid", "f")))
-        .join(_rerank_rows(layout, dialect).subquery("x"), on=col("_id", "x").eq(col("_id", "f")))
+        .join(rerank_rows(layout, dialect).subquery("x"), on=col("_id", "x").eq(col("_id", "f")))
     )
 
 

@@ -33,7 +33,8 @@ from ..pipeline import targets
 from ..pipeline.materialise import output_table
 from .index import load_index
 from .lookup import search
-from .query import METRICS, result_recall
+from .reference import result_recall
+from .sql import METRICS
 
 
 @dataclass

@@ -13,7 +13,7 @@ distance estimate and re-ranks the best ``candidates`` exactly on the table itse
 
 **An index knows its table.** Each index row keeps a hash of the row's id and features; their count
 and the sum of each hash hashed again are the table's fingerprint
-(:func:`~sqlrp.search.query.fingerprint`), which every search compares with the table as it is (one pass
+(:func:`~sqlrp.search.rows.fingerprint`), which every search compares with the table as it is (one pass
 over it: 0.24 s for 1,000,000 x 128 ``FLOAT[128]`` rows on DuckDB, ``bench/search.py``). A table
 changed since the build -- rows inserted, deleted, updated, duplicated, the table re-created --
 gives a warning (``strict=True``: an error) that names the refresh; the exact re-rank reads the
@@ -50,22 +50,9 @@ from ..registry.store import REGISTRY_TABLES, Registry
 from .calibrate import QUERIES, TARGET, Calibration, calibrate, sample_rows
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
 from .progress import Steps
-from .query import (
-    CENTRE,
-    HASH,
-    ID,
-    LIST,
-    METRICS,
-    PARENT,
-    ROTATED,
-    TOP,
-    IndexLayout,
-    feature_rows,
-    fingerprint,
-    fingerprint_select,
-    rows_select,
-)
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
+from .rows import fingerprint, fingerprint_select, rows_select
+from .sql import CENTRE, HASH, ID, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout, feature_rows
 
 INDEX_TABLE = "sqlrp_index"
 KIND = "ivf-rabitq"
@@ -269,7 +256,7 @@ def load_index(db: Backend, name: str) -> Index:
 
 
 def load_lists(db: Backend, index: Index) -> Lists:
-    """The index's stored centroids (what :func:`sqlrp.search.query.reference_search` needs to replay it)."""
+    """The index's stored centroids (what :func:`sqlrp.search.reference.reference_search` needs to replay it)."""
     dialect = db.sql_dialect
     layout = index.layout
     xs = [col(f"{CENTRE}{i}") for i in range(index.d)]

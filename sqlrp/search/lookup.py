@@ -27,7 +27,8 @@ from ..registry.store import REGISTRY_TABLES
 from .calibrate import FAR, Calibration
 from .index import RESERVED, Index, check_engine, check_fresh, create_as, default_candidates, load_index, unique_ids
 from .progress import Steps
-from .query import check_search, exact_select, search_select
+from .query import exact_select, search_select
+from .sql import check_search
 from .staged import run_search, staged_engine, staged_search
 
 

@@ -1,7 +1,7 @@
 """A search run in steps on Spark and ClickHouse (issue 33): the queries' rotation, quantisation and
 bit planes computed in NumPy and written as a table, rather than as SQL.
 
-Written column by column (:func:`sqlrp.search.query._planes_in_columns`), the planes are 60-320 KB
+Written column by column (:func:`sqlrp.search.planes.planes_in_columns`), the planes are 60-320 KB
 of nested expressions, which those engines inline at each reference to the common table
 expression: profiled on 3,000 x 32 rows and 50 queries, the planes alone took 27.3 s of Spark's
 search (its generated code passes Janino's 64 KB method limit and falls back to interpretation) and
@@ -26,8 +26,9 @@ from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..pipeline.materialise import output_table
 from .ivf import QUERY_BITS, query_planes
-from .query import IndexLayout, query_vectors, search_select
+from .query import query_vectors, search_select
 from .rotation import rotate
+from .sql import IndexLayout
 
 
 def staged_engine(db: Backend) -> bool:

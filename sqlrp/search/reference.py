@@ -1,0 +1,95 @@
+"""The NumPy oracle of a search: every step of :func:`sqlrp.search.query.search_select` on the same
+centroids and rotation (:func:`reference_search`), the rows' lists (:func:`reference_assign`), the
+adaptive probe rule (:func:`probe_counts`), and Recall@K (:func:`result_recall`).  Integer data gives
+the SQL's lists, codes, candidates and ranks bit for bit (the parity tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..core.lazy import pd
+from .ivf import Lists, assign, estimates, query_planes, reference_codes
+from .rotation import rotate
+from .sql import RESULT_COLUMNS, check_search
+
+
+def normalise(X: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`feature_rows` for ``angular``: rows over their norms, zero rows kept."""
+    X = np.asarray(X, dtype=np.float64)
+    norm = np.sqrt((X * X).sum(axis=1))
+    return X / np.where(norm == 0, 1.0, norm)[:, None]
+
+
+def probe_counts(distances: np.ndarray, floor: int, cap: int | None = None, ratio: float | None = None) -> np.ndarray:
+    """NumPy reference of the lists each query probes: ``floor``, or under the adaptive rule
+    (:func:`probe_adaptive`) between ``floor`` and ``cap`` by the ``ratio`` of squared centroid
+    distances (``distances``: queries x lists, squared)."""
+    n, lists = distances.shape
+    if ratio is None:
+        return np.full(n, min(floor, lists), dtype=np.int64)
+    d0 = distances.min(axis=1, keepdims=True)
+    within = (distances <= ratio * d0).sum(axis=1)
+    return np.clip(within, min(floor, lists), min(cap if cap is not None else lists, lists)).astype(np.int64)
+
+
+def reference_search(
+    X: np.ndarray,
+    ids: Sequence,
+    Q: np.ndarray,
+    query_ids: Sequence,
+    lists: Lists,
+    signs: np.ndarray,
+    top: int = 10,
+    candidates: int = 100,
+    probes: int = 8,
+    metric: str = "euclidean",
+    ratio: float | None = None,
+    cap: int | None = None,
+) -> pd.DataFrame:
+    """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
+    lists (adaptive with ``ratio`` and ``cap``: :func:`probe_counts`), codes, estimates, candidates
+    (ties by id) and exact ranks."""
+    check_search(top, candidates, probes, metric)
+    ids = np.asarray(ids)
+    X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
+    if metric == "angular":
+        X, Q = normalise(X), normalise(Q)
+    rotated = rotate(lists.leaves, signs)
+    codes = reference_codes(X, lists, signs, rotated)
+    RQ = rotate(Q, signs)
+    out = []
+    for qi, qid in enumerate(query_ids):
+        dist = ((Q[qi][None, :] - lists.leaves) ** 2).sum(axis=1)
+        count = int(probe_counts(dist[None, :], probes, max(cap or probes, probes), ratio)[0])
+        probed = np.lexsort((np.arange(len(dist)), dist))[:count]
+        found, est = [], []
+        planes, lo, delta, hsum = query_planes(RQ[qi])
+        for lst in probed:
+            rows = np.flatnonzero(codes.lists == lst)
+            nq = ((Q[qi] - lists.leaves[lst]) ** 2).sum()
+            found.append(rows)
+            est.append(estimates(codes, rows, planes, lo, delta, hsum - rotated[lst].sum(), nq))
+        rows, est = np.concatenate(found), np.concatenate(est)
+        best = rows[np.lexsort((ids[rows], est))][:candidates]
+        if metric == "angular":
+            d = ((X[best] - Q[qi]) ** 2).sum(axis=1) / 2.0
+        else:
+            d = np.sqrt(((X[best] - Q[qi]) ** 2).sum(axis=1))
+        for rank, at in enumerate(np.lexsort((ids[best], d))[:top], start=1):
+            out.append((qid, ids[best[at]], rank, d[at]))
+    return pd.DataFrame(out, columns=list(RESULT_COLUMNS))
+
+
+def reference_assign(X: np.ndarray, lists: Lists, metric: str = "euclidean") -> np.ndarray:
+    """The lists the SQL puts the rows of ``X`` in."""
+    return assign(normalise(X) if metric == "angular" else X, lists)
+
+
+def result_recall(found: pd.DataFrame, truth: pd.DataFrame) -> float:
+    """Recall@K: the mean over the queries of truth of ``|found ids & true ids| / |true ids|``
+    (both frames ``(query_id, id, ...)``; a query with no result counts 0)."""
+    got = found.groupby("query_id")["id"].apply(set).to_dict()
+    scores = [len(got.get(qid, set()) & set(true)) / len(true) for qid, true in truth.groupby("query_id")["id"]]
+    return float(np.mean(scores)) if scores else float("nan")
