@@ -71,7 +71,8 @@ from search_peers import (  # noqa: E402
 )
 
 import sqlrp  # noqa: E402
-from sqlrp.search.index import check_fresh, default_candidates  # noqa: E402
+from sqlrp.search.fresh import check_fresh  # noqa: E402
+from sqlrp.search.index import default_candidates  # noqa: E402
 
 K = 10
 

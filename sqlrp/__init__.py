@@ -38,8 +38,9 @@ from .demo import run_demo as demo
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .methods.reference import transform
 from .registry.transfer import export_projection, import_projection
+from .search.build import build_index
 from .search.evaluate import evaluate_search
-from .search.index import build_index, drop_index, list_indexes, load_index
+from .search.index import drop_index, list_indexes, load_index
 from .search.lookup import search
 
 __version__ = "0.1.0"

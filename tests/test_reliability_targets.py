@@ -28,7 +28,8 @@ import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InvalidParameter, ProjectionExists
 from sqlrp.registry.transfer import export_projection
-from sqlrp.search.index import StaleIndex, check_fresh
+from sqlrp.search.fresh import check_fresh
+from sqlrp.search.index import StaleIndex
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

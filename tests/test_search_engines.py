@@ -32,7 +32,8 @@ from test_search import clustered, embedding_like, frame, replay, same_ranks
 import sqlrp
 from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
-from sqlrp.search.index import IndexNotFound, StaleIndex, check_fresh, load_lists
+from sqlrp.search.fresh import check_fresh
+from sqlrp.search.index import IndexNotFound, StaleIndex, load_lists
 from sqlrp.search.ivf import reference_codes
 from sqlrp.search.reference import normalise, result_recall
 from sqlrp.search.rotation import rotate

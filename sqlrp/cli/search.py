@@ -8,7 +8,8 @@ from typing import Any
 
 from ..backends import connect
 from ..core.params import arg_nonnegative, arg_positive
-from ..search.index import build_index, describe_defaults, describe_index, drop_index, list_indexes, load_index
+from ..search.build import build_index
+from ..search.index import describe_defaults, describe_index, drop_index, list_indexes, load_index
 from ..search.lookup import search
 from .options import add_db, add_profile, add_table, command, connect_args, input_options, need_db
 

@@ -25,7 +25,8 @@ from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES
 from .calibrate import FAR, Calibration
-from .index import RESERVED, Index, check_engine, check_fresh, create_as, default_candidates, load_index, unique_ids
+from .fresh import check_fresh
+from .index import RESERVED, Index, check_engine, create_as, default_candidates, load_index, unique_ids
 from .progress import Steps
 from .query import exact_select, search_select
 from .sql import check_search

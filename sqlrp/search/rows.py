@@ -1,6 +1,7 @@
-"""The index's rows as SQL (what :mod:`sqlrp.search.index` builds and refreshes): each row's list
-(:func:`assignment_select`), its RaBitQ code words and estimator constants (:func:`rows_select`;
-the mathematics in :mod:`sqlrp.search.ivf`), and the table's fingerprint (:func:`fingerprint`)."""
+"""The index's rows as SQL (what :mod:`sqlrp.search.build` writes and :mod:`sqlrp.search.fresh`
+refreshes): each row's list (:func:`assignment_select`), its RaBitQ code words and estimator
+constants (:func:`rows_select`; the mathematics in :mod:`sqlrp.search.ivf`), and the table's
+fingerprint (:func:`fingerprint`)."""
 
 from __future__ import annotations
 
