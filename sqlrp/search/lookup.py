@@ -119,6 +119,44 @@ def _search(  # noqa: PLR0913 - search's own arguments
             f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric {metric}"
         )
     cal = idx.calibration
+    options = _settings(idx, top, candidates, probes, exact)
+    src = idx.source
+    for table in (query_table, src.table):
+        if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
+            raise InvalidParameter(f"{table!r} is a name the search gives its own sub-queries; rename the table")
+    queries = _query_source(db, idx, query_table, query_id_column, schema, catalog)
+    unique_ids(db, queries, "query table")
+    if check:
+        check_source(db, idx.d, queries)
+    if not exact:
+        check_fresh(db, idx, strict)
+    steps.start("searching")
+    if into is None:
+        if exact:
+            with db.transaction():
+                for statement in dialect.local_settings(src):
+                    db.execute(statement)
+                frame = db.query_df(dialect.render(exact_select(idx.layout, queries, dialect, top)))
+        else:
+            frame = run_search(db, idx.layout, queries, **options)
+        _warn_short(frame, top, db, queries)
+        if cal is not None and not exact:
+            _warn_far(cal.far_queries(frame, top), len(frame["query_id"].unique()), cal, options["candidates"])
+        return frame
+    select = (
+        exact_select(idx.layout, queries, dialect, top)
+        if exact
+        else search_select(idx.layout, queries, dialect, **options)
+    )
+    _write(db, idx, queries, into, replace, select, options if not exact else None)
+    return None
+
+
+def _settings(idx: Index, top: int, candidates: int | None, probes: int | None, exact: bool) -> dict:
+    """The search's ``top``, candidates ``C``, probes ``P`` and adaptive rule (``ratio``, ``cap``):
+    the index's calibrated defaults where none are given, checked; a warning where the settings given
+    are expected to fall below the recall the index was calibrated for."""
+    cal = idx.calibration
     C = candidates
     if C is None:  # the default follows top (a nonsense top is refused below)
         whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
@@ -134,39 +172,26 @@ def _search(  # noqa: PLR0913 - search's own arguments
         if expected < cal.target - 0.005:
             warnings.warn(
                 f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
-                f"table's, below the {cal.target:g} index {index!r} was calibrated for (its defaults: "
+                f"table's, below the {cal.target:g} index {idx.name!r} was calibrated for (its defaults: "
                 f"{cal.describe()})",
-                stacklevel=3,
+                stacklevel=4,  # search -> _search -> _settings
             )
-    src = idx.source
-    for table in (query_table, src.table):
-        if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
-            raise InvalidParameter(f"{table!r} is a name the search gives its own sub-queries; rename the table")
-    queries = _query_source(db, idx, query_table, query_id_column, schema, catalog)
-    unique_ids(db, queries, "query table")
-    if check:
-        check_source(db, idx.d, queries)
-    if not exact:
-        check_fresh(db, idx, strict)
-    steps.start("searching")
-    options = {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
-    if into is None:
-        if exact:
-            with db.transaction():
-                for statement in dialect.local_settings(src):
-                    db.execute(statement)
-                frame = db.query_df(dialect.render(exact_select(idx.layout, queries, dialect, top)))
-        else:
-            frame = run_search(db, idx.layout, queries, **options)
-        _warn_short(frame, top, db, queries)
-        if cal is not None and not exact:
-            _warn_far(cal.far_queries(frame, top), len(frame["query_id"].unique()), cal, C)
-        return frame
-    select = (
-        exact_select(idx.layout, queries, dialect, top)
-        if exact
-        else search_select(idx.layout, queries, dialect, **options)
-    )
+    return {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
+
+
+def _write(  # noqa: PLR0913 - _search's
+    db: Backend,
+    idx: Index,
+    queries: Source,
+    into: str,
+    replace: bool,
+    select: exp.Select,
+    options: dict | None,
+) -> None:
+    """The result of ``select`` written to the table ``into``, whole or not at all: in one transaction,
+    or (engines without) built under a staging name and swapped in, so a failure leaves ``into`` as
+    it was.  ``options``: the indexed search's (None for the exact one), for the staged planes."""
+    dialect = db.sql_dialect
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
     dialect.check_table_name(into)
@@ -175,19 +200,19 @@ def _search(  # noqa: PLR0913 - search's own arguments
         raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
     _check_into(db, idx, queries, into)
     target = output_table(queries, into)
-    if not db.transactional:  # built under a staging name and swapped in: a failure leaves `into` as it was
+    if not db.transactional:
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:
             raise ProjectionExists(
                 f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
             )
         with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
-            if not exact and staged_engine(db) and idx.word_bits == 64:  # the planes as a table: staged.py
+            if options is not None and staged_engine(db) and idx.word_bits == 64:  # the planes as a table
                 select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
-            for statement in dialect.local_settings(src):
+            for statement in dialect.local_settings(idx.source):
                 db.execute(statement)
             db.execute(create_as(dialect, output_table(queries, stage), select))
-        return None
+        return
     with db.transaction():
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:
@@ -196,10 +221,9 @@ def _search(  # noqa: PLR0913 - search's own arguments
             )
         if exists:
             db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
-        for statement in dialect.local_settings(src):
+        for statement in dialect.local_settings(idx.source):
             db.execute(statement)
         db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
-    return None
 
 
 def _check_into(db: Backend, idx: Index, queries: Source, into: str) -> None:
