@@ -16,9 +16,9 @@ from test_search import clustered, embedding_like, frame, same_ranks
 import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InvalidParameter
-from sqlrp.search.calibrate import picked_ids, sample_rows
 from sqlrp.search.index import describe_defaults, load_lists
 from sqlrp.search.reference import probe_counts, reference_search, result_recall
+from sqlrp.search.sample import picked_ids, sample_rows
 
 
 def test_adaptive_defaults_match_the_numpy_reference(db):

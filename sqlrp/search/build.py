@@ -25,7 +25,7 @@ from ..pipeline.frames import table_name
 from ..pipeline.materialise import output_table
 from ..pipeline.sources import check_source, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
-from .calibrate import QUERIES, TARGET, calibrate, sample_rows
+from .calibrate import QUERIES, TARGET, calibrate
 from .fresh import id_type, refresh
 from .index import (
     FORMAT,
@@ -46,6 +46,7 @@ from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_prob
 from .progress import Steps
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 from .rows import rows_select
+from .sample import sample_rows
 from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
 
 #: the stages a build's progress bar shows

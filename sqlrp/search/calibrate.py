@@ -1,13 +1,5 @@
-"""Search defaults measured on the user's own table (issue 33), and the sample every engine draws alike.
-
-**The sample.**  Rows are picked by their rank in id order, ``r = 0 .. n-1``: row ``r`` is in the
-slice ``[lo, hi)`` when ``(r * A + B) mod n`` is (``A`` coprime with ``n``, so this is a
-permutation of the ranks; ``A`` and ``B`` come from the seed).  Plain BIGINT arithmetic on a
-``row_number()`` over the ids: every engine picks the same rows, so the same table, seed and
-parameters give the same k-means sample, the same centroids and the same codes on DuckDB,
-PostgreSQL, Spark and ClickHouse.  (Ids that are text are ordered by the engine's collation.)
-The k-means sample is the slice ``[0, s)``; the calibration's queries are the next slice, rows that
-trained no centroid.
+"""Search defaults measured on the user's own table (issue 33).  The calibration's queries are rows
+that trained no centroid: the slice after the k-means sample of :mod:`sqlrp.search.sample`.
 
 **The calibration.**  After the index rows are written, ``q`` of the table's rows (default 200) are
 searched as queries, their own row left out:
@@ -49,6 +41,7 @@ from ..pipeline.materialise import output_table
 from .ivf import Lists
 from .query import exact_select
 from .reference import probe_counts
+from .sample import picked_ids
 from .sql import ID, LIST, IndexLayout, feature_rows, pair_distance, rerank_rows, with_vector
 from .staged import run_search
 
@@ -69,68 +62,6 @@ CAP_FACTOR = 4
 FAR = 2.0
 #: rules tried by SQL before giving up (each one more search of the calibration's queries)
 ATTEMPTS = 3
-_MULTIPLIER = 2654435761  # Knuth's multiplicative hash constant: spreads consecutive ranks
-
-
-# ---------------------------------------------------------------------------------------------- the sample
-
-
-def _permutation(n: int, seed: int) -> tuple[int, int]:
-    """``(A, B)``: ``r -> (r * A + B) mod n`` permutes ``0 .. n-1`` (``A`` coprime with ``n``)."""
-    a = (_MULTIPLIER + 2 * int(seed) * 40503) % max(n, 1) or 1
-    while math.gcd(a, n) != 1:
-        a = a + 1 if a + 1 < n else 1
-    b = (int(seed) * 7919 + 12345) % max(n, 1)
-    return a, b
-
-
-def picked_ids(source: Source, rows: int, lo: int, hi: int, seed: int) -> exp.Select:
-    """``SELECT _pid``: the ids whose rank in id order falls in the slice ``[lo, hi)`` of the seeded
-    permutation (module docstring); every engine picks the same ids."""
-    a, b = _permutation(rows, seed)
-    bigint = exp.DataType.build("BIGINT")
-    order = exp.Order(expressions=[exp.Ordered(this=col("_pid"))])
-    rank = exp.Sub(
-        this=exp.Cast(this=exp.Window(this=exp.RowNumber(), order=order), to=bigint), expression=exp.Literal.number(1)
-    )
-    ids = exp.select(exp.alias_(col(source.id_column), "_pid", quoted=True)).from_(table_ref(source))
-    if source.row_filter is not None:
-        ids = ids.where(source.row_filter.copy())
-    ranked = exp.select(col("_pid"), exp.alias_(rank, "_rank", quoted=True)).from_(ids.subquery("_ids"))
-    slot = exp.Mod(
-        this=exp.paren(
-            exp.Add(
-                this=exp.Mul(this=col("_rank"), expression=exp.Cast(this=exp.Literal.number(a), to=bigint.copy())),
-                expression=exp.Cast(this=exp.Literal.number(b), to=bigint.copy()),
-            )
-        ),
-        expression=exp.Cast(this=exp.Literal.number(rows), to=bigint.copy()),
-    )
-    return (
-        exp.select(col("_pid"))
-        .from_(ranked.subquery("_ranked"))
-        .where(exp.and_(exp.paren(slot) >= lo, exp.paren(slot.copy()) < hi))
-    )
-
-
-def sample_rows(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
-    """``size`` rows of the table's features for k-means, in id order: the slice ``[0, size)`` of the
-    seeded permutation (module docstring), the same rows on every engine."""
-    dialect = db.sql_dialect
-    x = feature_rows(source, d, dialect, metric)
-    xs = [col(f"_x{i}", "_s") for i in range(d)]
-    select = exp.select(*xs).from_(x.subquery("_s"))
-    if size < rows:
-        select = select.join(
-            picked_ids(source, rows, 0, size, seed).subquery("_p"), on=col("_id", "_s").eq(col("_pid", "_p"))
-        )
-    select = select.order_by(col("_id", "_s"))
-    return db.query_df(dialect.render(select)).to_numpy(dtype=np.float64).reshape(-1, d)
-
-
-# ---------------------------------------------------------------------------------------------- the calibration
-
-
 @dataclass
 class Calibration:
     """What the calibration measured and chose (stored as JSON with the index)."""
@@ -346,18 +277,12 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
     )
 
 
-def _measure(
-    db: Backend,
-    dialect: SqlrpDialect,
-    layout: IndexLayout,
-    centroids: Lists,
-    qsource: Source,
-    rows: int,
-    top: int,
-    target: float,
-    fixed_probes: int | None,
-    started: float,
-) -> Calibration | None:
+def _truth(
+    db: Backend, dialect: SqlrpDialect, layout: IndexLayout, qsource: Source, top: int
+) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The calibration queries' exact ``top`` neighbours (found in SQL, the query row itself left
+    out) and the list each is in: ``(query ids, their features, lists (queries x top), which slots
+    hold a neighbour, {query id: (neighbour ids, K-th distance)})``."""
     d = layout.d
     exact = truth_select(layout, qsource, dialect, top + 1).subquery("_e")
     with_lists = exp.select(col("query_id", "_e"), col("id", "_e"), col("distance", "_e"), col(LIST, "_i")).from_(exact)
@@ -380,6 +305,22 @@ def _measure(
         lists_of[i, :m] = g[LIST].to_numpy(dtype=np.int64)
         valid[i, :m] = True
         truth[qid] = (set(g["id"]), float(g["distance"].max()))
+    return qids, Q, lists_of, valid, truth
+
+
+def _measure(
+    db: Backend,
+    dialect: SqlrpDialect,
+    layout: IndexLayout,
+    centroids: Lists,
+    qsource: Source,
+    rows: int,
+    top: int,
+    target: float,
+    fixed_probes: int | None,
+    started: float,
+) -> Calibration | None:
+    qids, Q, lists_of, valid, truth = _truth(db, dialect, layout, qsource, top)
     dist = ((Q[:, None, :] - centroids.leaves[None, :, :]) ** 2).sum(axis=2)
     ranks = np.where(valid, _list_ranks(dist, lists_of), -1)
     # only the true neighbours count: invalid slots (queries with fewer than K neighbours) are dropped
@@ -439,4 +380,4 @@ def _measure(
     return best
 
 
-__all__ = ["FAR", "QUERIES", "TARGET", "Calibration", "calibrate", "picked_ids", "sample_rows"]
+__all__ = ["FAR", "QUERIES", "TARGET", "Calibration", "calibrate"]
