@@ -106,7 +106,54 @@ def evaluate(
                 db, registered, id_column, projection, out=out, sample=sample, queries=queries, recall_k=recall_k,
                 seed=seed, ks=ks, kernel=kernel, label_column=label_column, in_sql=in_sql, **source_options,
             )  # fmt: skip
-    sample = whole("sample", sample, 3)  # every count before any work (sqlrp.core.params); R_NX needs n >= 3
+    sample, queries, recall_k, ks = _checked_counts(sample, queries, recall_k, ks, seed, kernel)
+    proj, source, kernel = _prepared(db, table, id_column, projection, kernel, label_column, out, source_options)
+    ids, X = fetch_sample(db, proj, source, sample, seed)
+    if len(ids) < 3 or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
+        raise InvalidParameter(
+            f"the table gave {len(ids)} sample rows: too few for {queries} queries and Recall@{recall_k} "
+            f"(needs at least queries + recall_k = {queries + recall_k}, and 3); lower queries or recall_k"
+        )
+    Y = reference.transform(proj, X)
+    dist = pairwise_distortion(X, Y, kernel)
+    Q = q_nx(X, Y, kernel)
+    R = r_nx(Q)
+    rows = _metric_rows(X, Y, ids, dist, Q, R, proj.k, queries, recall_k)
+    if in_sql and source.layout != "long":
+        sd = sql_distortion(db, proj, source, sample, seed, kernel)
+        srec = sql_recall_at_k(db, proj, source, queries, sample - queries, recall_k, seed)
+        sql_values = {
+            "pairs": sd["n_pairs"],
+            "distortion_mean": sd["mean"],
+            "distortion_median": sd["median"],
+            "distortion_p95": sd["p95"],
+            "distortion_max": sd["max"],
+            f"recall@{recall_k}": srec,
+        }
+        rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
+    if kernel is not None:
+        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), None))
+    if label_column is not None:
+        rows += _accuracies(X, Y, _fetch_labels(db, source, label_column, ids, seed), proj, kernel)
+    vs_k = _distortion_vs_k(X, proj, kernel, ks, seed)
+    table_df = pd.DataFrame(rows, columns=["metric", "python", "sql"])
+    metrics = {name: py for name, py, _ in rows}
+    metrics["sql"] = {name: v for name, _, v in rows if v is not None}
+    metrics["projection"] = proj.describe()
+    metrics["sample"] = {"rows": len(ids), "queries": queries, "seed": seed, "table": table}
+    if kernel is not None:
+        metrics["kernel"] = kernel.describe()
+    report = Report(proj.name, metrics, table_df, dist, R, vs_k)
+    if out is not None:
+        write_report(report, out)
+    return report
+
+
+def _checked_counts(
+    sample: int, queries: int, recall_k: int, ks: list[int] | None, seed: int, kernel: Kernel | str | None
+) -> tuple[int, int, int, list[int] | None]:
+    """Every count of :func:`evaluate`, checked before any work (:mod:`sqlrp.core.params`)."""
+    sample = whole("sample", sample, 3)  # R_NX needs n >= 3
     queries = positive_int("queries", queries)
     recall_k = positive_int("recall_k", recall_k)
     ks = positive_ints("ks", ks)
@@ -116,6 +163,21 @@ def evaluate(
     if queries >= sample:
         raise InvalidParameter(f"queries ({queries}) must be smaller than the sample ({sample})")
     positive_int("recall_k", recall_k, upper=sample - queries, bound="the sample's database rows, sample - queries")
+    return sample, queries, recall_k, ks
+
+
+def _prepared(  # noqa: PLR0913 - evaluate's
+    db: Backend,
+    table: str,
+    id_column: str,
+    projection: str,
+    kernel: Kernel | str | None,
+    label_column: str | None,
+    out: str | Path | None,
+    source_options: dict,
+) -> tuple[Any, Any, Kernel | None]:
+    """The stored projection, the source and the kernel of :func:`evaluate`; the label column, the
+    report folder and the extras it needs checked before the work, not after it."""
     existing_database(db)
     if isinstance(projection, str) and not registry_of(db).exists(projection):
         raise ProjectionNotFound(f"no stored projection named {projection!r}; evaluate needs a stored one")
@@ -136,63 +198,65 @@ def evaluate(
                 f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
             )
     if out is not None:
-        need("matplotlib", "eval", "evaluate's plots (--out)")  # before the work, not after it
+        need("matplotlib", "eval", "evaluate's plots (--out)")
         writable_folder(out)
         targets.refuse_report(db, out, REPORT_FILES, source)
     if label_column is not None:
         need("sklearn", "sklearn", "evaluate's classifier accuracy (--label-column)")
-    ids, X = fetch_sample(db, proj, source, sample, seed)
-    if len(ids) < 3 or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
-        raise InvalidParameter(
-            f"the table gave {len(ids)} sample rows: too few for {queries} queries and Recall@{recall_k} "
-            f"(needs at least queries + recall_k = {queries + recall_k}, and 3); lower queries or recall_k"
-        )
-    Y = reference.transform(proj, X)
-    dist = pairwise_distortion(X, Y, kernel)
+    return proj, source, kernel
+
+
+def _metric_rows(  # noqa: PLR0913 - the sample and what was computed on it
+    X: np.ndarray,
+    Y: np.ndarray,
+    ids: list,
+    dist: np.ndarray,
+    Q: np.ndarray,
+    R: np.ndarray,
+    k: int,
+    queries: int,
+    recall_k: int,
+) -> list[tuple[str, Any, Any]]:
+    """``(metric, NumPy's value, None)``: distortion, Recall@K of the first ``queries`` sampled rows
+    against the rest (in id order), the neighbourhood measures, the JL floor."""
     db_order = np.argsort(np.array(ids[queries:], dtype=object), kind="stable")
     Xq, Yq = X[:queries], Y[:queries]
     Xd, Yd = X[queries:][db_order], Y[queries:][db_order]
-    recall = recall_at_k(Xq, Xd, Yq, Yd, recall_k)
-    Q = q_nx(X, Y, kernel)
-    R = r_nx(Q)
-    rows: list[tuple[str, Any, Any]] = [
+    return [
         ("rows_sampled", len(ids), None),
         ("pairs", int(len(dist)), None),
         ("distortion_mean", float(dist.mean()), None),
         ("distortion_median", float(np.percentile(dist, 50)), None),
         ("distortion_p95", float(np.percentile(dist, 95)), None),
         ("distortion_max", float(dist.max()), None),
-        (f"recall@{recall_k}", recall, None),
+        (f"recall@{recall_k}", recall_at_k(Xq, Xd, Yq, Yd, recall_k), None),
         (f"Q_NX({recall_k})", float(Q[recall_k - 1]), None),
         (f"R_NX({recall_k})", float(R[recall_k - 1]) if recall_k <= len(R) else None, None),
         ("AUC(R_NX)", auc_rnx(R), None),
-        ("jl_floor_mean_distortion", expected_distortion(proj.k), None),
+        ("jl_floor_mean_distortion", expected_distortion(k), None),
     ]
-    if in_sql and source.layout != "long":
-        sd = sql_distortion(db, proj, source, sample, seed, kernel)
-        srec = sql_recall_at_k(db, proj, source, queries, sample - queries, recall_k, seed)
-        sql_values = {
-            "pairs": sd["n_pairs"],
-            "distortion_mean": sd["mean"],
-            "distortion_median": sd["median"],
-            "distortion_p95": sd["p95"],
-            "distortion_max": sd["max"],
-            f"recall@{recall_k}": srec,
-        }
-        rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
-    if kernel is not None:
-        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), None))
-    if label_column is not None:
-        y = _fetch_labels(db, source, label_column, ids, seed)
-        cut = int(0.7 * len(ids))
-        rows.append(("accuracy_raw", linear_classifier_accuracy(X[:cut], y[:cut], X[cut:], y[cut:]), None))
-        rows.append(("accuracy_projected", linear_classifier_accuracy(Y[:cut], y[:cut], Y[cut:], y[cut:]), None))
-        if kernel is not None and proj.d <= 200:
-            from sklearn.preprocessing import PolynomialFeatures
 
-            phi = PolynomialFeatures(kernel.degree, include_bias=False).fit_transform(X)
-            acc = linear_classifier_accuracy(phi[:cut], y[:cut], phi[cut:], y[cut:])
-            rows.append(("accuracy_explicit_kernel", acc, None))
+
+def _accuracies(X: np.ndarray, Y: np.ndarray, y: np.ndarray, proj: Any, kernel: Kernel | None) -> list[tuple]:
+    """A linear classifier's accuracy on the raw, the projected and (for a kernel of at most 200
+    features) the explicit kernel features; 70% of the sample trains it."""
+    cut = int(0.7 * len(y))
+    rows = [
+        ("accuracy_raw", linear_classifier_accuracy(X[:cut], y[:cut], X[cut:], y[cut:]), None),
+        ("accuracy_projected", linear_classifier_accuracy(Y[:cut], y[:cut], Y[cut:], y[cut:]), None),
+    ]
+    if kernel is not None and proj.d <= 200:
+        from sklearn.preprocessing import PolynomialFeatures
+
+        phi = PolynomialFeatures(kernel.degree, include_bias=False).fit_transform(X)
+        acc = linear_classifier_accuracy(phi[:cut], y[:cut], phi[cut:], y[cut:])
+        rows.append(("accuracy_explicit_kernel", acc, None))
+    return rows
+
+
+def _distortion_vs_k(X: np.ndarray, proj: Any, kernel: Kernel | None, ks: list[int] | None, seed: int) -> pd.DataFrame:
+    """The mean distortion of a fresh projection of the same method at each ``k`` of ``ks`` (default
+    k/4, k/2, k, 2k) beside the JL floor: the distortion-vs-k plot."""
     s = float(proj.params.get("s", np.sqrt(proj.d)))
     if ks is None:
         ks = sorted({max(1, proj.k // 4), max(1, proj.k // 2), proj.k, 2 * proj.k})
@@ -206,18 +270,7 @@ def evaluate(
                 "jl_floor": expected_distortion(kk),
             }
         )
-    vs_k = pd.DataFrame(curve)
-    table_df = pd.DataFrame(rows, columns=["metric", "python", "sql"])
-    metrics = {name: py for name, py, _ in rows}
-    metrics["sql"] = {name: v for name, _, v in rows if v is not None}
-    metrics["projection"] = proj.describe()
-    metrics["sample"] = {"rows": len(ids), "queries": queries, "seed": seed, "table": table}
-    if kernel is not None:
-        metrics["kernel"] = kernel.describe()
-    report = Report(proj.name, metrics, table_df, dist, R, vs_k)
-    if out is not None:
-        write_report(report, out)
-    return report
+    return pd.DataFrame(curve)
 
 
 #: the files :func:`write_report` writes into its folder
