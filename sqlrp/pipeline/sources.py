@@ -54,119 +54,103 @@ def resolve_source(
     group_column: str | None = None,
     catalog: str | None = None,
 ) -> Source:
-    """Check the table and columns exist and are numeric; fill in the default feature columns."""
+    """Check the table and columns exist and are numeric; fill in the default feature columns (the
+    numeric columns but the id and the group; a table whose one numeric column is an array: the array
+    layout)."""
     table_name(table)
     names = (table, id_column, schema, catalog, group_column, array_column, feature_column, value_column)
     for name in (*names, *(columns or ())):
         if name is not None:
             ident(name)  # refuses a NUL before the lookup (C engines end a name there)
-    info = {c.name: c for c in describe(db, table, schema, catalog)}
-    where = f"table {table!r}"
-    from_file = schema is None and catalog is None and read_as_file(db, table)
-
-    def need(name: str | None, what: str) -> ColumnInfo:
-        if name is None or name not in info:
-            raise InputError(f"{where} has no {what} column {name!r}; its columns are: {', '.join(list(info)[:50])}")
-        return info[name]
-
-    need(id_column, "id")
+    found = _Table(db, table, schema, catalog)
+    found.need(id_column, "id")
     if group_column is not None:
-        need(group_column, "group")
-    keys = {id_column, group_column}
+        found.need(group_column, "group")
+    base = Source(table, id_column, schema=schema, nulls=nulls, group_column=group_column, catalog=catalog)
     if layout == "wide":
-        if columns:
-            chosen = list(columns)
-            dupes = {c for c in chosen if chosen.count(c) > 1}
-            if dupes:
-                raise InputError(f"feature columns listed twice: {sorted(dupes)}")
-            for c in chosen:
-                if c in keys:
-                    role = "id" if c == id_column else "group"
-                    raise InputError(f"{c!r} is the {role} column; it cannot be a feature too")
-                if not need(c, "feature").numeric:
-                    if from_file:
-                        check_text_column(db, table, c, info[c].type)  # names the first value that is no number
-                    raise InputError(
-                        f"column {c!r} of {where} has type {info[c].type}, not a number; "
-                        "leave it out of --columns or cast it in a view"
-                    )
-        else:
-            chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
-            _integers_beside_floats(where, [info[c] for c in chosen])
-            if from_file:  # a file's types were guessed from its text: a column is never dropped silently
-                for c in info.values():
-                    if c.name not in keys and not c.numeric and not c.numeric_array and is_guessed_type(c.type):
-                        check_text_column(db, table, c.name, c.type)
-            if not chosen:
-                arrays = [c.name for c in info.values() if c.numeric_array and c.name not in keys]
-                if len(arrays) == 1:  # one embedding column and nothing else numeric: the array layout
-                    return resolve_source(
-                        db,
-                        table,
-                        id_column,
-                        "array",
-                        None,
-                        arrays[0],
-                        schema=schema,
-                        nulls=nulls,
-                        group_column=group_column,
-                        catalog=catalog,
-                    )
-                if arrays:
-                    raise InputError(
-                        f"{where} has no numeric feature columns besides the id, but {len(arrays)} numeric array "
-                        f"columns ({', '.join(arrays[:10])}): choose one with --layout array --array-column NAME"
-                    )
-                raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
-        return Source(
-            table,
-            id_column,
-            "wide",
-            tuple(chosen),
-            schema=schema,
-            nulls=nulls,
-            group_column=group_column,
-            catalog=catalog,
-        )
+        chosen = _wide_columns(db, found, columns, {id_column, group_column}, id_column)
+        if isinstance(chosen, str):  # one embedding column and nothing else numeric: the array layout
+            return dataclasses.replace(base, layout="array", array_column=chosen)
+        return dataclasses.replace(base, columns=tuple(chosen))
     if layout == "array":
         if array_column is None:
-            arrays = [c.name for c in info.values() if c.numeric_array]
+            arrays = [c.name for c in found.info.values() if c.numeric_array]
             if len(arrays) != 1:
-                raise InputError(f"{where}: name the array column with --array-column (numeric arrays: {arrays})")
+                raise InputError(f"{found.where}: name the array column with --array-column (numeric arrays: {arrays})")
             array_column = arrays[0]
-        if not need(array_column, "array").numeric_array:
+        if not found.need(array_column, "array").numeric_array:
             raise InputError(
-                f"column {array_column!r} of {where} has type {info[array_column].type}, "
+                f"column {array_column!r} of {found.where} has type {found.info[array_column].type}, "
                 "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])"
             )
-        return Source(
-            table,
-            id_column,
-            "array",
-            array_column=array_column,
-            schema=schema,
-            nulls=nulls,
-            group_column=group_column,
-            catalog=catalog,
-        )
+        return dataclasses.replace(base, layout="array", array_column=array_column)
     if layout == "long":
-        need(feature_column, "feature")
-        if not info[feature_column].numeric:
+        if not found.need(feature_column, "feature").numeric:
             raise InputError(f"the feature column {feature_column!r} must hold integer feature indices 0..d-1")
-        if not need(value_column, "value").numeric:
-            raise InputError(f"the value column {value_column!r} has type {info[value_column].type}, not a number")
-        return Source(
-            table,
-            id_column,
-            "long",
-            feature_column=feature_column,
-            value_column=value_column,
-            schema=schema,
-            nulls=nulls,
-            group_column=group_column,
-            catalog=catalog,
-        )
+        if not found.need(value_column, "value").numeric:
+            raise InputError(
+                f"the value column {value_column!r} has type {found.info[value_column].type}, not a number"
+            )
+        return dataclasses.replace(base, layout="long", feature_column=feature_column, value_column=value_column)
     raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
+
+
+class _Table:
+    """A table's columns as :func:`resolve_source` reads them, once."""
+
+    def __init__(self, db: Backend, table: str, schema: str | None, catalog: str | None) -> None:
+        self.table = table
+        self.info = {c.name: c for c in describe(db, table, schema, catalog)}
+        self.where = f"table {table!r}"
+        self.from_file = schema is None and catalog is None and read_as_file(db, table)
+
+    def need(self, name: str | None, what: str) -> ColumnInfo:
+        if name is None or name not in self.info:
+            columns = ", ".join(list(self.info)[:50])
+            raise InputError(f"{self.where} has no {what} column {name!r}; its columns are: {columns}")
+        return self.info[name]
+
+
+def _wide_columns(
+    db: Backend, found: _Table, columns: Sequence[str] | None, keys: set, id_column: str
+) -> list[str] | str:
+    """The wide layout's feature columns: those named, checked; else every numeric column but the
+    keys.  A table whose only numeric column besides the keys is one array: that column's name."""
+    info, where = found.info, found.where
+    if columns:
+        chosen = list(columns)
+        dupes = {c for c in chosen if chosen.count(c) > 1}
+        if dupes:
+            raise InputError(f"feature columns listed twice: {sorted(dupes)}")
+        for c in chosen:
+            if c in keys:
+                role = "id" if c == id_column else "group"
+                raise InputError(f"{c!r} is the {role} column; it cannot be a feature too")
+            if not found.need(c, "feature").numeric:
+                if found.from_file:
+                    check_text_column(db, found.table, c, info[c].type)  # names the first value that is no number
+                raise InputError(
+                    f"column {c!r} of {where} has type {info[c].type}, not a number; "
+                    "leave it out of --columns or cast it in a view"
+                )
+        return chosen
+    chosen = [c.name for c in info.values() if c.numeric and c.name not in keys]
+    _integers_beside_floats(where, [info[c] for c in chosen])
+    if found.from_file:  # a file's types were guessed from its text: a column is never dropped silently
+        for c in info.values():
+            if c.name not in keys and not c.numeric and not c.numeric_array and is_guessed_type(c.type):
+                check_text_column(db, found.table, c.name, c.type)
+    if chosen:
+        return chosen
+    arrays = [c.name for c in info.values() if c.numeric_array and c.name not in keys]
+    if len(arrays) == 1:
+        return arrays[0]
+    if arrays:
+        raise InputError(
+            f"{where} has no numeric feature columns besides the id, but {len(arrays)} numeric array "
+            f"columns ({', '.join(arrays[:10])}): choose one with --layout array --array-column NAME"
+        )
+    raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
 
 
 def is_text_type(sql_type: str) -> bool:
