@@ -126,33 +126,7 @@ def plan(
     if isinstance(projection, (Projection, Composed)):
         proj = projection
     elif isinstance(projection, str) and registry.exists(projection):
-        proj = registry.load(projection)
-        if k is not None and k != proj.k:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has k = {proj.k}, not {k}; drop --k or use another name"
-            )
-        if method is not None and method != proj.method:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has method {proj.method}, not {method}; drop --method "
-                "or choose a new --projection name"
-            )
-        stored_seed = getattr(proj, "seed", None)
-        if seed is not None and stored_seed is not None and seed != stored_seed:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has seed = {stored_seed}, not {seed}; drop --seed or choose a new "
-                "--projection name"
-            )
-        stored = proj.params
-        differ = sorted(
-            key
-            for key, value in params.items()
-            if value is not None and value not in (stored.get(key), stored.get(f"{key}_requested"))
-        )
-        if differ:
-            raise InvalidParameter(
-                f"stored projection {projection!r} has other {', '.join(differ)} ({stored}); it is reused as "
-                "stored: drop those options or choose a new --projection name"
-            )
+        proj = _stored(registry, projection, method, k, seed, params)
     else:
         method = method or "achlioptas"
         if k is None:
@@ -164,18 +138,20 @@ def plan(
             params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
-        if name is None and store:
-            assert registry is not None
-            name, same = default_name(registry, proj, f"{files.label(table)}_{method}_k{k}_seed{seed}")
-            if same is not None:
-                proj = same
-        if proj.name is None and name is not None:
-            registry = registry or registry_of(db)
-            registry.save(proj, name)
-            # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
-            # later use loads it (stored_pairs_plan) instead of planning again
-            stored_pairs_plan(db, Plan(proj, source, Output()), db.sql_dialect, "auto")
+        default = f"{files.label(table)}_{method}_k{k}_seed{seed}"
+        proj = _store_new(db, registry, proj, source, name, default if store else None)
     d_in = table_d() if source.layout != "long" else proj.d
+    _check_d(proj, source, d_in, table)
+    if standardize:
+        means, stds = feature_stats(db, proj, source)
+        source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
+    if dtype is None:
+        dtype = input_dtype(db, source)
+    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+def _check_d(proj: Projection | Composed, source: Source, d_in: int, table: str) -> None:
+    """The table's features fit the projection's ``d``."""
     if source.layout == "wide" and d_in != proj.d:
         raise InputError(
             f"projection {proj.name!r} expects d = {proj.d} features but table {table!r} gives {d_in} "
@@ -187,12 +163,61 @@ def plan(
             f"projection {proj.name!r} expects arrays of length d = {proj.d} but "
             f"{source.array_column!r} holds length {d_in}"
         )
-    if standardize:
-        means, stds = feature_stats(db, proj, source)
-        source = dataclasses.replace(source, standardize=(tuple(means), tuple(stds)))
-    if dtype is None:
-        dtype = input_dtype(db, source)
-    return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+def _stored(
+    registry: Registry, name: str, method: str | None, k: int | None, seed: int | None, params: dict
+) -> Projection | Composed:
+    """The stored projection ``name``, refused where the options given describe another one."""
+    proj = registry.load(name)
+    if k is not None and k != proj.k:
+        raise InvalidParameter(f"stored projection {name!r} has k = {proj.k}, not {k}; drop --k or use another name")
+    if method is not None and method != proj.method:
+        raise InvalidParameter(
+            f"stored projection {name!r} has method {proj.method}, not {method}; drop --method "
+            "or choose a new --projection name"
+        )
+    stored_seed = getattr(proj, "seed", None)
+    if seed is not None and stored_seed is not None and seed != stored_seed:
+        raise InvalidParameter(
+            f"stored projection {name!r} has seed = {stored_seed}, not {seed}; drop --seed or choose a new "
+            "--projection name"
+        )
+    stored = proj.params
+    differ = sorted(
+        key
+        for key, value in params.items()
+        if value is not None and value not in (stored.get(key), stored.get(f"{key}_requested"))
+    )
+    if differ:
+        raise InvalidParameter(
+            f"stored projection {name!r} has other {', '.join(differ)} ({stored}); it is reused as "
+            "stored: drop those options or choose a new --projection name"
+        )
+    return proj
+
+
+def _store_new(
+    db: Backend,
+    registry: Registry | None,
+    proj: Projection | Composed,
+    source: Source,
+    name: str | None,
+    default: str | None,
+) -> Projection | Composed:
+    """A generated projection stored under ``name``, or under ``default`` (a free name, or the stored
+    projection already equal to it: :func:`default_name`); neither: kept in the plan only."""
+    if name is None and default is not None:
+        assert registry is not None
+        name, same = default_name(registry, proj, default)
+        if same is not None:
+            proj = same
+    if proj.name is None and name is not None:
+        (registry or registry_of(db)).save(proj, name)
+        # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
+        # later use loads it (stored_pairs_plan) instead of planning again
+        stored_pairs_plan(db, Plan(proj, source, Output()), db.sql_dialect, "auto")
+    return proj
 
 
 FLOAT32_TYPES = ("FLOAT", "FLOAT4", "REAL")
