@@ -1,6 +1,6 @@
 """PostgreSQL's fence (``dialects/postgres.py``): the fenced sub-queries stay sub-queries (the array is
 detoasted once per row, each element read once), a parallel plan can still run every row in the
-workers, and the rows are the same either way.  Plans only: no timings here (``bench/probes.py pg-array``)."""
+workers, and the rows are the same either way.  Plans only: no timings here (``bench.probes pg-array``)."""
 
 from __future__ import annotations
 

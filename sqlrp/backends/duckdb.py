@@ -92,7 +92,7 @@ class DuckDBBackend(Backend):
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
-        # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench/probes.py planning`)
+        # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench.probes planning`)
         self._con.execute("SET disabled_optimizers = 'common_subexpressions'")
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
@@ -173,7 +173,7 @@ class DuckDBBackend(Backend):
 
         One statement, so one plan and the whole table for the scan's parallel tasks: the id-range
         batches this replaces planned the statement once per batch and ran batches within one row
-        group on one thread (``bench/probes.py progress``, s = 3 pairs, 200,000 x 784: 25.7 s in 10
+        group on one thread (``bench.probes progress``, s = 3 pairs, 200,000 x 784: 25.7 s in 10
         batches, 6.5-6.6 s watched, 6.8-7.4 s without a bar).  The percentage moves as row groups
         finish, so small tables jump.  Ctrl-C interrupts the statement; its error, if any, is raised
         here.  The connection's progress settings are put back as they were."""

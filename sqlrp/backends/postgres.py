@@ -146,7 +146,7 @@ class PostgresBackend(Backend):
     def query_df(self, sql: str) -> pd.DataFrame:
         """The result as a DataFrame.  All-numeric results (a projection's id and outputs) come as
         binary COPY parsed into NumPy columns (:func:`_binary_columns`); anything else, or a result
-        holding a NULL, as rows.  50,000 x 200: ``PYTHONPATH=.:tests python bench/probes.py pg-read``."""
+        holding a NULL, as rows.  50,000 x 200: ``PYTHONPATH=.:tests python -m bench.probes pg-read``."""
         columns = self.query_columns(sql)
         if columns is not None:
             return pd.DataFrame(columns, copy=False)
@@ -239,7 +239,7 @@ class PostgresBackend(Backend):
             if len(df.columns) and all(df[c].dtype.kind in "fiub" for c in df.columns):
                 # numbers only: the whole frame as one block of COPY text, written by pandas in C (floats
                 # in their shortest exact form, NaN as NaN).  Storing d = 784, k = 200, s = 1 (156,800
-                # matrix rows): 1.23 s, against 1.84 s with a write_row per row (bench/probes.py pg-copy;
+                # matrix rows): 1.23 s, against 1.84 s with a write_row per row (bench.probes pg-copy;
                 # the round trip of every bit: tests/test_outputs.py)
                 # float32 columns widened first: pandas writes a float32 as its own shortest text
                 # (-0.0062582386), which a double column would read as another number than the float32's

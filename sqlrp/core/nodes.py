@@ -31,7 +31,7 @@ def gc_paused(fn: F) -> F:
     Building and rendering a tree of tens of thousands of sqlglot nodes (parent pointers make them
     cycles) triggers collections that walk every live node: compiling the ``pairs`` query for
     d = 784, k = 200 takes 0.20-0.23 s with the GC running and 0.13-0.14 s paused for s = 3,
-    0.24-0.36 s and 0.19-0.21 s for s = 1 (``PYTHONPATH=. python bench/probes.py pairs``).  The
+    0.24-0.36 s and 0.19-0.21 s for s = 1 (``PYTHONPATH=. python -m bench.probes pairs``).  The
     trees are collected as usual once ``fn`` returns.
     """
 

@@ -1,0 +1,33 @@
+"""What every probe shares: the repository's root on the path (the test helpers, ``bench/run.py``'s
+tables) and the timers."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+for path in (ROOT, ROOT / "tests", ROOT / "bench"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+
+def seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def best(fn, runs: int = 3) -> float:
+    """The fastest of ``runs`` timings of ``fn`` (the machine is shared)."""
+    return min(seconds(fn) for _ in range(runs))
+
+
+def wide(n: int, d: int, seed: int = 0) -> pd.DataFrame:
+    from conftest import wide_frame
+
+    return wide_frame(np.random.default_rng(seed).standard_normal((n, d)))
