@@ -8,42 +8,37 @@
 
 The planning (:mod:`sqlrp.pipeline.plan`), the materialising (:mod:`sqlrp.pipeline.materialise`), DT-RP's
 tuner (:mod:`sqlrp.methods.tuning`) and the evaluation (:mod:`sqlrp.evaluation.report`) live in their own
-modules; this one binds them to a database.
+modules; this one binds them to a database.  :func:`project` runs a plan with
+:mod:`sqlrp.pipeline.projecting`, the rows going where :mod:`sqlrp.pipeline.destinations` sends them, and
+a DataFrame as a table for the call with :mod:`sqlrp.pipeline.frame_table`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import re
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
-from sqlglot import exp
-
 from .backends import Backend, connect
-from .compiler import (
-    Source,
-    check_output_columns,
-    col,
-    compile_sql,
-    compile_statements,
-    ident,
-)
-from .compiler.guard import guarded, tripped
+from .compiler import compile_sql
+from .compiler.guard import guarded
 from .core import files
-from .core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError, warn_caller
+from .core.errors import InputError, InvalidParameter
 from .core.files import existing_database
-from .core.ir import Composed, Projection
+from .core.ir import Projection
 from .core.lazy import pd
 from .core.params import batches, block_size, optional_positive, positive_int, whole
-from .dialects import SqlrpDialect, get_dialect
+from .dialects import get_dialect
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
+from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
+from .pipeline.destinations import not_yet_projected as _not_yet_projected  # noqa: F401
+from .pipeline.destinations import same_key_type as _same_key_type  # noqa: F401
+from .pipeline.destinations import table_exists as _exists  # noqa: F401
+from .pipeline.frame_table import by_id as _by_id  # noqa: F401
+from .pipeline.frame_table import frame_table
+from .pipeline.frame_table import frame_table as _frame_table  # noqa: F401
 from .pipeline.frames import (
     frame_keys,
     is_frame,
@@ -52,17 +47,12 @@ from .pipeline.frames import (
     with_frame_ids,
     with_positions,
 )
-from .pipeline.materialise import (
-    file_target,
-    materialise,
-    output_table,
-    run,
-    staged,
-    top_up_through_staging,
-    write_file,
-)
-from .pipeline.plan import Plan, choose_matrix, plan, registry_of, stored_pairs_plan
-from .pipeline.progress import CommandBar, command_bar
+from .pipeline.materialise import file_target
+from .pipeline.plan import Plan, plan, registry_of, stored_pairs_plan  # noqa: F401 - plan: sqlrp.plan
+from .pipeline.progress import command_bar
+from .pipeline.projecting import check_block, plan_and_project
+from .pipeline.projecting import plan_and_project as _plan_and_project  # noqa: F401
+from .pipeline.projecting import project_plan as _project  # noqa: F401
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     SOURCE_OPTIONS,
     check_frame_outputs,
@@ -73,7 +63,7 @@ from .pipeline.sources import (  # noqa: F401 - the API's first stage
     input_dimension,
     resolve_source,
 )
-from .registry.store import REGISTRY_TABLES, Registry
+from .registry.store import Registry
 
 __all__ = [
     "compile_projection",
@@ -253,14 +243,38 @@ def project(
     :returns: the rows in ``output_format`` (or an iterator of chunks); with ``into`` a table,
         ``None``; with ``into`` a file, the files written.
     """
-    if not isinstance(table, str) and not is_frame(table):
+    run = project_frame if is_frame(table) else _project_table
+    return run(
+        db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
+        strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
+        ordered=ordered, output_format=output_format, **options,
+    )
+
+
+def _project_table(
+    db: Backend,
+    table: Any,
+    id_column: str,
+    projection: str | Projection | None,
+    *,
+    into: str | None,
+    view: bool,
+    replace: bool,
+    check: bool,
+    matrix: str,
+    strategy: str,
+    block: int | None,
+    chunk_rows: int | None,
+    incremental: bool,
+    progress: bool | int,
+    ordered: bool,
+    output_format: str,
+    **options: Any,
+) -> Any:
+    """:func:`project` of a table, a view, or a file or glob: every option checked before any work, then
+    planned and run under one progress bar (:func:`sqlrp.pipeline.projecting.plan_and_project`)."""
+    if not isinstance(table, str):  # a frame went to project_frame
         raise InputError(f"the table must be a table name or a DataFrame / Arrow table, not a {type(table).__name__}")
-    if is_frame(table):
-        return project_frame(
-            db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
-            strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
-            ordered=ordered, output_format=output_format, **options,
-        )
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
     block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
@@ -280,7 +294,7 @@ def project(
     with command_bar(progress if (into and not view) else False, f"sqlrp project {files.label(table)}") as bar:
         if bar is not None:
             bar.step("planning (columns, sample, matrix)", 0.0)
-        return _plan_and_project(
+        return plan_and_project(
             db, table, id_column, projection, bar or progress, into=into, view=view, replace=replace, check=check,
             matrix=matrix, strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental,
             ordered=ordered, output_format=output_format, **options,
@@ -308,11 +322,11 @@ def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = Non
     by_position = options.get("into") is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")
     if not by_position:
-        with _frame_table(db, frame) as name:
+        with frame_table(db, frame) as name:
             result = project(db, name, id_column, projection, **options)
         return outputs.chunks_of(result, rows, fmt) if rows and result is not None else result
     keyed, key = with_positions(frame)
-    with _frame_table(db, keyed, ids) as name:
+    with frame_table(db, keyed, ids) as name:
         # the features the user's id would leave (the id itself is no feature): read, then named
         given = {k: v for k, v in options.items() if k in SOURCE_OPTIONS and k != "group_column"}
         source = resolve_source(db, name, id_column, **given, group_column=key)  # the key: no feature either
@@ -323,266 +337,6 @@ def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = Non
         raise InvalidParameter(f"output column {id_column!r} would be the id column too; choose another prefix")
     result = with_frame_ids(result, key, ids, id_column, frame, fmt)
     return outputs.chunks_of(result, rows, fmt) if rows else result
-
-
-@contextlib.contextmanager
-def _frame_table(db: Backend, frame: Any, ids: Any = None) -> Iterator[str]:
-    """:meth:`~sqlrp.backends.base.Backend.frame_table`, with sqlrp's errors speaking of "the frame"
-    rather than the scratch name it had for the call, and -- when the rows are keyed by position
-    (``ids``: the frame's own ids) -- naming rows by the frame's ids, not their positions."""
-    with db.frame_table(frame) as name:
-
-        def speak(text: str) -> str:
-            text = text.replace(f"table {name!r}", "the frame").replace(repr(name), "the frame")
-            if ids is not None:
-                text = re.sub(r"(rows? (?:with id )?)((?:-?\d+(?:, )?)+)", lambda m: _by_id(m, ids), text)
-            return text
-
-        caught: list[warnings.WarningMessage] = []
-        try:
-            with warnings.catch_warnings(record=True) as caught:  # sqlrp's warnings, spoken of the frame too
-                warnings.simplefilter("always")
-                yield name
-        except SqlrpError as exc:
-            if speak(str(exc)) == str(exc):
-                raise
-            raise type(exc)(speak(str(exc))) from None
-        finally:
-            for w in caught:
-                if speak(str(w.message)) != str(w.message):
-                    warn_caller(speak(str(w.message)), w.category)
-                else:  # not about the frame: as it was raised, where it was raised
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _by_id(match: re.Match, ids: Any) -> str:
-    """``rows with id 3, 7`` (positions) as the frame's ids at those positions."""
-    try:
-        shown = [repr(ids.iloc[int(p)].item() if hasattr(ids.iloc[int(p)], "item") else ids.iloc[int(p)])
-                 for p in match.group(2).split(", ") if p]  # fmt: skip
-    except (ValueError, IndexError):
-        return match.group(0)
-    return match.group(1) + ", ".join(shown)
-
-
-def _plan_and_project(
-    db: Backend,
-    table: str,
-    id_column: str,
-    projection: str | Projection | None,
-    progress: bool | int | CommandBar,
-    *,
-    into: str | None,
-    view: bool,
-    replace: bool,
-    check: bool,
-    matrix: str,
-    strategy: str,
-    block: int | None,
-    chunk_rows: int | None,
-    incremental: bool,
-    ordered: bool,
-    output_format: str,
-    **options: Any,
-) -> Any:
-    """:func:`project` from its plan on, checking the input in the projection's own statement where
-    the engine can (:mod:`sqlrp.compiler.guard`)."""
-    p = plan(db, table, id_column, projection, **options)
-    check_block(block, p.projection)
-    stored_pairs_plan(db, p, db.sql_dialect, strategy)
-    chosen = choose_matrix(db, p, matrix)
-    # the input and output checks ride along the projection's own statement where the engine can raise
-    # from inside a query (sqlrp.compiler.guard): the data is read once
-    one_pass = bool(check) and not chunk_rows and not view
-    one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, strategy, chosen)
-    if check and not one_pass:
-        if isinstance(progress, CommandBar):
-            progress.step("checking the input", 2.0)
-        check_source(db, p.projection, p.source)
-    if isinstance(progress, CommandBar):
-        progress.step("compiling")
-    run_opts = dict(into=into, view=view, replace=replace, check=check, matrix=chosen, strategy=strategy, block=block)
-    more = dict(chunk_rows=chunk_rows, incremental=incremental, progress=progress, ordered=ordered)
-    try:
-        return _project(db, p, table, one_pass=one_pass, output_format=output_format, **run_opts, **more)
-    except Exception as exc:
-        if not (one_pass and tripped(exc)):
-            raise
-    # the statement stopped at a bad row and wrote nothing: the separate scan names the rows (up to five),
-    # as before; a clean input means an output overflowed: project again, checking the written outputs
-    check_source(db, p.projection, p.source)
-    return _project(db, p, table, one_pass=False, output_format=output_format, **run_opts, **more)
-
-
-def _project(
-    db: Backend,
-    p: Plan,
-    table: str,
-    *,
-    into: str | None,
-    view: bool,
-    replace: bool,
-    check: bool,
-    one_pass: bool,
-    matrix: str,
-    strategy: str,
-    block: int | None,
-    chunk_rows: int | None,
-    incremental: bool,
-    progress: bool | int | CommandBar,
-    ordered: bool,
-    output_format: str,
-) -> Any:
-    """The rest of :func:`project` once planned: ``one_pass`` compiles the checks into the statement
-    (:mod:`sqlrp.compiler.guard`), else ``check`` reads the written outputs back."""
-    dialect = db.sql_dialect
-    key = p.source.group_column or p.source.id_column
-    check_written = check and not one_pass
-
-    def written(name: str) -> None:
-        """Nothing non-finite was written (``check``), before the commit or the swap."""
-        if check_written:
-            length = p.projection.k if p.output.form == "array" else None
-            check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
-
-    compile_opts = dict(matrix=matrix, strategy=strategy, block=block, bind=db.binds_constants, guard=one_pass)
-    if into is not None and files.output_format(into) is not None:
-        return write_file(db, p, into, compile_opts, replace, check_written, progress)
-    if into is None:
-        statements = compile_statements(
-            p.projection, p.source, db.sql_dialect, p.output, ordered=ordered, pretty=False,
-            **{**compile_opts, "bind": compile_opts["bind"] and not chunk_rows},  # chunks outlive run()
-        )
-        if chunk_rows:
-            if statements.setup:
-                raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
-            columns = [key, *p.output.names(p.projection.k)]
-            chunks = outputs.fetch_chunks(db, statements.main, int(chunk_rows), output_format, columns)
-            return (outputs.check_finite(c, key, output_format) for c in chunks) if check_written else chunks
-        settings = dialect.local_settings(p.source)
-        with db.transaction():
-            for statement in settings:
-                db.execute(statement)
-            result = run(db, statements, lambda sql: outputs.fetch(db, sql, output_format))
-        return outputs.check_finite(result, key, output_format) if check_written else result
-    if not into:
-        raise InvalidParameter("into must name a table (an empty name writes nothing)")
-    check_output_names(dialect, p, into)
-    if dialect.same_identifier(into, table):  # the output goes to the source's schema (output_table)
-        same = f": {db.dialect} takes {into!r} for {table!r} (it ignores case)" if into != table else ""
-        raise InvalidParameter(
-            f"the output table must not be the input table (sqlrp never writes the source){same}; choose another name"
-        )
-    source_table = targets.Table(p.source.table, p.source.schema, p.source.catalog, "the input table")
-    targets.refuse_tables(db, [dataclasses.replace(source_table, name=into, role="the output table")], [source_table])
-    if incremental and view:
-        raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
-
-    def existing() -> bool | None:
-        """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
-        exists = _exists(db, into, p.source)
-        if incremental and exists:
-            _same_key_type(db, p.source, into)
-            missing = _not_yet_projected(dialect, p.source, into)
-            if db.transactional:
-                materialise(db, p, missing, into, compile_opts, progress, create=False)
-                written(into)
-            else:  # no rollback here: build and check the new rows aside, then append them
-                def build(name: str) -> None:
-                    materialise(db, p, missing, name, compile_opts, progress, create=True)
-                    written(name)
-
-                top_up_through_staging(db, p.source, into, build)
-            return None
-        if exists and not replace:
-            raise ProjectionExists(
-                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
-            )
-        return exists
-
-    if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
-        exists = existing()
-        if exists is None:
-            return None
-        with staged(db, p.source, into, replace_existing=exists) as name:
-            materialise(db, p, p.source, name, compile_opts, progress, create=True)
-            written(name)
-        return None
-    with db.transaction():
-        # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
-        # whether it exists is read under that lock: concurrent top-ups add each id exactly once
-        db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
-        exists = existing()
-        if exists is None:
-            return None
-        if exists:
-            kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
-            db.execute(dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
-        if view:
-            text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # a view outlives the bound constants
-            db.execute(compile_sql(p.projection, p.source, db.sql_dialect, p.output, into=into, view=True, **text_opts))
-        else:
-            materialise(db, p, p.source, into, compile_opts, progress, create=True)
-            written(into)
-    return None
-
-
-def check_block(block: int | None, projection: Projection | Composed) -> None:
-    """``block`` is a whole number from 1 to the projection's ``d`` (:func:`sqlrp.core.params.block_size`)."""
-    block_size(block, projection.d)
-
-
-def _same_key_type(db: Backend, source: Source, into: str) -> None:
-    """An incremental top-up inserts ids into ``into`` as its key column holds them: another type there
-    (DOUBLE ids into a BIGINT column) would convert them -- 1.5 and 2.5 both written as 2 -- so it is
-    refused, naming the rebuild."""
-    key = source.group_column or source.id_column
-    kind = {c.name: c.type.upper() for c in describe(db, source.table, source.schema, source.catalog)}.get(key)
-    held = {c.name: c.type.upper() for c in describe(db, into, source.schema, source.catalog)}.get(key)
-    if kind is not None and held is not None and kind != held:
-        raise InputError(
-            f"table {into!r} holds {key!r} as {held}, the input as {kind}: a top-up would convert the ids; "
-            "rebuild it (replace=True, --replace) instead of incremental"
-        )
-
-
-def _not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
-    """``source`` restricted to the ids not yet in the output table ``into``: ``NOT EXISTS`` (a hash
-    anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
-    outgrow ``work_mem``), or ``NOT IN`` where correlated sub-queries are missing (ClickHouse)."""
-    key = source.group_column or source.id_column
-    done_table = output_table(source, into)
-    done_table.set("alias", exp.TableAlias(this=ident("_sqlrp_done")))
-    done = exp.select(exp.Literal.number(1)).from_(done_table)
-    if dialect.correlated_subqueries:
-        done = done.where(col(key, "_sqlrp_done").eq(col(key, source.table)))
-        return dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))
-    ids = exp.select(col(key)).from_(output_table(source, into))
-    ids = ids.where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
-    return dataclasses.replace(source, row_filter=exp.Not(this=exp.In(this=col(key), query=ids.subquery())))
-
-
-def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
-    """Refuse, before any work, an output the engine could not hold as named or that would clobber
-    something: a registry table, a name the engine truncates (PostgreSQL: 63 bytes), output columns
-    that repeat the key."""
-    dialect.check_table_name(into)
-    if dialect.fold(into).casefold() in REGISTRY_TABLES:
-        raise InvalidParameter(f"{into!r} is one of sqlrp's registry tables; choose another output name")
-    dialect.check_identifier(into, "output table name")
-    key = p.source.group_column or p.source.id_column
-    names = p.output.names(p.projection.k)
-    for name in names[-1:] if p.output.form == "wide" else names:  # the longest name is the last
-        dialect.check_identifier(name, "output column name (--prefix + index)")
-    check_output_columns(dialect, key, names)
-
-
-def _exists(db: Backend, name: str, source: Source) -> bool:
-    try:
-        describe(db, name, source.schema, source.catalog)
-    except InputError:
-        return False
-    return True
 
 
 def migrate(db: Backend) -> list[str]:

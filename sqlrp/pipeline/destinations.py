@@ -1,0 +1,212 @@
+"""Where the projected rows of :func:`sqlrp.api.project` go once planned and compiled: back to Python
+(:func:`rows_back`, whole or in chunks), or into a table or a view (:func:`write_table`) -- in one
+transaction where the engine has them, else built under a staging name and swapped in -- with the
+checks that come before any write (:func:`check_table_target`) and the incremental top-up.  Files are
+written by :func:`sqlrp.pipeline.materialise.write_file`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlglot import exp
+
+from ..backends import Backend
+from ..compiler import Source, check_output_columns, col, compile_sql, compile_statements, ident
+from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..dialects import SqlrpDialect
+from ..registry.store import REGISTRY_TABLES
+from . import outputs, targets
+from .materialise import materialise, output_table, run, staged, top_up_through_staging
+from .plan import Plan
+from .progress import CommandBar
+from .sources import check_outputs, describe
+
+
+def written(db: Backend, p: Plan, name: str, check: bool) -> None:
+    """Nothing non-finite was written to ``name`` (``check``), before the commit or the swap."""
+    if check:
+        key = p.source.group_column or p.source.id_column
+        length = p.projection.k if p.output.form == "array" else None
+        check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
+
+
+def rows_back(
+    db: Backend,
+    p: Plan,
+    compile_opts: dict[str, Any],
+    *,
+    chunk_rows: int | None,
+    ordered: bool,
+    output_format: str,
+    check_written: bool,
+) -> Any:
+    """The projected rows handed back in ``output_format`` (``chunk_rows``: an iterator of chunks streamed
+    from the database), their outputs checked finite when ``check_written``."""
+    dialect = db.sql_dialect
+    key = p.source.group_column or p.source.id_column
+    statements = compile_statements(
+        p.projection, p.source, db.sql_dialect, p.output, ordered=ordered, pretty=False,
+        **{**compile_opts, "bind": compile_opts["bind"] and not chunk_rows},  # chunks outlive run()
+    )  # fmt: skip
+    if chunk_rows:
+        if statements.setup:
+            raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
+        columns = [key, *p.output.names(p.projection.k)]
+        chunks = outputs.fetch_chunks(db, statements.main, int(chunk_rows), output_format, columns)
+        return (outputs.check_finite(c, key, output_format) for c in chunks) if check_written else chunks
+    settings = dialect.local_settings(p.source)
+    with db.transaction():
+        for statement in settings:
+            db.execute(statement)
+        result = run(db, statements, lambda sql: outputs.fetch(db, sql, output_format))
+    return outputs.check_finite(result, key, output_format) if check_written else result
+
+
+def check_table_target(db: Backend, p: Plan, table: str, into: str, view: bool, incremental: bool) -> None:
+    """Refuse, before any work, an output table or view ``into`` that is empty, that the engine could not
+    hold as named, that is (or may be, for the engine) the input ``table`` or a table sqlrp's other
+    objects read, or an incremental view."""
+    dialect = db.sql_dialect
+    if not into:
+        raise InvalidParameter("into must name a table (an empty name writes nothing)")
+    check_output_names(dialect, p, into)
+    if dialect.same_identifier(into, table):  # the output goes to the source's schema (output_table)
+        same = f": {db.dialect} takes {into!r} for {table!r} (it ignores case)" if into != table else ""
+        raise InvalidParameter(
+            f"the output table must not be the input table (sqlrp never writes the source){same}; choose another name"
+        )
+    source_table = targets.Table(p.source.table, p.source.schema, p.source.catalog, "the input table")
+    targets.refuse_tables(db, [dataclasses.replace(source_table, name=into, role="the output table")], [source_table])
+    if incremental and view:
+        raise InvalidParameter("incremental projection writes rows into a table; it cannot make a view")
+
+
+def write_table(
+    db: Backend,
+    p: Plan,
+    table: str,
+    into: str,
+    compile_opts: dict[str, Any],
+    *,
+    view: bool,
+    replace: bool,
+    incremental: bool,
+    progress: bool | int | CommandBar,
+    check_written: bool,
+) -> None:
+    """The projected rows as the table ``into`` (``view``: a view), in one transaction where the engine
+    has them, else built under a staging name and swapped in (:func:`sqlrp.pipeline.materialise.staged`);
+    ``incremental``: only the ids not in ``into`` yet are added to it."""
+    check_table_target(db, p, table, into, view, incremental)
+    top_up = dict(incremental=incremental, replace=replace, progress=progress, check_written=check_written)
+    if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
+        exists = _existing(db, p, into, compile_opts, **top_up)
+        if exists is None:
+            return
+        with staged(db, p.source, into, replace_existing=exists) as name:
+            materialise(db, p, p.source, name, compile_opts, progress, create=True)
+            written(db, p, name, check_written)
+        return
+    with db.transaction():
+        # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
+        # whether it exists is read under that lock: concurrent top-ups add each id exactly once
+        db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
+        exists = _existing(db, p, into, compile_opts, **top_up)
+        if exists is None:
+            return
+        if exists:
+            kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
+            db.execute(db.sql_dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
+        if view:
+            text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # a view outlives the bound constants
+            db.execute(compile_sql(p.projection, p.source, db.sql_dialect, p.output, into=into, view=True, **text_opts))
+        else:
+            materialise(db, p, p.source, into, compile_opts, progress, create=True)
+            written(db, p, into, check_written)
+
+
+def _existing(
+    db: Backend,
+    p: Plan,
+    into: str,
+    compile_opts: dict[str, Any],
+    *,
+    incremental: bool,
+    replace: bool,
+    progress: bool | int | CommandBar,
+    check_written: bool,
+) -> bool | None:
+    """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
+    exists = table_exists(db, into, p.source)
+    if incremental and exists:
+        same_key_type(db, p.source, into)
+        missing = not_yet_projected(db.sql_dialect, p.source, into)
+        if db.transactional:
+            materialise(db, p, missing, into, compile_opts, progress, create=False)
+            written(db, p, into, check_written)
+        else:  # no rollback here: build and check the new rows aside, then append them
+
+            def build(name: str) -> None:
+                materialise(db, p, missing, name, compile_opts, progress, create=True)
+                written(db, p, name, check_written)
+
+            top_up_through_staging(db, p.source, into, build)
+        return None
+    if exists and not replace:
+        raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
+    return exists
+
+
+def same_key_type(db: Backend, source: Source, into: str) -> None:
+    """An incremental top-up inserts ids into ``into`` as its key column holds them: another type there
+    (DOUBLE ids into a BIGINT column) would convert them -- 1.5 and 2.5 both written as 2 -- so it is
+    refused, naming the rebuild."""
+    key = source.group_column or source.id_column
+    kind = {c.name: c.type.upper() for c in describe(db, source.table, source.schema, source.catalog)}.get(key)
+    held = {c.name: c.type.upper() for c in describe(db, into, source.schema, source.catalog)}.get(key)
+    if kind is not None and held is not None and kind != held:
+        raise InputError(
+            f"table {into!r} holds {key!r} as {held}, the input as {kind}: a top-up would convert the ids; "
+            "rebuild it (replace=True, --replace) instead of incremental"
+        )
+
+
+def not_yet_projected(dialect: SqlrpDialect, source: Source, into: str) -> Source:
+    """``source`` restricted to the ids not yet in the output table ``into``: ``NOT EXISTS`` (a hash
+    anti-join on PostgreSQL; ``NOT IN (sub-query)`` is planned there as a sub-plan per row once the ids
+    outgrow ``work_mem``), or ``NOT IN`` where correlated sub-queries are missing (ClickHouse)."""
+    key = source.group_column or source.id_column
+    done_table = output_table(source, into)
+    done_table.set("alias", exp.TableAlias(this=ident("_sqlrp_done")))
+    done = exp.select(exp.Literal.number(1)).from_(done_table)
+    if dialect.correlated_subqueries:
+        done = done.where(col(key, "_sqlrp_done").eq(col(key, source.table)))
+        return dataclasses.replace(source, row_filter=exp.Not(this=exp.Exists(this=done)))
+    ids = exp.select(col(key)).from_(output_table(source, into))
+    ids = ids.where(exp.Not(this=exp.Is(this=col(key), expression=exp.Null())))
+    return dataclasses.replace(source, row_filter=exp.Not(this=exp.In(this=col(key), query=ids.subquery())))
+
+
+def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
+    """Refuse, before any work, an output the engine could not hold as named or that would clobber
+    something: a registry table, a name the engine truncates (PostgreSQL: 63 bytes), output columns
+    that repeat the key."""
+    dialect.check_table_name(into)
+    if dialect.fold(into).casefold() in REGISTRY_TABLES:
+        raise InvalidParameter(f"{into!r} is one of sqlrp's registry tables; choose another output name")
+    dialect.check_identifier(into, "output table name")
+    key = p.source.group_column or p.source.id_column
+    names = p.output.names(p.projection.k)
+    for name in names[-1:] if p.output.form == "wide" else names:  # the longest name is the last
+        dialect.check_identifier(name, "output column name (--prefix + index)")
+    check_output_columns(dialect, key, names)
+
+
+def table_exists(db: Backend, name: str, source: Source) -> bool:
+    """Whether ``name`` is a table or view in the schema of ``source``."""
+    try:
+        describe(db, name, source.schema, source.catalog)
+    except InputError:
+        return False
+    return True
