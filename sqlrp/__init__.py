@@ -13,7 +13,8 @@ The package is grouped by layer, each importing only the layers below it (``test
 - :mod:`sqlrp.search` -- inverted lists, RaBitQ codes, the search SQL;
 - :mod:`sqlrp.evaluation` -- metrics and reports;
 
-then :mod:`sqlrp.api` (the functions below), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
+then :mod:`sqlrp.api` (the functions below), :mod:`sqlrp.relation` (a lazy projection whose destinations
+are methods), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
 """
 
 from .api import (
@@ -38,6 +39,7 @@ from .demo import run_demo as demo
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .methods.reference import transform
 from .registry.transfer import export_projection, import_projection
+from .relation import Relation, projected
 from .search.build import build_index
 from .search.evaluate import evaluate_search
 from .search.index import drop_index, list_indexes, load_index
@@ -54,6 +56,7 @@ __all__ = [
     "Projection",
     "ProjectionExists",
     "ProjectionNotFound",
+    "Relation",
     "SQLRandomProjection",
     "Source",
     "SqlrpError",
@@ -81,6 +84,7 @@ __all__ = [
     "migrate",
     "plan",
     "project",
+    "projected",
     "search",
     "transform",
     "transform_frame",

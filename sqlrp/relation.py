@@ -1,0 +1,120 @@
+"""A projection not yet run, with its destinations as methods -- DuckDB's relation, for sqlrp.
+
+    rel = sqlrp.projected(db, "events", "id", k=64)   # nothing runs yet
+    rel.df()                                          # the rows as pandas; .arrow(), .pl(), .numpy()
+    for chunk in rel.chunks(50_000): ...              # streamed from the database
+    rel.to_table("events_rp")                         # one transaction; .to_view(), .to_file("rp.parquet")
+    print(rel.sql("spark"))                           # the SQL, for this engine or another
+
+Each destination is one call of :func:`sqlrp.project` with the relation's arguments (:meth:`Relation.sql`:
+:func:`sqlrp.plan` and :func:`sqlrp.compile_projection`), so it behaves exactly as ``project`` does
+there: the same table, projection and options draw the same seeded matrix every time; a new
+projection is stored where ``project`` stores one (a table or a file written, under ``save_as`` or
+a name made of the table, method, k and seed) and nowhere when rows are handed back or SQL printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import api
+from .backends.base import Backend
+from .core.errors import InvalidParameter
+from .core.lazy import pd
+from .pipeline.frames import is_frame
+
+#: ``project`` options that say how the SQL is formulated and checked (not what is planned)
+_COMPILE = ("matrix", "strategy", "block", "check")
+#: ``project`` options that choose a destination: the relation's methods do
+_DESTINATION = ("into", "view", "replace", "incremental", "progress", "chunk_rows", "output_format")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What to project -- ``table`` (a table, a view, a file or glob on DuckDB, or a DataFrame /
+    Arrow table), its ``id_column``, the ``projection`` (a stored name, a projection object or file,
+    or ``None`` and ``options`` such as ``method``, ``k``, ``seed``) and the other options of
+    :func:`sqlrp.project` -- and where it can go.  Made by :func:`projected`."""
+
+    db: Backend
+    table: Any
+    id_column: str
+    projection: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def _run(self, **destination: Any) -> Any:
+        return api.project(self.db, self.table, self.id_column, self.projection, **self.options, **destination)
+
+    def df(self) -> pd.DataFrame:
+        """The projected rows as a pandas DataFrame, ordered by id (a frame's rows: in its order)."""
+        return self._run(output_format="pandas")
+
+    def arrow(self) -> Any:
+        """The projected rows as a ``pyarrow.Table``."""
+        return self._run(output_format="arrow")
+
+    def pl(self) -> Any:
+        """The projected rows as a polars DataFrame."""
+        return self._run(output_format="polars")
+
+    def numpy(self) -> tuple[Any, Any]:
+        """``(ids, Y)``: the ids and the ``n x k`` projected matrix."""
+        return self._run(output_format="numpy")
+
+    def chunks(self, rows: int = 100_000, output_format: str = "pandas") -> Iterator[Any]:
+        """The projected rows in chunks of at most ``rows``, streamed from the database."""
+        return self._run(chunk_rows=rows, output_format=output_format)
+
+    def to_table(
+        self, name: str, *, replace: bool = False, incremental: bool = False, progress: bool | int = False
+    ) -> None:
+        """Materialise the rows as the table ``name``, whole or not at all (``incremental``: add the ids
+        not in it yet; ``progress``: a bar, or that many id-range batches)."""
+        self._run(into=name, replace=replace, incremental=incremental, progress=progress)
+
+    def to_view(self, name: str, *, replace: bool = False) -> None:
+        """Create the view ``name``: the projection's SQL over the table, run when the view is read."""
+        self._run(into=name, view=True, replace=replace)
+
+    def to_file(self, path: str | Path, *, replace: bool = False) -> list[Path]:
+        """Write the rows to a ``.parquet``, ``.csv`` or ``.json`` file (by DuckDB), the projection beside
+        it in ``<file>.sqlrp.json``; returns the files written."""
+        if not str(path).lower().endswith((".parquet", ".csv", ".json")):
+            raise InvalidParameter(
+                f"to_file writes .parquet, .csv or .json files, not {str(path)!r}; to_table writes a table"
+            )
+        return self._run(into=str(path), replace=replace)
+
+    def sql(self, dialect: str | None = None, *, into: str | None = None, view: bool = False) -> str:
+        """The SQL of this projection for ``dialect`` (default: the database's own), one ``SELECT`` (or
+        ``CREATE TABLE into AS`` / ``CREATE VIEW``): :func:`sqlrp.compile_projection` of its plan.  A
+        new projection without a name is planned and stored nowhere: its matrix is in the SQL."""
+        if is_frame(self.table):
+            raise InvalidParameter("a DataFrame has no name in the database: write it to a table, then ask its SQL")
+        how = {key: self.options[key] for key in _COMPILE if key in self.options}
+        planned = {key: value for key, value in self.options.items() if key not in _COMPILE}
+        if self.projection is None and not planned.get("save_as"):
+            planned["store"] = False
+        p = api.plan(self.db, self.table, self.id_column, self.projection, **planned)
+        return api.compile_projection(self.db, p, dialect, into=into, view=view, **how)
+
+
+def projected(db: Backend, table: Any, id_column: str, projection: Any = None, **options: Any) -> Relation:
+    """A lazy projection of ``table`` (:class:`Relation`): nothing runs until a destination is called --
+    ``.df()``, ``.arrow()``, ``.pl()``, ``.numpy()``, ``.chunks(n)``, ``.to_table(name)``,
+    ``.to_view(name)``, ``.to_file(path)`` or ``.sql(dialect)``.  ``options`` are those of
+    :func:`sqlrp.project` but the destination's own (``into``, ``view``, ``chunk_rows``,
+    ``output_format``, ...), which the methods take."""
+    given = sorted(set(options) & set(_DESTINATION))
+    if given:
+        raise InvalidParameter(
+            f"projected() takes no {', '.join(given)}: the relation's methods choose where the rows go "
+            "(.df(), .chunks(n), .to_table(name), .to_view(name), .to_file(path), .sql(dialect))"
+        )
+    return Relation(db, table, id_column, projection, dict(options))
+
+
+__all__ = ["Relation", "projected"]
