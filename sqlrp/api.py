@@ -200,16 +200,10 @@ def project(
     Materialisation is one transaction: on any failure no output table is left, and the source table
     is never written.
 
-    ``strategy``: ``auto`` (the compiler's measured choice) or ``inline`` / ``pairs`` / ``mailman`` (wide, array),
-    ``join`` / ``lookup`` (long); ``block`` forces mailman's block size.
-    ``incremental=True`` (with ``into``): if ``into`` exists, insert only the rows whose id is not in
-    it yet -- running twice adds nothing.  ``progress`` (with ``into``; opt-in): a tqdm bar.  ``True``
-    on DuckDB follows the engine's own progress through one statement; on PostgreSQL, which reports
-    none, it materialises in id-range batches (up to 10 of at least 20,000 rows); an integer asks
-    for that many batches on any engine (each batch is planned anew: one statement is faster).
-    ``ordered=False`` drops the ``ORDER BY id`` of returned rows: under a tight DuckDB
-    ``memory_limit`` the sort of a large result is what runs out of memory; unordered chunks stream.
-    See :func:`plan` for the other options (``method``, ``k``, ``s``, ``seed``, ``layout``, ``columns``...).
+    ``progress=True`` follows DuckDB's own progress through one statement; on PostgreSQL, which reports
+    none, it materialises in id-range batches (up to 10 of at least 20,000 rows).  ``ordered=False``:
+    under a tight DuckDB ``memory_limit`` the sort of a large result is what runs out of memory.
+    The same projection, lazily, with its destinations as methods: :func:`sqlrp.projected`.
 
     A new projection (``method``, ``k``, ...) is stored in the registry when the rows go ``into`` a
     table or file (under ``save_as``, else a name made of the table, method, k and seed) or when a
@@ -230,11 +224,12 @@ def project(
     :param check: refuse NULL, NaN or infinite features and overflowing outputs (in the statement
         itself where the engine can raise).
     :param matrix: long layout: ``auto``, ``registry``, ``values`` or a table holding the matrix.
-    :param strategy: ``auto`` or a strategy name (above).
-    :param block: mailman's block size.
+    :param strategy: ``auto`` (the compiler's measured choice), ``inline`` / ``pairs`` / ``mailman`` /
+        ``list_transform`` (wide, array) or ``join`` / ``lookup`` (long).
+    :param block: mailman's block size (default: chosen).
     :param chunk_rows: hand the rows back in chunks of at most this many.
-    :param incremental: with ``into``: add only the ids not in it yet.
-    :param progress: a progress bar (``True``) or that many id-range batches (an integer).
+    :param incremental: with ``into``: add only the ids not in it yet (running twice adds nothing).
+    :param progress: with ``into``: a progress bar (``True``) or that many id-range batches (an integer).
     :param ordered: ``ORDER BY`` the key (``False``: stream unordered).
     :param output_format: ``pandas``, ``arrow``, ``polars`` or ``numpy``.
     :param options: the plan's options (:func:`sqlrp.pipeline.plan.plan`): ``method``, ``k``, ``s``,
