@@ -24,6 +24,7 @@ topic: postgres, duckdb_sql, tables, methods, search.
     PYTHONPATH=. python -m bench.probes kernel-floor # PK-RP: DuckDB's floor against the author's algorithm
     PYTHONPATH=. python -m bench.probes search-exact # exact k-NN brute force in DuckDB: sqlrp's SQL vs hand-written
     PYTHONPATH=. python -m bench.probes pg-bands     # PostgreSQL: an index's band rows, UNION ALL vs UNNEST
+    PYTHONPATH=. python -m bench.probes search-small # search on 50,000 rows: time against probes, SQL alone
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -36,12 +37,13 @@ from . import duckdb_sql, methods, postgres, search, tables
 from .duckdb_sql import floor, footprint, orientation, overhead, pairs, planning, progress, scatter, worth
 from .methods import dtrp, kernel_floor, reference_speed
 from .postgres import pg_array, pg_check, pg_copy, pg_fence, pg_insert, pg_read
-from .search import rabitq, search_exact
+from .search import rabitq, search_exact, search_small
 from .tables import highd, roundtrip, small
 
 PROBES = {
     "rabitq": rabitq,
     "search-exact": search_exact,
+    "search-small": search_small,
     "pg-copy": pg_copy,
     "pg-read": pg_read,
     "planning": planning,

@@ -88,3 +88,35 @@ def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 
                 found[c].append(len(set(exact) & set(truth[qi])) / 10)
         cells = ", ".join(f"C {c}: {np.mean(v):.3f}" for c, v in found.items())
         print(f"  {label:<20} {size} bits  {cells}  (ceiling {np.mean(ceiling):.3f})", flush=True)
+
+
+def search_small(n: int = 50_000, d: int = 64, queries: int = 1000) -> None:
+    """Where a search of a small table spends its time (issue 33: pgvector's HNSW was faster on the
+    50,000-row photo patches): 1,000 queries against ``n x d`` power-law rows on DuckDB, at probes
+    5 to 40 -- the whole call, the one statement in DuckDB alone, and ten queries (the cost that does
+    not grow with the batch).  If the time hardly moves with the probes, it is spent per query
+    outside the probed lists (the probe windows, the planes, the re-rank) and in building the SQL."""
+    import pandas as pd
+
+    from sqlrp.pipeline.sources import resolve_source
+    from sqlrp.search.index import load_index
+    from sqlrp.search.query import search_select
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n + queries, d)) / np.sqrt(np.arange(1, d + 1))
+    db = sqlrp.connect(threads=2)
+    names = [f"f{i}" for i in range(d)]
+    db.write_dataframe("t", pd.DataFrame(X[:n], columns=names).assign(id=np.arange(n)))
+    db.write_dataframe("q", pd.DataFrame(X[n:], columns=names).assign(qid=np.arange(queries)))
+    db.execute("CREATE TABLE q10 AS SELECT * FROM q WHERE qid < 10")
+    sqlrp.build_index(db, "t", "id", "ix")
+    layout, dialect = load_index(db, "ix").layout, db.sql_dialect
+    source = resolve_source(db, "q", "qid")
+    for probes in (5, 10, 20, 40):
+        call = lambda p=probes: sqlrp.search(db, "ix", "q", "qid", probes=p, candidates=100)  # noqa: E731
+        whole = min(seconds(call) for _ in range(3))
+        sql = dialect.render(search_select(layout, source, dialect, top=10, candidates=100, probes=probes))
+        alone = min(seconds(lambda s=sql: db.query_df(s)) for _ in range(3))
+        print(f"  P {probes:>3}: search() {whole:.3f} s, its statement alone {alone:.3f} s", flush=True)
+    ten = min(seconds(lambda: sqlrp.search(db, "ix", "q10", "qid", probes=20, candidates=100)) for _ in range(3))
+    print(f"  10 queries, P 20: {ten:.3f} s", flush=True)
