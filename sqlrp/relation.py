@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import api
+from .api import compile_projection, plan, project
 from .backends.base import Backend
 from .core.errors import InvalidParameter
 from .core.lazy import pd
@@ -46,7 +46,7 @@ class Relation:
     options: dict[str, Any] = field(default_factory=dict)
 
     def _run(self, **destination: Any) -> Any:
-        return api.project(self.db, self.table, self.id_column, self.projection, **self.options, **destination)
+        return project(self.db, self.table, self.id_column, self.projection, **self.options, **destination)
 
     def df(self) -> pd.DataFrame:
         """The projected rows as a pandas DataFrame, ordered by id (a frame's rows: in its order)."""
@@ -98,8 +98,8 @@ class Relation:
         planned = {key: value for key, value in self.options.items() if key not in _COMPILE}
         if self.projection is None and not planned.get("save_as"):
             planned["store"] = False
-        p = api.plan(self.db, self.table, self.id_column, self.projection, **planned)
-        return api.compile_projection(self.db, p, dialect, into=into, view=view, **how)
+        p = plan(self.db, self.table, self.id_column, self.projection, **planned)
+        return compile_projection(self.db, p, dialect, into=into, view=view, **how)
 
 
 def projected(db: Backend, table: Any, id_column: str, projection: Any = None, **options: Any) -> Relation:

@@ -13,7 +13,8 @@ from conftest import wide_frame
 from engine_cases import CASES, run_case
 
 import sqlrp
-from sqlrp.backends.sqlalchemy import SQLAlchemyBackend, sqlrp_dialect, to_named
+from sqlrp.backends.placeholders import to_named
+from sqlrp.backends.sqlalchemy import SQLAlchemyBackend, sqlrp_dialect
 
 RTOL = 1e-9
 

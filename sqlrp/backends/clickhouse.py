@@ -43,7 +43,8 @@ from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
 from .base import URL, Backend, ColumnInfo, Registration, missing_table, parse_url
-from .values import bind_literals, is_array, missing, py, recut, value_kind
+from .placeholders import bind_literals
+from .values import is_array, missing, py, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,7 +134,7 @@ def literal(value: Any) -> str:
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
     """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
-    parameter (:func:`~sqlrp.backends.values.bind_literals` with this engine's quoting)."""
+    parameter (:func:`~sqlrp.backends.placeholders.bind_literals` with this engine's quoting)."""
     return bind_literals(sql, params, _TOKENS, literal, ENGINE)
 
 

@@ -40,7 +40,8 @@ from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
-from .values import bind_literals, is_array, missing, py, scalar_literal, value_kind
+from .placeholders import bind_literals, scalar_literal
+from .values import is_array, missing, py, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -81,7 +82,7 @@ _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?"
 
 
 def literal(value: Any) -> str:
-    """``value`` as a DataFusion literal (:func:`~sqlrp.backends.values.scalar_literal`): NaN and
+    """``value`` as a DataFusion literal (:func:`~sqlrp.backends.placeholders.scalar_literal`): NaN and
     infinities as ``DOUBLE PRECISION`` casts, bytes as ``X'..'``, a list as ``make_array(...)``."""
     return scalar_literal(value, "DOUBLE PRECISION", lambda b: f"X'{b.hex()}'", _array_literal)
 
@@ -92,7 +93,7 @@ def _array_literal(items: list) -> str:
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
     """``sql`` with each ``?`` outside quotes and comments replaced by the literal of the next
-    parameter (:func:`~sqlrp.backends.values.bind_literals` with this engine's quoting)."""
+    parameter (:func:`~sqlrp.backends.placeholders.bind_literals` with this engine's quoting)."""
     return bind_literals(sql, params, _TOKENS, literal, ENGINE)
 
 

@@ -10,7 +10,7 @@ differences are in ``sqlrp/dialects/hyper.py``):
 - **A server process.**  The API talks to ``hyperd``, which it starts (``HyperProcess``) with usage
   data not sent and no log file; sqlrp starts one per backend and stops it on :meth:`close`.
 - **Placeholders.**  The API binds none: each ``?`` outside quotes and comments is written as a
-  literal (:func:`~sqlrp.backends.values.bind_literals`; strings quoted by sqlglot, NaN as a cast).
+  literal (:func:`~sqlrp.backends.placeholders.bind_literals`; strings quoted by sqlglot, NaN as a cast).
 - **No transactions** (``transactional = False``): DDL is not rolled back with the DML around it
   (``dialects/hyper.py``), so :meth:`transaction` only groups statements and sqlrp stages outputs.
 - **Catalogue.**  No ``information_schema``: tables are described through the API's ``catalog``.
@@ -36,7 +36,8 @@ from typing import Any
 from ..core.errors import EngineLimit, InvalidParameter, need
 from ..core.lazy import pd
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
-from .values import bind_literals, column_values, scalar_literal, value_kind
+from .placeholders import bind_literals, scalar_literal
+from .values import column_values, value_kind
 
 ENGINE = "hyper"
 # a ``?`` outside string literals, quoted identifiers and comments (PostgreSQL's quoting)
@@ -53,7 +54,7 @@ _QUERY = re.compile(r"\s*(\(\s*)*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE)
 
 
 def literal(value: Any) -> str:
-    """``value`` as a Hyper literal (:func:`~sqlrp.backends.values.scalar_literal`): NaN and infinities as
+    """``value`` as a Hyper literal (:func:`~sqlrp.backends.placeholders.scalar_literal`): NaN and infinities as
     ``DOUBLE PRECISION`` casts, bytes as ``bytea`` hex."""
     return scalar_literal(value, "DOUBLE PRECISION", lambda b: f"CAST('\\x{b.hex()}' AS BYTEA)")
 

@@ -26,8 +26,6 @@ mode, have ``transactional = False``: the registry then cleans up after a failur
 from __future__ import annotations
 
 import contextlib
-import functools
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +35,7 @@ from ..dialects import dialect_name, dialect_names
 from ..dialects.base import ALIASES
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
+from .placeholders import to_named
 from .values import column_values, py, value_kind
 
 if TYPE_CHECKING:
@@ -103,89 +102,6 @@ def __getattr__(name: str) -> Any:
         dialect_names()  # every dialect file imported: every alias declared
         return {alias: sqlrp_dialect(alias) for alias in sorted(ALIASES) if sqlrp_dialect(alias) != alias}
     raise AttributeError(name)
-
-
-# ----------------------------------------------------------------------------------------------
-# placeholders
-
-
-@functools.cache
-def _text_bind() -> re.Pattern[str]:
-    """What ``text()`` takes for a bind: SQLAlchemy's own pattern where it has one (2.0, 2.1)."""
-    try:
-        from sqlalchemy.sql.elements import TextClause
-
-        return TextClause._bind_params_regex  # type: ignore[attr-defined,no-any-return]
-    except (ImportError, AttributeError):
-        return re.compile(r"(?<![:\w\x5c]):(\w+)(?![:\w])", re.UNICODE)
-
-
-def _segments(sql: str, brackets: bool = False, backslash: bool = False) -> Iterator[tuple[bool, str]]:
-    """Split ``sql`` into ``(quoted, text)`` pieces: string literals, quoted identifiers (double
-    quotes, backticks, ``[...]`` if ``brackets``) and comments are ``quoted``.  A doubled quote
-    character escapes itself; ``backslash``: a backslash escapes the next character in strings (MySQL)."""
-    closers = {"'": "'", '"': '"', "`": "`"}
-    if brackets:
-        closers["["] = "]"
-    i, start, n = 0, 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in closers or sql.startswith(("--", "/*"), i):
-            if i > start:
-                yield False, sql[start:i]
-            if ch == "-":
-                end = sql.find("\n", i)
-                end = n if end < 0 else end + 1
-            elif ch == "/" and sql[i + 1] == "*":
-                end = sql.find("*/", i + 2)
-                end = n if end < 0 else end + 2
-            else:
-                close, end = closers[ch], i + 1
-                while end < n:
-                    if backslash and ch == "'" and sql[end] == "\\":
-                        end += 2
-                        continue
-                    if sql[end] == close:
-                        if end + 1 < n and sql[end + 1] == close:  # doubled: an escaped quote
-                            end += 2
-                            continue
-                        end += 1
-                        break
-                    end += 1
-            yield True, sql[i:end]
-            i = start = end
-        else:
-            i += 1
-    if start < n:
-        yield False, sql[start:]
-
-
-def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple[str, list[str]]:
-    """``sql`` with each ``?`` placeholder (outside quotes and comments) replaced by a ``text()``
-    bind ``:p0, :p1 ...``, every other ``:name`` escaped so that ``text()`` leaves it alone; returns
-    the text and the bind names in order."""
-    if "\\:" in sql:
-        # text() turns "\:name" into ":name" wherever it is, and a backslash cannot be escaped there
-        raise InvalidParameter("cannot bind parameters in SQL that contains a backslash before ':'")
-    out: list[str] = []
-    names: list[str] = []
-    for quoted, piece in _segments(sql, brackets, backslash):
-        piece = _text_bind().sub(lambda m: "\\:" + m.group(1), piece)
-        if quoted:
-            out.append(piece)
-            continue
-        for j, part in enumerate(piece.split("?")):
-            if j:
-                before = next((text[-1] for text in reversed(out) if text), " ")
-                bind = f":p{len(names)}"
-                names.append(bind[1:])
-                if re.match(r"[:\w\x5c]", before):  # a bind must not follow a word character or a colon
-                    bind = " " + bind
-                if re.match(r"[:\w]", part[:1] or " "):  # ... nor run into one
-                    bind += " "
-                out.append(bind)
-            out.append(part)
-    return "".join(out), names
 
 
 # ----------------------------------------------------------------------------------------------

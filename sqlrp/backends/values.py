@@ -12,14 +12,11 @@ column *holds* and which cells are missing is the same question everywhere, answ
 from __future__ import annotations
 
 import datetime
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from sqlglot import exp
 
-from ..core.errors import InvalidParameter
 from ..core.lazy import pd
 
 #: the kinds :func:`value_kind` returns
@@ -144,37 +141,9 @@ def recut(frames: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
         yield frame.reset_index(drop=True)
 
 
-def bind_literals(
-    sql: str, params: Sequence[Any] | None, tokens: re.Pattern[str], literal: Callable[[Any], str], engine: str
-) -> str:
-    """``sql`` with each ``?`` that ``tokens`` finds outside quotes and comments (the engine's own
-    quoting rules) replaced by ``literal`` of the next parameter, for engines whose client binds no
-    ``?`` (ClickHouse, DataFusion); ``sql`` unchanged if ``params`` is None.  :class:`InvalidParameter`
-    naming ``engine`` if the counts differ."""
-    if params is None:
-        return sql
-    values = list(params)
-    used = 0
-
-    def replace(m: re.Match[str]) -> str:
-        nonlocal used
-        if m.group(0) != "?":
-            return m.group(0)
-        if used >= len(values):
-            raise InvalidParameter(f"{engine}: the statement has more ? placeholders than the {len(values)} parameters")
-        used += 1
-        return literal(values[used - 1])
-
-    out = tokens.sub(replace, sql)
-    if used != len(values):
-        raise InvalidParameter(f"{engine}: {len(values)} parameters for {used} ? placeholders")
-    return out
-
-
 __all__ = [
     "KINDS",
     "absent",
-    "bind_literals",
     "column_values",
     "is_array",
     "is_nan",
@@ -183,29 +152,3 @@ __all__ = [
     "recut",
     "value_kind",
 ]
-
-
-def scalar_literal(
-    value: Any, double: str, binary: Callable[[bytes], str], array: Callable[[list], str] | None = None
-) -> str:
-    """``value`` as a SQL literal for the engines whose client binds no ``?`` (:func:`bind_literals`):
-    NULL, a boolean, a number (parenthesised, so that ``x -?`` never becomes the comment ``x --1``; NaN
-    and infinities as ``CAST('NaN' AS <double>)``), bytes through ``binary``, a list through ``array``
-    (refused without it), anything else a string quoted by sqlglot; dates and timestamps as text."""
-    value = py(value, dates_as_text=True)
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return f"({value})"
-    if isinstance(value, float):
-        if np.isnan(value) or np.isinf(value):
-            text = "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return f"CAST('{text}' AS {double})"
-        return f"({value!r})"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return binary(bytes(value))
-    if isinstance(value, list) and array is not None:
-        return array(value)
-    return exp.Literal.string(str(value)).sql("postgres")
