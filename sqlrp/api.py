@@ -15,6 +15,7 @@ a DataFrame as a table for the call with :mod:`sqlrp.pipeline.frame_table`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .backends import Backend, connect
@@ -24,6 +25,7 @@ from .core import files
 from .core.errors import InputError, InvalidParameter
 from .core.files import existing_database
 from .core.ir import Projection
+from .core.layout import Formulation, Target
 from .core.lazy import pd
 from .core.params import batches, block_size, optional_positive, positive_int, whole
 from .dialects import get_dialect
@@ -33,12 +35,7 @@ from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline import outputs, targets
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
-from .pipeline.destinations import not_yet_projected as _not_yet_projected  # noqa: F401
-from .pipeline.destinations import same_key_type as _same_key_type  # noqa: F401
-from .pipeline.destinations import table_exists as _exists  # noqa: F401
-from .pipeline.frame_table import by_id as _by_id  # noqa: F401
 from .pipeline.frame_table import frame_table
-from .pipeline.frame_table import frame_table as _frame_table  # noqa: F401
 from .pipeline.frames import (
     frame_keys,
     is_frame,
@@ -51,8 +48,6 @@ from .pipeline.materialise import file_target
 from .pipeline.plan import Plan, plan, registry_of, stored_pairs_plan  # noqa: F401 - plan: sqlrp.plan
 from .pipeline.progress import command_bar
 from .pipeline.projecting import check_block, plan_and_project
-from .pipeline.projecting import plan_and_project as _plan_and_project  # noqa: F401
-from .pipeline.projecting import project_plan as _project  # noqa: F401
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     SOURCE_OPTIONS,
     check_frame_outputs,
@@ -238,12 +233,15 @@ def project(
     :returns: the rows in ``output_format`` (or an iterator of chunks); with ``into`` a table,
         ``None``; with ``into`` a file, the files written.
     """
-    run = project_frame if is_frame(table) else _project_table
-    return run(
-        db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
-        strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
-        ordered=ordered, output_format=output_format, **options,
-    )
+    if is_frame(table):
+        return project_frame(
+            db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
+            strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
+            ordered=ordered, output_format=output_format, **options,
+        )  # fmt: skip
+    how = Formulation(matrix, strategy, block, check)
+    target = Target(into, view, replace, incremental, chunk_rows, ordered, output_format)
+    return _project_table(db, table, id_column, projection, how, target, progress, **options)
 
 
 def _project_table(
@@ -251,49 +249,37 @@ def _project_table(
     table: Any,
     id_column: str,
     projection: str | Projection | None,
-    *,
-    into: str | None,
-    view: bool,
-    replace: bool,
-    check: bool,
-    matrix: str,
-    strategy: str,
-    block: int | None,
-    chunk_rows: int | None,
-    incremental: bool,
+    how: Formulation,
+    target: Target,
     progress: bool | int,
-    ordered: bool,
-    output_format: str,
     **options: Any,
 ) -> Any:
     """:func:`project` of a table, a view, or a file or glob: every option checked before any work, then
     planned and run under one progress bar (:func:`sqlrp.pipeline.projecting.plan_and_project`)."""
     if not isinstance(table, str):  # a frame went to project_frame
         raise InputError(f"the table must be a table name or a DataFrame / Arrow table, not a {type(table).__name__}")
+    into = target.into
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
-    block = optional_positive("block", block)  # sqlrp.core.params: every count checked before any work
+    block = optional_positive("block", how.block)  # sqlrp.core.params: every count checked before any work
     optional_positive("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored
         block_size(block, input_dimension(db, table, id_column, projection, options))
-    chunk_rows = optional_positive("chunk_rows", chunk_rows)
+    chunk_rows = optional_positive("chunk_rows", target.chunk_rows)
     if chunk_rows and into is not None:
         raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
     progress = batches(progress)
     if into is None:
-        outputs.check_format(output_format)
+        outputs.check_format(target.output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
-        file_target(db, into, replace, view, incremental, reads)
+        file_target(db, into, target.replace, target.view, target.incremental, reads)
+    how, target = replace(how, block=block), replace(target, chunk_rows=chunk_rows)
     # one bar over the whole command, from the first read to the last write (pipeline/progress.py)
-    with command_bar(progress if (into and not view) else False, f"sqlrp project {files.label(table)}") as bar:
+    with command_bar(progress if (into and not target.view) else False, f"sqlrp project {files.label(table)}") as bar:
         if bar is not None:
             bar.step("planning (columns, sample, matrix)", 0.0)
-        return plan_and_project(
-            db, table, id_column, projection, bar or progress, into=into, view=view, replace=replace, check=check,
-            matrix=matrix, strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental,
-            ordered=ordered, output_format=output_format, **options,
-        )
+        return plan_and_project(db, table, id_column, projection, bar or progress, how, target, **options)
 
 
 def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = None, **options: Any) -> Any:

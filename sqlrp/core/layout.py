@@ -74,3 +74,30 @@ class Output:
 
     def names(self, k: int) -> list[str]:
         return [f"{self.prefix}{j}" for j in range(k)] if self.form == "wide" else [self.array_name]
+
+
+@dataclass(frozen=True)
+class Formulation:
+    """How a projection is written as SQL: where the matrix comes from (``auto``, ``registry``,
+    ``values`` or a table), the strategy (``auto`` or a name of :data:`sqlrp.compiler.strategies.STRATEGIES`),
+    mailman's ``block``, and ``check``: refuse NULL, NaN or infinite features and overflowing outputs."""
+
+    matrix: str = "auto"
+    strategy: str = "auto"
+    block: int | None = None
+    check: bool = True
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where projected rows go: back to Python (``into=None``; in chunks of ``chunk_rows``, ``ordered``
+    by the key, as ``output_format``), or into a table (``view``: a view; ``incremental``: only the ids
+    not there yet) or a ``.parquet`` / ``.csv`` / ``.json`` file, ``replace`` allowing an existing one."""
+
+    into: str | None = None
+    view: bool = False
+    replace: bool = False
+    incremental: bool = False
+    chunk_rows: int | None = None
+    ordered: bool = True
+    output_format: str = "pandas"

@@ -5,12 +5,14 @@ separate scan), then the rows sent where they go (:mod:`sqlrp.pipeline.destinati
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..backends import Backend
 from ..compiler.guard import guarded, tripped
 from ..core import files
 from ..core.ir import Composed, Projection
+from ..core.layout import Formulation, Target
 from ..core.params import block_size
 from .destinations import rows_back, write_table
 from .materialise import write_file
@@ -30,81 +32,62 @@ def plan_and_project(
     id_column: str,
     projection: str | Projection | None,
     progress: bool | int | CommandBar,
-    *,
-    into: str | None,
-    view: bool,
-    replace: bool,
-    check: bool,
-    matrix: str,
-    strategy: str,
-    block: int | None,
-    chunk_rows: int | None,
-    incremental: bool,
-    ordered: bool,
-    output_format: str,
+    how: Formulation,
+    target: Target,
     **options: Any,
 ) -> Any:
     """:func:`sqlrp.api.project` from its plan on, checking the input in the projection's own statement where
     the engine can (:mod:`sqlrp.compiler.guard`)."""
     p = plan(db, table, id_column, projection, **options)
-    check_block(block, p.projection)
-    stored_pairs_plan(db, p, db.sql_dialect, strategy)
-    chosen = choose_matrix(db, p, matrix)
+    check_block(how.block, p.projection)
+    stored_pairs_plan(db, p, db.sql_dialect, how.strategy)
+    how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
     # the input and output checks ride along the projection's own statement where the engine can raise
     # from inside a query (sqlrp.compiler.guard): the data is read once
-    one_pass = bool(check) and not chunk_rows and not view
-    one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, strategy, chosen)
-    if check and not one_pass:
+    one_pass = bool(how.check) and not target.chunk_rows and not target.view
+    one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, how.strategy, how.matrix)
+    if how.check and not one_pass:
         if isinstance(progress, CommandBar):
             progress.step("checking the input", 2.0)
         check_source(db, p.projection, p.source)
     if isinstance(progress, CommandBar):
         progress.step("compiling")
-    run_opts = dict(into=into, view=view, replace=replace, check=check, matrix=chosen, strategy=strategy, block=block)
-    more = dict(chunk_rows=chunk_rows, incremental=incremental, progress=progress, ordered=ordered)
     try:
-        return project_plan(db, p, table, one_pass=one_pass, output_format=output_format, **run_opts, **more)
+        return project_plan(db, p, table, how, target, progress, one_pass=one_pass)
     except Exception as exc:
         if not (one_pass and tripped(exc)):
             raise
     # the statement stopped at a bad row and wrote nothing: the separate scan names the rows (up to five),
     # as before; a clean input means an output overflowed: project again, checking the written outputs
     check_source(db, p.projection, p.source)
-    return project_plan(db, p, table, one_pass=False, output_format=output_format, **run_opts, **more)
+    return project_plan(db, p, table, how, target, progress, one_pass=False)
 
 
 def project_plan(
     db: Backend,
     p: Plan,
     table: str,
-    *,
-    into: str | None,
-    view: bool,
-    replace: bool,
-    check: bool,
-    one_pass: bool,
-    matrix: str,
-    strategy: str,
-    block: int | None,
-    chunk_rows: int | None,
-    incremental: bool,
+    how: Formulation,
+    target: Target,
     progress: bool | int | CommandBar,
-    ordered: bool,
-    output_format: str,
+    *,
+    one_pass: bool,
 ) -> Any:
     """The rest of :func:`sqlrp.api.project` once planned: ``one_pass`` compiles the checks into the statement
-    (:mod:`sqlrp.compiler.guard`), else ``check`` reads the written outputs back."""
-    check_written = check and not one_pass
-    compile_opts = dict(matrix=matrix, strategy=strategy, block=block, bind=db.binds_constants, guard=one_pass)
+    (:mod:`sqlrp.compiler.guard`), else ``how.check`` reads the written outputs back."""
+    check_written = how.check and not one_pass
+    compile_opts = dict(matrix=how.matrix, strategy=how.strategy, block=how.block)
+    compile_opts |= dict(bind=db.binds_constants, guard=one_pass)
+    into = target.into
     if into is not None and files.output_format(into) is not None:
-        return write_file(db, p, into, compile_opts, replace, check_written, progress)
+        return write_file(db, p, into, compile_opts, target.replace, check_written, progress)
     if into is None:
         return rows_back(
-            db, p, compile_opts, chunk_rows=chunk_rows, ordered=ordered, output_format=output_format,
-            check_written=check_written,
+            db, p, compile_opts, chunk_rows=target.chunk_rows, ordered=target.ordered,
+            output_format=target.output_format, check_written=check_written,
         )  # fmt: skip
     write_table(
-        db, p, table, into, compile_opts, view=view, replace=replace, incremental=incremental, progress=progress,
-        check_written=check_written,
+        db, p, table, into, compile_opts, view=target.view, replace=target.replace,
+        incremental=target.incremental, progress=progress, check_written=check_written,
     )  # fmt: skip
     return None
