@@ -113,9 +113,9 @@ def test_incremental_adds_each_missing_id_once(engine, request):
 def test_incremental_plan_is_an_anti_join_on_postgres(pg):
     """NOT IN (sub-query) is a sub-plan PostgreSQL runs per row once the ids outgrow work_mem (issue
     13, C1: still running after 150 s); the top-up's filter must plan as a hash anti-join."""
-    from sqlrp.pipeline.destinations import not_yet_projected as _not_yet_projected
     from sqlrp.compiler import table_ref
     from sqlrp.dialects import get_dialect
+    from sqlrp.pipeline.destinations import not_yet_projected as _not_yet_projected
 
     pg.execute('CREATE TABLE "t" AS SELECT g AS "id", g * 1.0 AS "f0" FROM generate_series(1, 1000) g')
     pg.execute('CREATE TABLE "o" AS SELECT g AS "id" FROM generate_series(1, 500) g')

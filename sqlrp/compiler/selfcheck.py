@@ -35,7 +35,7 @@ from ..core.nodes import as_double, col, ident
 from ..dialects import SqlrpDialect, get_dialect
 from ..dialects.portable import plain_decimal
 from ..methods.reference import transform
-from . import compile_select
+from .select import compile_select
 
 FIXTURE = "_sqlrp_fixture"
 IDS = (1, 2, 3_000_000_000, -4)
@@ -157,31 +157,7 @@ def check_select(
         exp.alias_(one.copy(), "_r", quoted=True),
     ).from_(exp.Table(this=ident("_sqlrp_got")))
     for j in range(k):
-        if output.form == "wide":
-            value: exp.Expression = col(names[j], "g")
-        else:
-            value = exp.Bracket(this=col(output.array_name, "g"), expressions=[exp.Literal.number(j)], offset=0)
-        want_j = col(f"_w{j}", "w")
-        error = exp.Div(
-            this=exp.Abs(this=exp.Sub(this=value, expression=want_j)),
-            expression=exp.paren(exp.Add(this=as_double(one.copy()), expression=exp.Abs(this=want_j.copy()))),
-        )
-        within = exp.LTE(this=error.copy(), expression=tolerance.copy())
-        bad = exp.Case(ifs=[exp.If(this=within, true=zero.copy())], default=one.copy())
-        branch = (
-            exp.select(
-                exp.alias_(exp.Coalesce(this=error, expressions=[as_double(one.copy())]), "_e", quoted=True),
-                exp.alias_(bad, "_bad", quoted=True),
-                exp.alias_(zero.copy(), "_r", quoted=True),
-            )
-            .from_(exp.Table(this=ident("_sqlrp_want"), alias=exp.TableAlias(this=ident("w"))))
-            .join(
-                exp.Table(this=ident("_sqlrp_got"), alias=exp.TableAlias(this=ident("g"))),
-                on=col(key, "g").eq(col("_key", "w")),
-                join_type="LEFT",
-            )
-        )
-        cells = exp.union(cells, branch, distinct=False, copy=False)
+        cells = exp.union(cells, _cells(output, names, j, key, tolerance), distinct=False, copy=False)
     passed = exp.and_(
         exp.EQ(this=exp.Sum(this=col("_r")), expression=exp.Literal.number(n)),
         exp.EQ(this=exp.Sum(this=col("_bad")), expression=zero.copy()),
@@ -201,6 +177,37 @@ def check_select(
     for name, query in ctes:
         select = select.with_(ident(name), as_=query, copy=False)
     return select
+
+
+def _cells(output: Output, names: list[str], j: int, key: str, tolerance: exp.Expression) -> exp.Select:
+    """Output ``j``'s cells (column ``names[j]``, or element ``j`` of the array), one per expected row: the
+    relative error ``_e`` (1 where the cell is missing or NULL) and ``_bad`` = 0 only where the error
+    is within ``tolerance``."""
+    zero, one = exp.Literal.number(0), exp.Literal.number(1)
+    if output.form == "wide":
+        value: exp.Expression = col(names[j], "g")
+    else:
+        value = exp.Bracket(this=col(output.array_name, "g"), expressions=[exp.Literal.number(j)], offset=0)
+    want_j = col(f"_w{j}", "w")
+    error = exp.Div(
+        this=exp.Abs(this=exp.Sub(this=value, expression=want_j)),
+        expression=exp.paren(exp.Add(this=as_double(one.copy()), expression=exp.Abs(this=want_j.copy()))),
+    )
+    within = exp.LTE(this=error.copy(), expression=tolerance.copy())
+    bad = exp.Case(ifs=[exp.If(this=within, true=zero.copy())], default=one.copy())
+    return (
+        exp.select(
+            exp.alias_(exp.Coalesce(this=error, expressions=[as_double(one.copy())]), "_e", quoted=True),
+            exp.alias_(bad, "_bad", quoted=True),
+            exp.alias_(zero.copy(), "_r", quoted=True),
+        )
+        .from_(exp.Table(this=ident("_sqlrp_want"), alias=exp.TableAlias(this=ident("w"))))
+        .join(
+            exp.Table(this=ident("_sqlrp_got"), alias=exp.TableAlias(this=ident("g"))),
+            on=col(key, "g").eq(col("_key", "w")),
+            join_type="LEFT",
+        )
+    )
 
 
 def _round(w: float) -> float:

@@ -4,7 +4,7 @@ Dense layouts (wide, array):
 
 - ``inline``  -- one signed sum per output over the input columns, ``(_x3 + _x17 - _x40 ...)``.
   Plain and readable; the right choice for very sparse matrices (``s = sqrt(d)``).
-- ``mailman`` -- shared partial sums ("mailman" idea for +-1 matrices).  The features are cut into
+- ``mailman`` -- shared partial sums ("mailman" idea for +-1 matrices; :mod:`.mailman`).  The features are cut into
   blocks of ``b`` consecutive features; inside a block, every output sees one sign pattern (up to an
   overall sign).  Each distinct pattern with two or more non-zeros is summed once per row, as a column
   ``_m{q}`` of a sub-query, and every output that needs it adds or subtracts that column.  With dense
@@ -26,7 +26,7 @@ Long layout (``row_id, feature, value``):
   vectors and sums into two arrays; output ``j`` is ``sums[array_position(vectors, j)]`` (0 when
   absent).  Measured 8x faster than ``join`` for text-like data in DuckDB.
 
-``join`` and ``lookup`` also take a wide (or array) table, unnested in SQL (``compiler._unnested``):
+``join`` and ``lookup`` also take a wide (or array) table, unnested in SQL (``compiler.long._unnested``):
 the SQL then grows with d instead of with the matrix.
 
 Lists (DuckDB, :mod:`.lists`):
@@ -55,14 +55,12 @@ reuse the same linear-stage strategies: the combiner sits on top of whatever the
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
-import numpy as np
 
 from ..core.errors import InvalidParameter
 from ..core.ir import LinearStage, Projection
 from ..core.layout import Source
 from ..dialects import SqlrpDialect, get_dialect
+from .mailman import BLOCK_SIZES, MailmanPlan, mailman_applicable, plan_mailman
 from .pairs import PairsPlan, plan_pairs, plan_pairs_transposed
 
 DENSE_STRATEGIES = ("inline", "mailman", "pairs")
@@ -77,8 +75,6 @@ PAIRS_GAIN = 0.8
 #: figure estimated from the s = 3 and s = sqrt(d) times of ``bench/run.py`` with the plans' terms
 #: and partials from ``bench/probes.py pairs`` (d = 784, k = 200)
 PARTIAL_WRITE_COST = 0.5
-#: block sizes tried by the mailman planner
-BLOCK_SIZES = (2, 3, 4, 5, 6, 7, 8)
 #: pairs is planned only if a given pair of columns is expected in at least this many rows of the
 #: matrix or of its transpose (``max(p, d) * density^2``, :func:`pairs_worth_planning`): below it the
 #: greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost, so its planning time was spent
@@ -135,81 +131,8 @@ LIST_DENSE_BIND_SECONDS = 0.3e-6
 LOOKUP_BIND_SECONDS = 1.3e-6
 
 
-@dataclass
-class MailmanPlan:
-    """Partial sums and the outputs that reuse them.
-
-    ``partials[q] = (features, signs)``; output vector ``v`` is ``sum_t sign * input[index]`` over
-    ``terms[v]``, where indices ``< d`` are features and ``d + q`` is partial ``q``;
-    ``uses_feature[i]``: feature ``i`` appears in an output directly (not only inside partials).
-    """
-
-    block: int
-    d: int
-    partials: list[tuple[np.ndarray, np.ndarray]]
-    terms: list[tuple[np.ndarray, np.ndarray]]
-    uses_feature: np.ndarray
-
-    @property
-    def cost(self) -> float:
-        return mailman_cost(self)
-
-
-def mailman_cost(plan: MailmanPlan) -> float:
-    """Estimated work: output terms plus the additions inside the partial sums.
-
-    Partial sums are cheap next to output terms in DuckDB's planner (short, shallow expressions),
-    hence the weight 0.5 (fitted on d = 784, k = 200: b = 6 was fastest for s = 1)."""
-    out_terms = sum(len(t[0]) for t in plan.terms)
-    partial_adds = sum(len(p[0]) - 1 for p in plan.partials)
-    return out_terms + 0.5 * partial_adds
-
-
 def inline_cost(linear: LinearStage) -> float:
     return float(linear.nnz)
-
-
-def mailman_applicable(linear: LinearStage) -> bool:
-    """Mailman needs a sign matrix of plain sums (no squares); other stages are rendered inline."""
-    return linear.is_signs and linear.power is None
-
-
-def plan_mailman(linear: LinearStage, block: int) -> MailmanPlan:
-    """Share partial sums over blocks of ``block`` consecutive features."""
-    d, p = linear.d, linear.p
-    W = np.zeros((d, p), dtype=np.int8)
-    W[linear.feature, linear.vector] = np.sign(linear.weight).astype(np.int8)
-    partials: list[tuple[np.ndarray, np.ndarray]] = []
-    per_vector_idx: list[list[int]] = [[] for _ in range(p)]
-    per_vector_sgn: list[list[int]] = [[] for _ in range(p)]
-    uses_feature = np.zeros(d, dtype=bool)
-    for start in range(0, d, block):
-        blk = W[start : start + block]  # b x p
-        nz_count = np.count_nonzero(blk, axis=0)
-        first = np.argmax(blk != 0, axis=0)
-        lead = blk[first, np.arange(p)].astype(np.int64)  # sign of the first non-zero (0 if none)
-        patterns: dict[bytes, int] = {}
-        for v in np.flatnonzero(nz_count):
-            sign = int(lead[v])
-            col = blk[:, v] * sign
-            if nz_count[v] == 1:
-                f = start + int(first[v])
-                per_vector_idx[v].append(f)
-                uses_feature[f] = True
-            else:
-                key = col.tobytes()
-                q = patterns.get(key)
-                if q is None:
-                    q = patterns[key] = len(partials)
-                    nz = np.flatnonzero(col)
-                    partials.append((start + nz, col[nz].astype(np.float64)))
-                per_vector_idx[v].append(d + q)
-            per_vector_sgn[v].append(sign)
-    terms = [
-        (np.asarray(i, dtype=np.int64), np.asarray(s, dtype=np.float64))
-        for i, s in zip(per_vector_idx, per_vector_sgn, strict=True)
-    ]
-    return MailmanPlan(block, d, partials, terms, uses_feature)
 
 
 def plans_of(linear: LinearStage) -> dict:
@@ -400,7 +323,7 @@ def choose(
         raise InvalidParameter(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     allowed = LONG_STRATEGIES if source.layout == "long" else DENSE_STRATEGIES
     if engine.select_unnest and source.layout != "long":
-        allowed = allowed + LONG_STRATEGIES  # the wide table unnested (compiler._unnested)
+        allowed = allowed + LONG_STRATEGIES  # the wide table unnested (compiler.long._unnested)
     if engine.list_lambdas and source.layout != "long":
         allowed = allowed + LIST_STRATEGIES
     if strategy != "auto":

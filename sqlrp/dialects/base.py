@@ -84,13 +84,13 @@ class SqlrpDialect:
     quoted_case_fold: str | None = None
     nested_plans = False  # deep nested selects are cheap: ``auto`` may choose ``pairs`` (measured per engine)
     # two UNNESTs of equal length in one select list run in lockstep: a wide table can be read as a long
-    # one (the join / lookup strategies on wide tables, compiler._unnested)
+    # one (the join / lookup strategies on wide tables, compiler.long._unnested)
     select_unnest = False
     # a 4-byte float type that CAST(x AS FLOAT) rounds to (float32 outputs): set, and tested, for DuckDB and
     # PostgreSQL; refused elsewhere (SQLite and Snowflake store 8 bytes; Spark and ClickHouse untested)
     float32 = False
     # CAST(x AS FLOAT) raises an underflow error for a double that rounds to 0 (PostgreSQL), where
-    # NumPy's float32 is 0: such outputs are read as 0 first (compiler._float32_flushed)
+    # NumPy's float32 is 0: such outputs are read as 0 first (compiler.select._float32_flushed)
     float32_underflow_errors = False
     # ``min_by(arg, val, n)``: the ``n`` args of smallest val, one aggregate (exact k-NN by brute force
     # keeps K rows per query instead of ranking every pair with a window)
