@@ -8,6 +8,7 @@ the matrix (:func:`choose_matrix`).  The compiler below reads none of them from 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -96,30 +97,13 @@ def plan(
     Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
     (a dot inside ``table`` is part of the name, never a separator)."""
     source = resolve_source(
-        db,
-        table,
-        id_column,
-        layout,
-        columns,
-        array_column,
-        feature_column,
-        value_column,
-        schema,
-        nulls,
-        group_column,
-        catalog=catalog,
-    )
+        db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls,
+        group_column, catalog=catalog,
+    )  # fmt: skip
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = registry_of(db) if isinstance(projection, str) or store or save_as else None
-    known: dict[str, int] = {}
-
-    def table_d() -> int:
-        """The input's d, read once (an array's length is one row's: on a Parquet file, a read)."""
-        if "d" not in known:
-            with db.reading_few_rows():
-                known["d"] = infer_d(db, source)
-        return known["d"]
+    table_d = functools.cache(lambda: _table_d(db, source))  # read once, and only if needed
 
     if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
         projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
@@ -148,6 +132,12 @@ def plan(
     if dtype is None:
         dtype = input_dtype(db, source)
     return Plan(proj, source, Output(form=output, prefix=prefix, array_name=prefix, dtype=dtype))
+
+
+def _table_d(db: Backend, source: Source) -> int:
+    """The input's d (an array's length is one row's: on a Parquet file, a read)."""
+    with db.reading_few_rows():
+        return infer_d(db, source)
 
 
 def _check_d(proj: Projection | Composed, source: Source, d_in: int, table: str) -> None:
