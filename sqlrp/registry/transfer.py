@@ -179,29 +179,7 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
             bias=meta.get("vector_bias"),
             power=meta.get("vector_power"),
         )
-        comb = meta["combiner"]
-        if comb == "identity":
-            if k != p:
-                raise ValueError(f"a linear projection has k = p outputs; the metadata says k = {k}, p = {p}")
-            combiner = Combiner.identity(k)
-        else:
-            if not isinstance(comb, dict):
-                raise ValueError("combiner must be 'identity' or a JSON object")
-            combiner = Combiner(
-                k=k,
-                term_component=comb["term_component"],
-                term_weight=comb["term_weight"],
-                factor_term=comb["factor_term"],
-                factor_vector=comb["factor_vector"],
-            )
-        if len(combiner.factor_vector) and (
-            combiner.factor_vector.min() < 0 or combiner.factor_vector.max() >= linear.p
-        ):
-            raise ValueError(f"a combiner factor reads a vector outside [0, p = {linear.p})")
-        if len(combiner.factor_term) and (
-            combiner.factor_term.min() < 0 or combiner.factor_term.max() >= combiner.n_terms
-        ):
-            raise ValueError("a combiner factor belongs to a term that does not exist")
+        combiner = _combiner(meta["combiner"], k, linear.p)
     except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise InputError(f"{where}: not a valid projection ({exc})") from None
     return Projection(
@@ -213,6 +191,24 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
         seed=meta.get("seed"),
         name=meta.get("name"),
     )
+
+
+def _combiner(comb: Any, k: int, p: int) -> Combiner:
+    """The combiner the metadata describes, its factors reading vectors and terms that exist."""
+    if comb == "identity":
+        if k != p:
+            raise ValueError(f"a linear projection has k = p outputs; the metadata says k = {k}, p = {p}")
+        return Combiner.identity(k)
+    if not isinstance(comb, dict):
+        raise ValueError("combiner must be 'identity' or a JSON object")
+    arrays = ("term_component", "term_weight", "factor_term", "factor_vector")
+    combiner = Combiner(k=k, **{key: comb[key] for key in arrays})
+    if len(combiner.factor_vector) and (combiner.factor_vector.min() < 0 or combiner.factor_vector.max() >= p):
+        raise ValueError(f"a combiner factor reads a vector outside [0, p = {p})")
+    terms = combiner.factor_term
+    if len(terms) and (terms.min() < 0 or terms.max() >= combiner.n_terms):
+        raise ValueError("a combiner factor belongs to a term that does not exist")
+    return combiner
 
 
 def _count(value: Any, key: str, minimum: int = 1) -> int:
