@@ -9,7 +9,7 @@ addition and saves one per output that uses it, so a pair used ``c`` times saves
 additions.  Partials may pair with features or other partials, which makes a hierarchy: the
 "mailman" strategy's fixed blocks (``strategies.py``) are one special case of it.
 
-Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python bench/probes.py pairs``):
+Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python -m bench.probes pairs``):
 ``s = 3``: 52,186 inline -> 23,249; ``s = 1``: 156,600 -> 26,354; ``s = sqrt(d)``: 5,541 -> 4,577.
 The same greedy on the transposed matrix (:func:`plan_pairs_transposed`) gives plans with fewer,
 longer partials that are read back half as often, and DuckDB runs them faster for wide matrices.
@@ -160,9 +160,9 @@ def plan_pairs_transposed(
     additions differ by ``d - p``.  For a wide matrix the greedy finds more to share among the
     outputs' side, and the plan that comes back has fewer and longer partials, read back half as
     often: d = 784, k = 200, s = 3: 23,678 additions (23,249 direct), 5,361 partials (7,737) read
-    10,773 times (22,967); s = 1: 24,073 additions (26,354) (``PYTHONPATH=. python bench/probes.py
+    10,773 times (22,967); s = 1: 24,073 additions (26,354) (``PYTHONPATH=. python -m bench.probes
     pairs``).  DuckDB, 200,000 rows, three runs each in turn: s = 3 5.63-6.30 s against 6.28-7.19 s,
-    s = 1 5.57-6.12 s against 6.82-7.83 s (``PYTHONPATH=. python bench/probes.py orientation``).
+    s = 1 5.57-6.12 s against 6.82-7.83 s (``PYTHONPATH=. python -m bench.probes orientation``).
     :func:`sqlrp.compiler.strategies.best_pairs` plans both and keeps the cheaper.
 
     ``max_partials`` (default ``16 d``, as for :func:`plan_pairs`) and ``min_uses`` apply to the greedy
@@ -373,7 +373,7 @@ def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], 
     level), keeping the depth.  Each level's select passes on every column a later level still
     reads, so computing a partial late shortens what is carried: for s = 3, d = 784, k = 200 the
     carried columns summed over levels fall from 11,972 to 5,023 (s = 1: 7,282 to 4,443; the
-    transposed plans ``auto`` uses, ``PYTHONPATH=. python bench/probes.py pairs``)."""
+    transposed plans ``auto`` uses, ``PYTHONPATH=. python -m bench.probes pairs``)."""
     if not len(level):
         return level
     depth = int(level.max())

@@ -37,7 +37,7 @@ def _linear_relation(
     ``_kv`` read by subscripts.  Either way the relation is fenced, so each sum is computed once per
     row even when several products use it; PostgreSQL's fence still lets the workers of a parallel
     plan compute it (P-RP m = 4 on 20,000 x 784 arrays: 35.9-38.6 s, 66.8-66.9 s under ``OFFSET 0``;
-    ``bench/probes.py pg-fence``)."""
+    ``bench.probes pg-fence``)."""
     limit = dialect.max_columns
     if limit is None or len(sums) + len(keys.expressions) <= limit:
         rel = keys.select(

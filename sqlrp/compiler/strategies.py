@@ -73,12 +73,12 @@ PAIRS_GAIN = 0.8
 #: cost of one partial-sum column beyond the terms it reads, in output terms: a partial is written
 #: once per row and read back later, out of cache.  A two-term partial thus costs 2.5 terms, the
 #: figure estimated from the s = 3 and s = sqrt(d) times of ``bench/run.py`` with the plans' terms
-#: and partials from ``bench/probes.py pairs`` (d = 784, k = 200)
+#: and partials from ``bench.probes pairs`` (d = 784, k = 200)
 PARTIAL_WRITE_COST = 0.5
 #: pairs is planned only if a given pair of columns is expected in at least this many rows of the
 #: matrix or of its transpose (``max(p, d) * density^2``, :func:`pairs_worth_planning`): below it the
 #: greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost, so its planning time was spent
-#: for nothing.  ``PYTHONPATH=. python bench/probes.py worth`` (planning seconds of two runs): PK-RP
+#: for nothing.  ``PYTHONPATH=. python -m bench.probes worth`` (planning seconds of two runs): PK-RP
 #: degree 2, k = 160, s = sqrt(d): 4.1 (d = 784) 0.876 after 6.5-8.5 s, 6.4 (d = 500) 0.844 after
 #: 4.2-5.4 s, 8.0 (d = 400) 0.824, 12.7 (d = 250) 0.786; d = 784, k = 60, s = 9: 14.7, 0.745;
 #: Achlioptas s = 3: 87.5 (d = 784, k = 200) 0.609, 22.8 (d = 200, k = 60) 0.733, 55.3 (d = 500,
@@ -87,7 +87,7 @@ PAIRS_WORTH = 10.0
 #: the inline query's cost per output term, for the planner's time budget: DuckDB parses, binds and
 #: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query,
 #: d = 500, k = 160: 35.8-55.3 us per term from 3,647 to 266,425 terms over two runs of ``PYTHONPATH=.
-#: python bench/probes.py worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/engines.py``, DuckDB:
+#: python -m bench.probes worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/engines.py``, DuckDB:
 #: 200,000 x 784 -> 200, s = sqrt(d), 2.36 s for 5,600 terms)
 TERM_BIND_SECONDS = 50e-6
 TERM_ROW_SECONDS = 2e-9
@@ -99,7 +99,7 @@ PLANNER_SECONDS = (0.25, 60.0)
 #: non-zero plus GROUP_ROW_SECONDS per row and vector (the ordered ARRAY_AGG), in DuckDB: fitted on
 #: 2,000 x 500 rows, PK-RP degree 2 (71,390 non-zeros, 3,200 vectors) 9.83 s and P-RP m = 10
 #: (266,425, 1,600) 10.12 s; the inline queries took 5.28 s and 21.66 s, at 189 rows 4.18 and 19.61 s
-#: against 1.62 and 1.76 s unnested (``PYTHONPATH=. python bench/probes.py small``)
+#: against 1.62 and 1.76 s unnested (``PYTHONPATH=. python -m bench.probes small``)
 JOIN_ROW_SECONDS = 11e-9
 GROUP_ROW_SECONDS = 1.2e-6
 #: ... but only once the inline query is big enough for its binding time to matter
@@ -237,7 +237,7 @@ def pairs_worth_planning(linear: LinearStage) -> bool:
     outputs.  Below :data:`PAIRS_WORTH` for both, the plan is not worth its planning time: PK-RP
     degree 2 (k = 160, s = sqrt(d): 4.1 at d = 784) comes out at 0.88 of inline's estimated cost,
     Achlioptas ``s = sqrt(d)`` (d = 784, k = 200: 1.1) at 1.00, ``s = 3`` with k = 40 to 200 (22.8-87.5,
-    from the transpose) at 0.61-0.73 (``bench/probes.py worth``; ``test_auto_choice`` and
+    from the transpose) at 0.61-0.73 (``bench.probes worth``; ``test_auto_choice`` and
     ``test_auto_per_engine`` pin the choices)."""
     density = linear.nnz / max(linear.d * linear.p, 1)
     return mailman_applicable(linear) and max(linear.p, linear.d) * density**2 >= PAIRS_WORTH

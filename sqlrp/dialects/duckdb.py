@@ -31,9 +31,9 @@ class DuckDBDialect(SqlrpDialect):
     # min_by(arg, val, n) returns the n args of smallest val as a list, in order
     # (https://duckdb.org/docs/stable/sql/functions/aggregates): exact k-NN keeps K rows per query
     # rather than numbering every pair; 40 queries x 1M rows: 0.523 s per query, within 1.2x of the
-    # fastest hand-written form (PYTHONPATH=. python bench/probes.py search-exact)
+    # fastest hand-written form (PYTHONPATH=. python -m bench.probes search-exact)
     min_by_n = True
-    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench/probes.py small)
+    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench.probes small)
     wide_as_long = True
     # list_transform with a lambda, list_select, list_sum, list_dot_product
     # (https://duckdb.org/docs/stable/sql/functions/list, https://duckdb.org/docs/stable/sql/functions/lambda):

@@ -24,7 +24,7 @@ def sparse_product(X: np.ndarray, row: np.ndarray, col: np.ndarray, weight: np.n
     A dense ``W`` and BLAS when ``W`` is small (at most :data:`DENSE_ENTRIES` entries) and not very
     sparse (:data:`DENSE_DENSITY`): PK-RP degree 2 (d = 784, 3,200 vectors of 28 non-zeros) on
     20,000 rows took 1.23 s that way against 1.51 s through scipy.sparse, which runs on one thread
-    (``PYTHONPATH=. python bench/probes.py reference``).  Otherwise scipy.sparse where it is
+    (``PYTHONPATH=. python -m bench.probes reference``).  Otherwise scipy.sparse where it is
     installed (``sqlrp[sklearn]``); in the light core, the products of the non-zeros summed per
     column (``np.add.reduceat``) over blocks of rows."""
     X = np.asarray(X, dtype=np.float64)

@@ -21,7 +21,7 @@ cached when it fits ``cache_mb`` (then a proposal needs only ``D(p)``).  Never `
 is not recomputed.  The result is the one the plain algorithm gives (tests compare with a naive
 recomputation of Eq. 5, decision by decision).
 
-Measured on this idle 2-core machine (``PYTHONPATH=. python bench/probes.py dtrp``): n = 500,
+Measured on this idle 2-core machine (``PYTHONPATH=. python -m bench.probes dtrp``): n = 500,
 d = 784, k = 200, 4,000 iterations take 1.6-2.0 s wall; the paper reports 4-5 s on an i7.
 What remains is three compiled passes over the n(n-1)/2 pairs per proposal; a fused loop
 (numba or C) would be the next step.

@@ -354,7 +354,7 @@ def any_of(conditions: list[exp.Expression]) -> exp.Expression:
 def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, condition: exp.Expression) -> list:
     """Up to five rows (their key) meeting ``condition``; none, in the usual case, after one count.
     The count comes first because PostgreSQL plans ``... LIMIT 5`` serially and ``count(*)`` with
-    parallel workers (clean 50,000 x 784 table: 0.60 s -> 0.33 s, ``bench/probes.py pg-check``)."""
+    parallel workers (clean 50,000 x 784 table: 0.60 s -> 0.33 s, ``bench.probes pg-check``)."""
     dialect = db.sql_dialect
     count = exp.select(exp.Count(this=exp.Star())).from_(table, copy=False).where(condition, copy=False)
     if not db.fetchall(dialect.render(count))[0][0]:

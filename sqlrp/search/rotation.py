@@ -14,7 +14,7 @@ and RaBitQ's own code use in place of a dense rotation (the "fast Johnson-Linden
 Ailon & Chazelle 2006; paper 004 (``docs/reference/papers.md``) on structured random projections).
 Two rounds are the default: one round left the estimates visibly worse on embedding-like data
 (in NumPy, 200,000 embedding-like rows, 32 of 448 lists probed: Recall@10 0.794 against 0.887 at
-C = 100 in a first probe; ``PYTHONPATH=. python bench/probes.py rabitq`` measures both again).
+C = 100 in a first probe; ``PYTHONPATH=. python -m bench.probes rabitq`` measures both again).
 
 :func:`rotate` is the NumPy reference; :func:`rotate_select` writes the same butterflies as nested
 ``SELECT`` s (one stage per level), so that SQL and NumPy perform the same IEEE operations in the same
