@@ -158,3 +158,14 @@ def test_the_core_imports_nothing_above_it():
         if layer(module) == 0:
             top, late = GRAPH[module]
             assert all(layer(t) == 0 for t in top | late), module
+
+
+def test_every_package_of_sqlrp_is_installed():
+    """``pyproject.toml`` lists the packages setuptools installs: a new sub-package missing there runs
+    from the checkout and is absent from every install (``sqlrp.cli`` was, once: the ``sqlrp``
+    command would not start)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()
