@@ -15,33 +15,21 @@ OFFSET"): no Limit node, parallel plans allowed.  Under ``OFFSET 0`` the Gather 
 sub-queries, so the workers merely read the table and the leader computes every row.  Until issue 32
 the fence was ``OFFSET CAST('0' AS BIGINT)`` (an int8 constant zero, the same plan), which Tableau
 Hyper, Daft and Polars refuse ("OFFSET requires an integer argument"); ``LIMIT ALL`` runs on all three,
-so the SQL of ``--dialect postgres`` also runs on PostgreSQL-like engines.  The figures below were
-measured with that fence; ``tests/test_postgres_fence.py`` checks that the plans are the same (the
-sub-queries stay, the Gather on top), and ``PYTHONPATH=. python -m bench.probes pg-array`` (2026-11-25,
-a machine shared with other jobs: every figure slower than below) ran the array layout in 3.64 s under
-``LIMIT ALL`` and 3.56 s under ``OFFSET CAST('0' AS BIGINT)``, both with the Gather on top and 2 workers,
-against 7.79 s serial under ``OFFSET 0``.
+so the SQL of ``--dialect postgres`` also runs on PostgreSQL-like engines; ``tests/test_postgres_fence.py``
+checks that the plans are the same (the sub-queries stay, the Gather on top).
 
 PostgreSQL also sizes a parallel scan by the table's main heap (``min_parallel_table_scan_size``,
-8 MB), and an array table's heap holds only TOAST pointers (20,000 x 784: 1.2 MB of heap, 166 MB in
-all), so the array layout got no workers at all.  :meth:`PostgresDialect.local_settings` therefore
-sets ``min_parallel_table_scan_size = 0`` with ``SET LOCAL``, inside the projection's transaction
-(``api.project``) and nowhere else; the planner still weighs the costs, and ``max_parallel_workers_per_gather``
-still caps the workers.  ``PYTHONPATH=. python -m bench.probes pg-array``, 20,000 x 784 -> 200
-(s = sqrt(d)) into a table, 2 cores: 0.96 s with both (Gather on top, 2 workers); 1.64 s without
-the setting, 1.61 s with ``OFFSET 0`` (both serial); 0.72 s for the wide table.  ``bench/run.py
---only postgres`` (50,000 rows), PostgreSQL/DuckDB for the array layout in two runs: 2.06 and 1.98
-(3.18 s, 3.21 s), against 3.07 and 2.95 under ``OFFSET 0`` (5.15 s, 5.26 s).  The mailman partial sums
-and the kernel methods' linear sums use the same fence (``PYTHONPATH=. python -m bench.probes
-pg-fence``, two runs): s = 1 mailman on the wide table 10.0-11.6 s (16.5-17.3 s under ``OFFSET 0``),
-P-RP m = 4 on the array table 35.9-38.6 s (66.8-66.9 s); P-RP m = 4 on the wide table, where the
-Gather already sat under the linear sums, is unchanged within the noise (34-44 s either way).
-Workers run ``CREATE TABLE AS`` and plain queries only: PostgreSQL 15 plans ``INSERT INTO ... SELECT``
-and cursors (``chunk_rows``) serially.  ``parallel_insert = False`` therefore has ``api`` insert
-(``progress`` batches after the first, ``incremental``) by ``CREATE TEMPORARY TABLE AS`` -- parallel --
-and then ``INSERT ... SELECT`` from it (``PYTHONPATH=. python -m bench.probes pg-insert``, 50,000 x
-784 -> 200, s = sqrt(d)): an incremental run into an empty table 3.44 s -> 1.92 s, 10 progress
-batches 5.02 s -> 3.32 s, against 1.74 s for one ``CREATE TABLE AS``.
+8 MB), and an array table's heap holds only TOAST pointers, so the array layout got no workers at
+all.  :meth:`PostgresDialect.local_settings` therefore sets ``min_parallel_table_scan_size = 0`` with
+``SET LOCAL``, inside the projection's transaction (``api.project``) and nowhere else; the planner
+still weighs the costs, and ``max_parallel_workers_per_gather`` still caps the workers.  The mailman
+partial sums and the kernel methods' linear sums use the same fence.  Workers run ``CREATE TABLE AS``
+and plain queries only: PostgreSQL 15 plans ``INSERT INTO ... SELECT`` and cursors (``chunk_rows``)
+serially.  ``parallel_insert = False`` therefore has ``api`` insert (``progress`` batches after the
+first, ``incremental``) by ``CREATE TEMPORARY TABLE AS`` -- parallel -- and then ``INSERT ... SELECT``
+from it.  The measurements behind each of these choices (``python -m bench.probes pg-array``,
+``pg-fence``, ``pg-insert``; ``bench/run.py --only postgres``) are in ``docs/benchmarks.md``,
+"PostgreSQL: the fence and parallel plans".
 """
 
 from __future__ import annotations

@@ -7,24 +7,13 @@
 - Whole-stage code generation gives up on a plan whose generated method exceeds
   ``spark.sql.codegen.hugeMethodLimit`` (65,535 bytes of bytecode; Spark's ``SQLConf``) and the
   plan then runs without it.  sqlrp's projections always exceed it, so every projection sqlrp runs
-  raises the limit for its session (:meth:`SparkDialect.local_settings`): 200,000 x 784 -> 200,
-  s = sqrt(d), inline, local[2], best of 2: 11.6 s (35.9 s the first time, which compiles the
-  code); at 20,000 rows 4.2 s against 11.5 s at the default (``PYTHONPATH=. python
-  bench/engines.py --engines spark``).  A statement rendered by ``sqlrp compile --dialect spark``
-  runs fastest after the same ``SET``.  Deep nested selects (the ``pairs`` plans) cost Spark far more than
-  DuckDB (d = 784, k = 200, s = 3 on 20,000 rows: 405 s against 60 s for ``s = sqrt(d)`` inline;
-  ``../shared/DESIGN.md`` 4b), so ``auto`` never chooses them here.
-- Measured again on 2026-11-23 (200,000 x 784 -> 200, local[2], one session, runs in turn; the
-  machine ran 1.5-2x slower than the day before): s = sqrt(d) at the default hugeMethodLimit 20.6 s,
-  raised 19.4 s (first runs 37.5 s, compiling); writing the 200 outputs as Parquet costs about 8 s of
-  it (the same select into the ``noop`` sink: 10.1-10.8 s), most of which went to compression and
-  dictionaries that random doubles never use: outputs are now written without either
-  (:meth:`SparkDialect.table_properties`).  s = 3 as one 554 KB statement exhausts the
-  default 1 GB driver heap at either limit (the JVM dies); with ``spark.driver.memory=6g`` it runs in
-  79.2 s (403 s the first time) against 17.5 s for s = sqrt(d) in the same session: 4.5x, where the
-  issue asks for 2x.  Hence the staged blocks below.  The figures come from throw-away runs of the
-  measurements ``PYTHONPATH=. python bench/spark_probe.py [--driver-memory 6g --s3]`` now makes (its
-  ``--rows 2000 --s3`` run reproduces the out-of-memory death of the default heap in a minute).
+  raises the limit for its session (:meth:`SparkDialect.local_settings`), and a statement rendered by
+  ``sqlrp compile --dialect spark`` runs fastest after the same ``SET``.  Deep nested selects (the
+  ``pairs`` plans) cost Spark far more than DuckDB (``../shared/DESIGN.md`` 4b), so ``auto`` never
+  chooses them here; ``s = 3`` as one statement exhausts the default 1 GB driver heap (the JVM dies),
+  hence the staged blocks below.  Outputs are written as Parquet without compression or dictionaries
+  (:meth:`SparkDialect.table_properties`).  The measurements (``bench/engines.py --engines spark``,
+  ``bench/spark_probe.py``) are in ``docs/benchmarks.md``, "Spark: code generation, Parquet, s = 3".
 - No transactions: ``CREATE TABLE ... AS`` is one job (a failed job leaves no table).
 - Table names: only letters, digits and ``_`` (``[INVALID_SCHEMA_OR_RELATION_NAME] `out 1` is not a
   valid name for tables/schemas``, Spark 4.3, session catalog); columns may hold anything quoted.
@@ -82,12 +71,9 @@ class SparkDialect(SqlrpDialect):
     def table_properties(self) -> exp.Properties | None:
         # Parquet without compression or dictionary encoding: a projection's outputs are
         # incompressible doubles that never repeat, so the writer's default (snappy, and a dictionary
-        # tried per column until it outgrows the page, then dropped) is pure cost.  200,000 x 784 ->
-        # 200, s = sqrt(d), inline, local[2], second runs: 23.3 s into default Parquet, 22.6 s
-        # uncompressed, 20.2 s uncompressed without dictionaries, 12.2 s into the noop sink
-        # (PYTHONPATH=. SPARK_LOCAL_IP=127.0.0.1 python bench/spark_probe.py --write; 20.2 / 17.1 /
-        # 13.3 / 9.6 s in a throw-away run of the same statements on a quieter machine).  The table stays
-        # Parquet, readable by every engine; the options are Parquet's own (parquet-hadoop
+        # tried per column until it outgrows the page, then dropped) is pure cost (measured:
+        # docs/benchmarks.md, "Spark: code generation, Parquet, s = 3").  The table stays Parquet,
+        # readable by every engine; the options are Parquet's own (parquet-hadoop
         # ParquetOutputFormat.ENABLE_DICTIONARY) and Spark's (ParquetOptions "compression").
         options = [("compression", "none"), ("parquet.enable.dictionary", "false")]
         return exp.Properties(
