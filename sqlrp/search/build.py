@@ -323,7 +323,7 @@ def _write_index(
     steps.start("writing codes")
     _store_centroids(db, layout, centroids, layout.signs)
     # written list by list: the search's join of probes to rows then meets a list's rows together
-    # (1,000 queries x 63 probes on 1M rows: 2.10 s against 3.03 s for the rows in table order)
+    # (faster than table order; measured: docs/benchmarks.md, "Search")
     rows = rows_select(layout, source, dialect).order_by(col("_list", "r"), copy=False)
     steps.execute(db, create_as(dialect, layout.rows, rows))
     for statement in dialect.lookup_indexes(layout.rows, [LIST]):

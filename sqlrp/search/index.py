@@ -15,7 +15,7 @@ distance estimate and re-ranks the best ``candidates`` exactly on the table itse
 **An index knows its table.** Each index row keeps a hash of the row's id and features; their count
 and the sum of each hash hashed again are the table's fingerprint
 (:func:`~sqlrp.search.rows.fingerprint`), which every search compares with the table as it is (one pass
-over it: 0.24 s for 1,000,000 x 128 ``FLOAT[128]`` rows on DuckDB, ``bench/search.py``). A table
+over it; its cost is in ``docs/benchmarks.md``, "Search"). A table
 changed since the build -- rows inserted, deleted, updated, duplicated, the table re-created --
 gives a warning (``strict=True``: an error) that names the refresh
 (:func:`~sqlrp.search.fresh.check_fresh`); the exact re-rank reads the table's current rows, so a

@@ -28,8 +28,8 @@ def planes_select(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
 def planes_in_lists(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
     """``_sqlrp_planes`` (``_qid, _lo, _dl, _hsum, _p{p}_{w}``) on engines with list lambdas (DuckDB):
     the query's rotation, quantisation and bit planes as list expressions over ``_vec``, a few
-    kilobytes of SQL where the column-by-column form below is 320 KB for D = 256 (about 0.8 s of
-    compiling, parsing and binding a 1,000-query search on 1M rows).  The same IEEE operations in the
+    kilobytes of SQL where the column-by-column form below is 320 KB for D = 256, most of a search's
+    time to compile, parse and bind (measured: ``docs/benchmarks.md``, "Search").  The same IEEE operations in the
     same order as :func:`sqlrp.search.rotation.rotate` and the column form: each sign is a multiplication by
     +-1.0 (an exact negation), each butterfly ``a + b`` / ``a - b``, then the one scale; the integers
     ``k_j`` sum exactly in any order; a word is the OR of its set bits."""

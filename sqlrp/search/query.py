@@ -225,7 +225,7 @@ def _estimated(layout: IndexLayout, probe: exp.Select, dialect: SqlrpDialect) ->
     """``(_qid, _id, _e)``: every row of every probed list with its estimated squared distance."""
     # the index's rows joined to the probes: the engine picks the sides.  (Pinning DuckDB's hash table
     # to the rows, so that a pair copies a row's 7 columns rather than a probe's 13, made that join
-    # one thread, and slower: docs/benchmarks.md, "Search: which side of the join".)
+    # one thread, and slower: docs/benchmarks.md, "Search".)
     return (
         _select(
             col("_qid", "pr"),

@@ -109,8 +109,8 @@ def feature_rows(
     a user's column names are read: everything above refers to these aliases, which a user's column
     cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero).
     ``hashed`` adds ``_h``, the hash of the row's id and raw features (its array as one value where
-    the engine reads it whole: 1,000,000 x 128 on DuckDB, 0.24 s rather than 1.32 s for 128 elements:
-    ``bench/search.py``, before and after)."""
+    the engine reads it whole, several times faster than element by element: ``docs/benchmarks.md``,
+    "Search")."""
     rows = dense_source(d, source, dialect)
     if hashed:
         if source.layout == "array" and not dialect.needs_materialised_array():
@@ -192,9 +192,9 @@ def best_per(
     """``(by, alias)``: for each ``by``, the ``count`` rows of ``pairs`` with the smallest ``(order,
     key)`` -- DuckDB's ``min_by(key, (order, key), count)`` unnested, elsewhere ``row_number()``."""
     if dialect.min_by_n:
-        # ties broken by key in the window below; min_by with a (value, key) tuple cost 3.8 s against
-        # 0.3 s for the value alone (32.7M estimates, 1,000 queries): the candidates' top keeps a
-        # tie at its boundary arbitrarily (ties of estimates need identical codes and norms)
+        # ties broken by key in the window below; min_by with a (value, key) tuple costs over ten
+        # times the value alone (docs/benchmarks.md, "Search"): the candidates' top keeps a tie at
+        # its boundary arbitrarily (ties of estimates need identical codes and norms)
         tie = col(order) if count > 1 and tie_break is False else exp.Tuple(expressions=[col(order), col(key)])
         if count == 1:
             best = exp.Anonymous(this="min_by", expressions=[col(key), tie])

@@ -3,9 +3,9 @@ bit planes computed in NumPy and written as a table, rather than as SQL.
 
 Written column by column (:func:`sqlrp.search.planes.planes_in_columns`), the planes are 60-320 KB
 of nested expressions, which those engines inline at each reference to the common table
-expression: profiled on 3,000 x 32 rows and 50 queries, the planes alone took 27.3 s of Spark's
-search (its generated code passes Janino's 64 KB method limit and falls back to interpretation) and
-2.1 s of ClickHouse's, against 12.6 s and 0.6 s for everything else.  The queries are a batch of
+expression: profiled, the planes alone took most of Spark's search (its generated code passes
+Janino's 64 KB method limit and falls back to interpretation) and of ClickHouse's
+(``docs/benchmarks.md``, "Search").  The queries are a batch of
 rows the caller holds anyway; their planes are the NumPy reference's own
 (:func:`sqlrp.search.ivf.query_planes`, the function the SQL forms are tested against), so the
 result is the same.  The queries are first written to a table in SQL (``_sqlrp_q``: their features
