@@ -20,14 +20,17 @@ How to add an engine
 2. ``sqlrp/backends/<engine>.py``: a :class:`~sqlrp.backends.base.Backend` subclass with
    ``dialect = "<engine>"`` and ``registration = Registration(...)`` (URL schemes, file endings,
    connection classes, driver modules, the pip extra), ``open()``, ``wrap()`` and the abstract
-   methods; ``values.py`` types and converts DataFrame columns.  Import the driver inside functions,
-   never at the top: ``connect()`` imports every backend module, with or without its driver.
-3. ``tests/test_engine_<engine>.py``: the shared matrix of ``tests/engine_cases.py`` (``run_case``)
+   methods (an engine without transactions subclasses ``base.NoTransactions``).  Shared machinery
+   needs no copy: ``values.py`` types and converts DataFrame columns, ``arrow.py`` moves them as Arrow,
+   ``placeholders.py`` binds ``?`` for clients that do not, ``staging.py`` keeps scratch relations,
+   ``typenames.py`` and ``drivers.py`` hold type names and driver packages.  Import the driver inside
+   functions, never at the top: ``connect()`` imports every backend module, with or without its driver.
+3. ``tests/engines/test_engine_<engine>.py``: the shared matrix of ``testkit/engine_cases.py`` (``run_case``)
    and the engine's own behaviour.
 4. ``pyproject.toml``: the extra that installs the driver; and the engine's page in the docs.
 Nothing else: ``connect()`` and ``get_dialect()`` find the classes, the registry's tables are
 rendered by the dialect's hooks from ``sqlrp/registry/schema.py`` (``python -m migrations <engine>``
-writes them out for a DBA to read), and ``tests/test_engine_registration.py`` builds a whole engine
+writes them out for a DBA to read), and ``tests/engines/test_engine_registration.py`` builds a whole engine
 in one test file.
 """
 

@@ -100,6 +100,31 @@ def url_path(target: str) -> str:
     return path or ":memory:"
 
 
+def client_options(url: URL, known: dict[str, type]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``url`` as a client library's keyword arguments -- ``host``, ``port``, ``username``, ``password``
+    and ``database`` where given, and each query option named in ``known`` as its type (a flag
+    ``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off`` as a bool, for a ``str`` option
+    too) -- and the other query options, as text (the engine's settings)."""
+    options: dict[str, Any] = {}
+    rest: dict[str, str] = {}
+    for key, value in url.query.items():
+        text = value if isinstance(value, str) else value[-1]
+        if key not in known:
+            rest[key] = text
+            continue
+        flag = text.strip().lower()
+        kind = known[key]
+        if kind is bool or (kind is str and flag in ("true", "false", "1", "0", "yes", "no", "on", "off")):
+            options[key] = flag in ("1", "true", "yes", "on")
+        else:
+            options[key] = kind(text)
+    given = {"host": url.host, "port": url.port, "username": url.username, "database": url.database}
+    options.update({key: value for key, value in given.items() if value})
+    if url.password is not None:
+        options["password"] = str(url.password)
+    return options, rest
+
+
 _NUMERIC = re.compile(
     r"^(tinyint|smallint|integer|int|bigint|hugeint|utinyint|usmallint|uinteger|ubigint|uhugeint|"
     r"int2|int4|int8|float|float4|float8|real|double|double precision|decimal|numeric)\b",
@@ -113,6 +138,14 @@ def memory_size(text: str) -> str:
     if not re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", text, re.IGNORECASE):
         raise InvalidParameter(f"memory limit must look like '1GB' or '512MB', got {text!r}")
     return text.strip()
+
+
+def memory_bytes(size: str) -> int:
+    """A memory size such as ``"1GB"`` or ``"512MiB"`` (:func:`memory_size`) in bytes."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B", memory_size(size), re.IGNORECASE)
+    assert m is not None  # memory_size checked the spelling
+    power = " KMGT".index(m[2].upper() or " ")
+    return int(float(m[1]) * (1024 if m[3] else 1000) ** power)
 
 
 def is_numeric_type(type_name: str) -> bool:
@@ -209,7 +242,7 @@ class Backend(ABC):
         """Wait for, then hold until the current transaction ends, an exclusive lock named ``key``
         (one writer per output table, one migrating process).  PostgreSQL takes an advisory lock;
         an engine without one relies on its own write rules: DuckDB lets one process at a time open
-        a file for writing (``tests/test_cli.py``)."""
+        a file for writing (``tests/interface/test_cli.py``)."""
         return None  # no lock of its own here
 
     @abstractmethod
@@ -317,6 +350,19 @@ class Backend(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url}>"
+
+
+class NoTransactions(Backend):
+    """A backend whose engine has no transactions (``transactional = False``): :meth:`transaction`
+    only groups statements, which run one by one, and sqlrp compensates where it must (the registry
+    cleans up after a failure, outputs are staged)."""
+
+    transactional = False
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """No transaction: the statements inside run one by one."""
+        yield
 
 
 def missing_table(table: str, schema: str | None, available: list[str]) -> InputError:

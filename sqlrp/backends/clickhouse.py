@@ -30,7 +30,6 @@ cannot be NULL).
 from __future__ import annotations
 
 import contextlib
-import io
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -42,50 +41,22 @@ from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
-from .base import URL, Backend, ColumnInfo, Registration, missing_table, parse_url
-from .placeholders import bind_literals
-from .values import is_array, missing, py, recut, value_kind
+from .arrow import arrow_column, arrow_rows, arrow_table, ipc_stream
+from .base import URL, ColumnInfo, NoTransactions, Registration, client_options, missing_table, parse_url
+from .placeholders import bind_literals, quoting_tokens
+from .staging import dropped_on_failure
+from .typenames import NUMBER_NAMES, type_call, unwrapped
+from .values import is_array, missing, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 ENGINE = "clickhouse"
 
-#: ClickHouse scalar types by the name sqlrp's ``is_numeric_type`` knows (DuckDB spelling)
-_SCALARS = {
-    "float64": "double",
-    "float32": "float",
-    "bfloat16": "float",
-    "int8": "tinyint",
-    "int16": "smallint",
-    "int32": "integer",
-    "int64": "bigint",
-    "int128": "hugeint",
-    "int256": "hugeint",
-    "uint8": "utinyint",
-    "uint16": "usmallint",
-    "uint32": "uinteger",
-    "uint64": "ubigint",
-    "uint128": "uhugeint",
-    "uint256": "uhugeint",
-    "decimal": "decimal",
-    "decimal32": "decimal",
-    "decimal64": "decimal",
-    "decimal128": "decimal",
-    "decimal256": "decimal",
-}
-_WRAPPERS = ("nullable", "lowcardinality")
-_CALL = re.compile(r"^\s*(?P<name>\w+)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
+_WRAPPERS = ("nullable", "lowcardinality")  # type names around a type: Nullable(Float64)
 
 # a ``?`` outside string literals, quoted identifiers and comments (ClickHouse escapes: \x and doubling)
-_TOKENS = re.compile(
-    r"'(?:[^'\\]|\\.|'')*'"
-    r'|"(?:[^"\\]|\\.|"")*"'
-    r"|`(?:[^`\\]|\\.|``)*`"
-    r"|--[^\n]*|/\*.*?\*/"
-    r"|\?",
-    re.DOTALL,
-)
+_TOKENS = quoting_tokens(backslash=True, backticks=True)
 
 #: every bulk insert: a NULL for a non-Nullable column, or a column missing from the data, is an error
 #: (by default ClickHouse stores the column's default, 0, for both)
@@ -143,30 +114,13 @@ def quote(name: str) -> str:
     return ident(name).sql(ENGINE)
 
 
-def _unwrap(type_name: str) -> tuple[str, str]:
-    """``(outer function, argument)`` of ``Name(args)``, or ``(type_name, "")``."""
-    m = _CALL.match(type_name)
-    if not m:
-        return type_name.strip(), ""
-    return m["name"], m["args"].strip()
-
-
-def _bare(type_name: str) -> str:
-    """``type_name`` without ``Nullable(...)`` / ``LowCardinality(...)`` around it."""
-    name, args = _unwrap(type_name)
-    while name.lower() in _WRAPPERS and args:
-        type_name = args
-        name, args = _unwrap(type_name)
-    return type_name.strip()
-
-
 def sql_type(clickhouse_type: str) -> str:
     """A scalar ClickHouse type in the spelling :func:`~sqlrp.backends.base.is_numeric_type` reads:
     ``Nullable(Float64)`` -> ``double``, ``Int64`` -> ``bigint``, ``Decimal(10, 2)`` -> ``decimal(10, 2)``.
     Types that are not numbers keep their ClickHouse name (``String``, ``Bool``, ``DateTime``)."""
-    bare = _bare(clickhouse_type)
-    name, args = _unwrap(bare)
-    mapped = _SCALARS.get(name.lower())
+    bare = unwrapped(clickhouse_type, _WRAPPERS)
+    name, args = type_call(bare)
+    mapped = NUMBER_NAMES.get(name.lower())
     if mapped is None:
         return bare
     if mapped == "decimal" and args and name.lower() == "decimal":
@@ -177,8 +131,8 @@ def sql_type(clickhouse_type: str) -> str:
 def column_info(name: str, clickhouse_type: str) -> ColumnInfo:
     """A :class:`ColumnInfo` for a column of ClickHouse type ``clickhouse_type``: scalars by
     :func:`sql_type`, ``Array(T)`` with ``element_type = sql_type(T)`` (no fixed length)."""
-    bare = _bare(clickhouse_type)
-    outer, inner = _unwrap(bare)
+    bare = unwrapped(clickhouse_type, _WRAPPERS)
+    outer, inner = type_call(bare)
     if outer.lower() == "array" and inner:
         element = sql_type(inner)
         return ColumnInfo(name, f"{element}[]", element_type=element)
@@ -189,96 +143,56 @@ def column_info(name: str, clickhouse_type: str) -> ColumnInfo:
 # DataFrames to Arrow (the bulk-load path of both drivers)
 
 
-def arrow_column(series: pd.Series) -> tuple[pa.Array, str]:
-    """``series`` as an Arrow array and the ClickHouse type of a column that holds it.
+#: the ClickHouse type of each Arrow type :func:`clickhouse_column` makes
+_TYPES = {
+    "double": "Float64",
+    "int64": "Int64",
+    "uint64": "UInt64",
+    "bool": "Bool",
+    "timestamp[us]": "DateTime64(6)",
+    "string": "String",
+    "list<item: double>": "Array(Float64)",
+}
+
+
+def clickhouse_column(series: pd.Series) -> tuple[pa.Array, str]:
+    """``series`` as an Arrow array (:func:`~sqlrp.backends.arrow.arrow_column`) and the ClickHouse
+    type of a column that holds it.
 
     pandas' missing values (NaN, None, ``pd.NA``, ``NaT``) become NULL in a ``Nullable`` column, as
     DuckDB reads a frame (so sqlrp's NULL check finds them); ``inf`` stays ``inf``.  Lists and arrays
-    become ``Array(Float64)``, which cannot be NULL: a missing array is an :class:`InputError`."""
-    import pyarrow as pa
-
-    dtype = series.dtype
-    name = str(series.name)
-
-    def typed(values: Any, arrow_type: pa.DataType, ch_type: str, mask: np.ndarray | None = None) -> tuple:
-        if mask is not None and mask.any():
-            return pa.array(values, arrow_type, mask=mask), f"Nullable({ch_type})"
-        return pa.array(values, arrow_type), ch_type
-
-    if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
-        if dtype.kind == "f":
-            values = series.to_numpy(dtype=np.float64)
-            return typed(values, pa.float64(), "Float64", np.isnan(values))
-        if dtype.kind == "i":
-            return typed(series.to_numpy(dtype=np.int64), pa.int64(), "Int64")
-        if dtype.kind == "u":
-            return typed(series.to_numpy(dtype=np.uint64), pa.uint64(), "UInt64")
-        return typed(series.to_numpy(dtype=bool), pa.bool_(), "Bool")
-    if isinstance(dtype, np.dtype) and dtype.kind == "M":
-        values = series.to_numpy(dtype="datetime64[us]")
-        return typed(values, pa.timestamp("us"), "DateTime64(6)", np.isnat(values))
-    values = series.tolist()
-    nulls = np.array([missing(v) for v in values], dtype=bool)
-    kind = getattr(dtype, "kind", "O") if isinstance(dtype, pd.api.extensions.ExtensionDtype) else "O"
-    if kind in ("f", "i", "u", "b"):  # pandas' masked dtypes (Float64, Int64, boolean ...)
-        base = {"f": "Float64", "i": "Int64", "u": "UInt64", "b": "Bool"}[kind]
-        arrow_type = {"f": pa.float64(), "i": pa.int64(), "u": pa.uint64(), "b": pa.bool_()}[kind]
-        clean = [None if m else v for v, m in zip(values, nulls, strict=True)]
-        return typed(clean, arrow_type, base, nulls)
-    arrays = [is_array(v) for v in values]
-    if any(arrays):
-        if not all(arrays):
-            raise InputError(
-                f"{ENGINE}: column {name!r} mixes arrays with other values or missing arrays; "
-                "ClickHouse arrays cannot be NULL (use an empty array or drop the row)"
-            )
-        flat = [np.asarray(v, dtype=np.float64).tolist() for v in values]
-        return pa.array(flat, pa.list_(pa.float64())), "Array(Float64)"
-    clean = [None if m else py(v) for v, m in zip(values, nulls, strict=True)]
-    what = value_kind(series)
-    if what == "boolean":
-        return typed(clean, pa.bool_(), "Bool", nulls)
-    if what == "bigint":
-        return typed([None if v is None else int(v) for v in clean], pa.int64(), "Int64", nulls)
-    if what == "double" or nulls.all():  # all missing: a NULL number column
-        return typed([None if v is None else float(v) for v in clean], pa.float64(), "Float64", nulls)
-    texts = [None if v is None else str(v) for v in clean]
-    return typed(texts, pa.string(), "String", nulls)
+    become ``Array(Float64)``, which cannot be NULL: a missing array is an :class:`InputError`.  Bytes
+    and time-zoned timestamps are stored as their text; a column with no value as ``Float64``."""
+    kind = value_kind(series)
+    if kind == "array" and not all(is_array(v) for v in series.tolist()):
+        raise InputError(
+            f"{ENGINE}: column {str(series.name)!r} mixes arrays with other values or missing arrays; "
+            "ClickHouse arrays cannot be NULL (use an empty array or drop the row)"
+        )
+    if kind == "blob" or (kind == "timestamp" and not isinstance(series.dtype, np.dtype)):
+        kind = "text"
+    if kind == "text" and all(missing(v) for v in series.tolist()):
+        kind = "double"
+    array = arrow_column(series, kind, unsigned=True)
+    ch_type = _TYPES[str(array.type)]
+    return array, f"Nullable({ch_type})" if array.null_count else ch_type
 
 
 def arrow_stream(df: pd.DataFrame) -> tuple[bytes, list[str]]:
-    """``df`` as Arrow IPC stream bytes (ClickHouse input format ``ArrowStream``) and the ClickHouse
-    type of each column."""
-    import pyarrow as pa
-
-    arrays, types = [], []
-    for position in range(df.shape[1]):
-        array, ch_type = arrow_column(df.iloc[:, position])
-        arrays.append(array)
-        types.append(ch_type)
-    names = [str(c) for c in df.columns]  # ClickHouse matches Arrow columns to the INSERT's by name
-    table = pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue(), types
-
-
-def _rows(table: pa.Table) -> list[tuple]:
-    """The rows of an Arrow table as tuples of Python values (NULL -> None, arrays -> lists)."""
-    columns = [column.to_pylist() for column in table.columns]
-    return list(zip(*columns, strict=True)) if columns else []
+    """``df`` as Arrow IPC stream bytes (ClickHouse input format ``ArrowStream``, which matches
+    columns to the INSERT's by name) and the ClickHouse type of each column."""
+    typed = [clickhouse_column(df.iloc[:, position]) for position in range(df.shape[1])]
+    return ipc_stream(arrow_table(df, [array for array, _ in typed])), [ch_type for _, ch_type in typed]
 
 
 # ----------------------------------------------------------------------------------------------
 # what both drivers share
 
 
-class _ClickHouse(Backend):
+class _ClickHouse(NoTransactions):
     """Everything but the driver calls: :meth:`_command`, :meth:`_arrow`, :meth:`_insert_arrow`."""
 
     dialect = "clickhouse"
-    transactional = False
 
     # ---- driver calls (subclasses) ----
     def _command(self, sql: str) -> None:
@@ -311,40 +225,28 @@ class _ClickHouse(Backend):
         """ClickHouse writes ``DateTime`` to Arrow as its UInt32 seconds: turn those columns (found by
         ``DESCRIBE`` of the query, which does not run it) into ``datetime`` values."""
         try:
-            types = [str(row[1]) for row in _rows(self._arrow(f"DESCRIBE ({sql.strip().rstrip(';')})"))]
+            types = [str(row[1]) for row in arrow_rows(self._arrow(f"DESCRIBE ({sql.strip().rstrip(';')})"))]
         except Exception:  # noqa: BLE001 - not a query DESCRIBE takes: leave the numbers
             return
         if len(types) != len(columns):
             return
         for i, ch_type in enumerate(types):
-            if _bare(ch_type).split("(")[0] == "DateTime":
+            if unwrapped(ch_type, _WRAPPERS).split("(")[0] == "DateTime":
                 columns[i] = [
                     None if v is None else datetime.fromtimestamp(v, UTC).replace(tzinfo=None) for v in columns[i]
                 ]
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """ClickHouse has no transactions: the statements inside run one by one (``transactional``
-        is False, so sqlrp compensates where it must)."""
-        yield
-
-    def _raw_columns(self, table: str, schema: str | None) -> list[tuple[str, str]]:
-        return [
-            (str(name), str(ch_type))
-            for name, ch_type in self.fetchall(
-                "SELECT name, type FROM system.columns "
-                "WHERE database = coalesce(?, currentDatabase()) AND table = ? ORDER BY position",
-                [schema, table],
-            )
-        ]
-
     def columns(self, table: str, schema: str | None = None) -> list[ColumnInfo]:
         """Columns of ``table`` (``schema``: a ClickHouse database; default the current one), their
         ClickHouse types translated by :func:`column_info`."""
-        rows = self._raw_columns(table, schema)
+        rows = self.fetchall(
+            "SELECT name, type FROM system.columns "
+            "WHERE database = coalesce(?, currentDatabase()) AND table = ? ORDER BY position",
+            [schema, table],
+        )
         if not rows:
             raise missing_table(table, schema, self.table_names(schema))
-        return [column_info(name, ch_type) for name, ch_type in rows]
+        return [column_info(str(name), str(ch_type)) for name, ch_type in rows]
 
     def table_names(self, schema: str | None = None) -> list[str]:
         """Tables and views in the database ``schema`` (default: the current database)."""
@@ -370,17 +272,13 @@ class _ClickHouse(Backend):
         staging = scratch_name("load")
         defs = ", ".join(f"{quote(str(c))} {t}" for c, t in zip(df.columns, types, strict=True))
         self._command(f"CREATE TABLE {quote(staging)} ({defs}) ENGINE = MergeTree ORDER BY tuple()")
-        try:
+        with dropped_on_failure(lambda: self._command(f"DROP TABLE IF EXISTS {quote(staging)}")):
             if len(df):
                 self._insert_arrow(staging, [str(c) for c in df.columns], data)
             if replace and self.table_exists(table):
                 self._swap_in(staging, table)
             else:
                 self._command(f"RENAME TABLE {quote(staging)} TO {quote(table)}")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self._command(f"DROP TABLE IF EXISTS {quote(staging)}")
-            raise
 
     def _swap_in(self, staging: str, table: str) -> None:
         """Put ``staging`` in the place of ``table`` and drop the old one; ``EXCHANGE TABLES`` is atomic
@@ -487,18 +385,10 @@ class ChdbBackend(_ClickHouse):
         connection to the same engine; only if none can be opened is the result fetched whole."""
         sibling = self._sibling()
         if sibling is None:
-            frame = self.query_df(sql)
-            for start in range(0, len(frame), rows):
-                yield frame.iloc[start : start + rows].reset_index(drop=True)
+            yield from recut(iter([self.query_df(sql)]), int(rows))
             return
-        try:
-            stream = sibling.send_query(sql, "DataFrame")
-            try:
-                yield from recut(iter(stream), int(rows))
-            finally:
-                stream.close()
-        finally:
-            sibling.close()
+        with contextlib.closing(sibling), contextlib.closing(sibling.send_query(sql, "DataFrame")) as stream:
+            yield from recut(iter(stream), int(rows))
 
     def _sibling(self) -> Any | None:
         """A second connection to this engine, in the same current database; None if chdb refuses."""
@@ -526,6 +416,7 @@ class ChdbBackend(_ClickHouse):
 # ----------------------------------------------------------------------------------------------
 # a ClickHouse server through clickhouse-connect (HTTP)
 
+#: the URL query options that configure clickhouse-connect's client, by type (``compress``: a flag or a codec)
 _CLIENT_OPTIONS = {
     "secure": bool,
     "verify": bool,
@@ -536,14 +427,6 @@ _CLIENT_OPTIONS = {
     "ca_cert": str,
     "server_host_name": str,
 }
-
-
-def _option(kind: type, text: str) -> object:
-    """A URL query value as the client option's type (``compress``: a flag or a codec name)."""
-    flag = text.strip().lower()
-    if kind is bool or (kind is str and flag in ("true", "false", "1", "0", "yes", "no", "on", "off")):
-        return flag in ("1", "true", "yes", "on")
-    return kind(text)
 
 
 class ClickHouseServerBackend(_ClickHouse):
@@ -567,28 +450,11 @@ class ClickHouseServerBackend(_ClickHouse):
         need("clickhouse_connect", "clickhouse", "a ClickHouse server (clickhouse://)")
         import clickhouse_connect
 
-        kwargs: dict[str, Any] = {}
-        settings: dict[str, Any] = {}
-        for key, value in url.query.items():
-            text = value if isinstance(value, str) else value[-1]
-            if key in _CLIENT_OPTIONS:
-                kwargs[key] = _option(_CLIENT_OPTIONS[key], text)
-            else:
-                settings[key] = text
+        kwargs, settings = client_options(url, _CLIENT_OPTIONS)
         # the driver part of clickhouse+https:// (not url.get_driver_name(): that loads a SQLAlchemy
         # dialect named clickhouse, which clickhouse-connect does not register)
         if url.drivername.partition("+")[2] == "https":
             kwargs["secure"] = True
-        if url.host:
-            kwargs["host"] = url.host
-        if url.port:
-            kwargs["port"] = url.port
-        if url.username:
-            kwargs["username"] = url.username
-        if url.password is not None:
-            kwargs["password"] = str(url.password)
-        if url.database:
-            kwargs["database"] = url.database
         self._kwargs = {**kwargs, "settings": {**SESSION_SETTINGS, **settings}}
         self.url = url.render_as_string(hide_password=True)
         self.client = clickhouse_connect.get_client(**self._kwargs)

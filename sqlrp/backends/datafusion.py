@@ -33,15 +33,16 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlglot import exp
 
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
-from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
-from .placeholders import bind_literals, scalar_literal
-from .values import is_array, missing, py, value_kind
+from ..core.nodes import ident
+from .arrow import arrow_rows, arrow_table, column_info, recut_batches, sql_type
+from .base import ColumnInfo, NoTransactions, Registration, memory_bytes, missing_table
+from .placeholders import bind_literals, quoting_tokens, scalar_literal
+from .staging import registered
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,7 +79,7 @@ def _engine_errors() -> Iterator[None]:
 # SQL text: literals, placeholders, identifiers
 
 # a ``?`` outside string literals, quoted identifiers and comments (standard SQL: quotes doubled)
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?", re.DOTALL)
+_TOKENS = quoting_tokens()
 
 
 def literal(value: Any) -> str:
@@ -98,94 +99,8 @@ def bind(sql: str, params: Sequence[Any] | None) -> str:
 
 
 def quote(name: str) -> str:
-    """``name`` as a quoted identifier (``"`` doubled); a NUL is refused."""
-    if "\x00" in name:
-        raise InvalidParameter(f"the name {name!r} contains a NUL character, which no engine keeps; rename it")
-    return '"' + name.replace('"', '""') + '"'
-
-
-# ----------------------------------------------------------------------------------------------
-# types: Arrow's, in the spelling is_numeric_type reads
-
-
-def sql_type(arrow_type: pa.DataType) -> str:
-    """An Arrow scalar type as sqlrp names it (``double``, ``bigint``, ``decimal(10, 2)`` ...); a type
-    that is not a number keeps Arrow's name (``string_view``, ``bool``, ``timestamp[ns]``)."""
-    import pyarrow as pa
-
-    t = pa.types
-    if t.is_floating(arrow_type):
-        return "double" if arrow_type.bit_width == 64 else "float"
-    if t.is_integer(arrow_type):
-        names = {8: "tinyint", 16: "smallint", 32: "integer", 64: "bigint"}
-        name = names[arrow_type.bit_width]
-        return ("u" + name) if t.is_unsigned_integer(arrow_type) else name
-    if t.is_decimal(arrow_type):
-        return f"decimal({arrow_type.precision}, {arrow_type.scale})"
-    if t.is_boolean(arrow_type):
-        return "boolean"
-    return str(arrow_type)
-
-
-def column_info(name: str, arrow_type: pa.DataType) -> ColumnInfo:
-    """A :class:`ColumnInfo` of a column of ``arrow_type``: lists (fixed-size ones with their length)
-    by their element type, scalars by :func:`sql_type`."""
-    import pyarrow as pa
-
-    t = pa.types
-    if (
-        t.is_list(arrow_type)
-        or t.is_large_list(arrow_type)
-        or t.is_fixed_size_list(arrow_type)
-        or (hasattr(t, "is_list_view") and (t.is_list_view(arrow_type) or t.is_large_list_view(arrow_type)))
-    ):
-        element = sql_type(arrow_type.value_type)
-        length = arrow_type.list_size if t.is_fixed_size_list(arrow_type) else None
-        return ColumnInfo(name, f"{element}[]", element_type=element, length=length)
-    return ColumnInfo(name, sql_type(arrow_type))
-
-
-def arrow_column(series: pd.Series) -> pa.Array:
-    """``series`` as an Arrow array: numbers as ``float64`` / ``int64`` / ``bool``, lists and arrays
-    as ``list<double>``, timestamps as ``timestamp[us]``, anything else as text; pandas' missing
-    values (NaN, None, ``pd.NA``, ``NaT``) as NULL."""
-    import pyarrow as pa
-
-    values = series.tolist()
-    nulls = np.array([not is_array(v) and missing(v) for v in values], dtype=bool)
-    mask = nulls if nulls.any() else None
-    kind = value_kind(series)
-    if kind == "array":
-        return pa.array(
-            [None if m else np.asarray(v, dtype=np.float64).tolist() for v, m in zip(values, nulls, strict=True)],
-            pa.list_(pa.float64()),
-        )
-    if kind == "double":
-        return pa.array(series.to_numpy(dtype=np.float64, na_value=np.nan), pa.float64(), mask=mask)
-    if kind == "bigint":
-        return pa.array([None if m else int(v) for v, m in zip(values, nulls, strict=True)], pa.int64())
-    if kind == "boolean":
-        return pa.array([None if m else bool(v) for v, m in zip(values, nulls, strict=True)], pa.bool_())
-    if kind == "timestamp":
-        return pa.array(series.to_numpy(dtype="datetime64[us]"), pa.timestamp("us"), mask=mask)
-    if kind == "blob":
-        return pa.array([None if m else bytes(v) for v, m in zip(values, nulls, strict=True)], pa.binary())
-    return pa.array([None if m else str(py(v)) for v, m in zip(values, nulls, strict=True)], pa.string())
-
-
-def arrow_table(df: pd.DataFrame) -> pa.Table:
-    """``df`` as an Arrow table, column by column (:func:`arrow_column`)."""
-    import pyarrow as pa
-
-    arrays = [arrow_column(df.iloc[:, i]) for i in range(df.shape[1])]
-    return pa.Table.from_arrays(arrays, names=[str(c) for c in df.columns])
-
-
-def _py_value(value: Any) -> Any:
-    """An Arrow value as Python gives it, with nanosecond timestamps as ``datetime`` (not pandas')."""
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime(warn=False)
-    return value
+    """``name`` as a quoted identifier (``"`` doubled, sqlrp's own quoting); a NUL is refused."""
+    return ident(name).sql("postgres")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -195,11 +110,10 @@ _ALTER = re.compile(r"\s*ALTER\s+TABLE\b", re.IGNORECASE)
 _CREATE = re.compile(r"\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?(\"(?:[^\"]|\"\")*\"|[\w.]+)\s*\(", re.IGNORECASE)
 
 
-class DataFusionBackend(Backend):
+class DataFusionBackend(NoTransactions):
     """A DataFusion ``SessionContext``: ``datafusion://`` (a new one), or the caller's."""
 
     dialect = "datafusion"
-    transactional = False
     registration = Registration(
         name="DataFusion",
         schemes=("datafusion",),
@@ -219,7 +133,7 @@ class DataFusionBackend(Backend):
                 config = config.with_target_partitions(int(threads))
             runtime = None
             if memory_limit:
-                runtime = datafusion.RuntimeEnvBuilder().with_greedy_memory_pool(_bytes(memory_limit))
+                runtime = datafusion.RuntimeEnvBuilder().with_greedy_memory_pool(memory_bytes(memory_limit))
             ctx = datafusion.SessionContext(config, runtime)
             self.url = "datafusion://"
         else:
@@ -270,8 +184,7 @@ class DataFusionBackend(Backend):
         """Run a query and return its rows as tuples (NULL as None, arrays as lists)."""
         with _engine_errors():
             table = self.ctx.sql(bind(sql, params)).to_arrow_table()
-        columns = [[_py_value(v) for v in column.to_pylist()] for column in table.columns]
-        return list(zip(*columns, strict=True)) if columns else []
+        return arrow_rows(table)
 
     def query_arrow(self, sql: str) -> pa.Table:
         """The result as a ``pyarrow.Table`` (DataFusion's own)."""
@@ -285,37 +198,15 @@ class DataFusionBackend(Backend):
     def iter_arrow(self, sql: str, rows: int = 100_000) -> Iterator[pa.Table]:
         """Stream the result as Arrow tables of ``rows`` rows, the last one shorter (``execute_stream``:
         DataFusion computes record batches as they are read)."""
-        import pyarrow as pa
-
-        rows = max(1, int(rows))
         with _engine_errors():
             stream = self.ctx.sql(sql).execute_stream()
-        pending: list[Any] = []
-        have = 0
         with _engine_errors():
-            for chunk in stream:
-                batch = chunk.to_pyarrow()
-                while len(batch):
-                    take = min(rows - have, len(batch))
-                    pending.append(batch.slice(0, take))
-                    have += take
-                    batch = batch.slice(take)
-                    if have == rows:
-                        yield pa.Table.from_batches(pending)
-                        pending, have = [], 0
-        if pending:
-            yield pa.Table.from_batches(pending)
+            yield from recut_batches((chunk.to_pyarrow() for chunk in stream), rows)
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """:meth:`iter_arrow` as DataFrames."""
         for table in self.iter_arrow(sql, rows):
             yield _frame(table)
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """DataFusion has no transactions: the statements inside run one by one (``transactional``
-        is False, so sqlrp compensates where it must)."""
-        yield
 
     # ---- ALTER TABLE, done here ----
 
@@ -456,15 +347,12 @@ class DataFusionBackend(Backend):
     @contextlib.contextmanager
     def _registered(self, df: pd.DataFrame) -> Iterator[str]:
         """``df`` as a relation of the session under a private name while the block runs."""
-        name = scratch_name("frame")
         data = arrow_table(df)
-        with _engine_errors():
-            self.ctx.from_arrow(data, name=name)  # registered under name (an empty frame keeps its schema)
-        try:
+        # from_arrow registers the table under name (an empty frame keeps its schema)
+        register = _engine_errors()(lambda name: self.ctx.from_arrow(data, name=name))
+        unregister = _engine_errors()(lambda name: self.ctx.deregister_table(quote(name)))
+        with registered(register, unregister) as name:
             yield quote(name)
-        finally:
-            with _engine_errors():
-                self.ctx.deregister_table(quote(name))
 
     def close(self) -> None:
         """Forget the session (its tables go with it); a caller's session is left as it is."""
@@ -475,14 +363,6 @@ class DataFusionBackend(Backend):
 def _frame(table: pa.Table) -> pd.DataFrame:
     """An Arrow table as a DataFrame (column names kept even when two are equal, or there are no rows)."""
     return table.to_pandas()
-
-
-def _bytes(size: str) -> int:
-    """A memory size such as ``"1GB"`` or ``"512MiB"`` in bytes."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B", memory_size(size), re.IGNORECASE)
-    assert m is not None  # memory_size checked the spelling
-    power = " KMGT".index(m[2].upper() or " ")
-    return int(float(m[1]) * (1024 if m[3] else 1000) ** power)
 
 
 __all__ = ["DataFusionBackend", "DataFusionError", "arrow_table", "bind", "column_info", "literal", "sql_type"]

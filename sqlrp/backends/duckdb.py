@@ -62,8 +62,8 @@ class DuckDBBackend(Backend):
         self._quiet()
 
     def _quiet(self) -> None:
-        """DuckDB's own bar (printed after 2 s by default) only where asked: sqlrp's --progress bar covers
-        the whole command (a caller's connection, :meth:`wrap`, keeps its own settings)."""
+        """DuckDB's own bar (printed past its ``progress_bar_time``) only where asked: sqlrp's --progress
+        bar covers the whole command (a caller's connection, :meth:`wrap`, keeps its own settings)."""
         self._con.execute("SET enable_progress_bar = false")
         self._con.execute("SET enable_progress_bar_print = false")  # setting it true turns the bar on again
 
@@ -92,7 +92,7 @@ class DuckDBBackend(Backend):
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
         # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
         # common-subexpression pass finds nothing -- but on projections with thousands of sums it
-        # dominates planning (P-RP m = 30, k = 160: 8.6 s -> 2.6 s to plan; `bench.probes planning`)
+        # dominates planning (P-RP m = 30, k = 160: `python -m bench.probes planning`; docs/benchmarks.md)
         self._con.execute("SET disabled_optimizers = 'common_subexpressions'")
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
@@ -173,10 +173,10 @@ class DuckDBBackend(Backend):
 
         One statement, so one plan and the whole table for the scan's parallel tasks: the id-range
         batches this replaces planned the statement once per batch and ran batches within one row
-        group on one thread (``bench.probes progress``, s = 3 pairs, 200,000 x 784: 25.7 s in 10
-        batches, 6.5-6.6 s watched, 6.8-7.4 s without a bar).  The percentage moves as row groups
-        finish, so small tables jump.  Ctrl-C interrupts the statement; its error, if any, is raised
-        here.  The connection's progress settings are put back as they were."""
+        group on one thread (``python -m bench.probes progress``; figures in docs/benchmarks.md,
+        "Backends").  The percentage moves as row groups finish, so small tables jump.  Ctrl-C
+        interrupts the statement; its error, if any, is raised here.  The connection's progress
+        settings are put back as they were."""
         failed: list[BaseException] = []
 
         def run() -> None:
@@ -209,8 +209,8 @@ class DuckDBBackend(Backend):
 
     @contextlib.contextmanager
     def reading_few_rows(self) -> Iterator[None]:
-        # prefetching reads each Parquet column chunk whole: the length of the first array of a
-        # 200,000 x 300 file in one row group took 0.7-2.6 s with it, 0.03-0.06 s without (loaded machine)
+        # prefetching reads each Parquet column chunk whole, even for the length of the first array of a
+        # file in one row group (figures in docs/benchmarks.md, "Backends")
         name = "disable_parquet_prefetching"
         before = self._con.execute(f"SELECT current_setting('{name}')").fetchone()[0]  # type: ignore[index]
         self._con.execute(f"SET {name} = true")

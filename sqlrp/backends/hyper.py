@@ -35,21 +35,16 @@ from typing import Any
 
 from ..core.errors import EngineLimit, InvalidParameter, need
 from ..core.lazy import pd
-from .base import Backend, ColumnInfo, Registration, missing_table, url_path
-from .placeholders import bind_literals, scalar_literal
-from .values import column_values, value_kind
+from ..core.nodes import ident
+from .base import ColumnInfo, NoTransactions, Registration, missing_table, url_path
+from .placeholders import bind_literals, quoting_tokens, scalar_literal
+from .staging import dropped_on_failure
+from .typenames import KIND_TYPES
+from .values import frame_rows, frames, value_kind
 
 ENGINE = "hyper"
 # a ``?`` outside string literals, quoted identifiers and comments (PostgreSQL's quoting)
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?", re.DOTALL)
-_TYPES = {
-    "double": "DOUBLE PRECISION",
-    "bigint": "BIGINT",
-    "boolean": "BOOLEAN",
-    "timestamp": "TIMESTAMP",
-    "blob": "BYTEA",
-    "text": "TEXT",
-}
+_TOKENS = quoting_tokens()
 _QUERY = re.compile(r"\s*(\(\s*)*(SELECT|WITH|VALUES|TABLE)\b", re.IGNORECASE)
 
 
@@ -75,11 +70,11 @@ def _value(value: Any) -> Any:
     return value
 
 
-class HyperBackend(Backend):
-    """One ``.hyper`` database through its own ``hyperd`` process."""
+class HyperBackend(NoTransactions):
+    """One ``.hyper`` database through its own ``hyperd`` process (no transactions: DDL is not rolled
+    back with its DML, so sqlrp stages outputs and cleans up itself)."""
 
     dialect = "hyper"
-    transactional = False
     registration = Registration(
         name="Tableau Hyper",
         schemes=("hyper",),
@@ -158,23 +153,8 @@ class HyperBackend(Backend):
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """The result ``rows`` rows at a time, read from the server as it streams them (an empty
         result: one empty frame with the columns)."""
-        rows = max(1, int(rows))
         with self._result(sql) as (names, stream):
-            batch: list[tuple] = []
-            sent = False
-            for row in stream:
-                batch.append(row)
-                if len(batch) == rows:
-                    yield pd.DataFrame.from_records(batch, columns=names)
-                    batch, sent = [], True
-            if batch or not sent:
-                yield pd.DataFrame.from_records(batch, columns=names)
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Hyper's DDL is not rolled back with its DML: the statements inside run one by one
-        (``transactional`` is False, so sqlrp stages outputs and cleans up itself)."""
-        yield
+            yield from frames(stream, names, rows, empty=True)
 
     # ---- describing tables ----
 
@@ -216,12 +196,8 @@ class HyperBackend(Backend):
         if replace:
             self.execute(f"DROP TABLE IF EXISTS {_quote(table)}")
         self.execute(f"CREATE TABLE {_quote(table)} ({', '.join(defs)})")
-        try:
-            self.insert_frame(table, df)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.execute(f"DROP TABLE IF EXISTS {_quote(table)}")  # no half-loaded table is left
-            raise
+        with dropped_on_failure(lambda: self.execute(f"DROP TABLE IF EXISTS {_quote(table)}")):
+            self.insert_frame(table, df)  # no half-loaded table is left
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
         """Append the rows of ``df`` to the existing ``table`` (columns matched by name) with the
@@ -232,9 +208,9 @@ class HyperBackend(Backend):
             return
         for c in df.columns:
             _type(df[c], str(c))  # refuses list-valued columns before anything is written
-        values = [column_values(df[c]) for c in df.columns]
+        rows = frame_rows(df)
         with Inserter(self.connection, self._table(table, None), columns=[str(c) for c in df.columns]) as inserter:
-            inserter.add_rows(zip(*values, strict=True))
+            inserter.add_rows(rows)
             inserter.execute()
 
     def close(self) -> None:
@@ -265,10 +241,8 @@ def _type_name(sql_type: Any) -> str:
 
 
 def _quote(name: str) -> str:
-    """``name`` as a quoted identifier (``"`` doubled); a NUL is refused."""
-    if "\x00" in name:
-        raise InvalidParameter(f"{ENGINE}: the name {name!r} contains a NUL character, which no engine keeps")
-    return '"' + name.replace('"', '""') + '"'
+    """``name`` as a quoted identifier (``"`` doubled, sqlrp's own quoting); a NUL is refused."""
+    return ident(name).sql("postgres")
 
 
 def _type(series: pd.Series, name: str) -> str:
@@ -278,4 +252,4 @@ def _type(series: pd.Series, name: str) -> str:
             f"{ENGINE}: column {name!r} holds lists, and the Hyper API loads no arrays; store one column per "
             "feature (the wide layout) or (id, feature, value) rows (the long layout)"
         )
-    return _TYPES[kind]
+    return KIND_TYPES[kind]

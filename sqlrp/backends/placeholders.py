@@ -17,6 +17,19 @@ from ..core.errors import InvalidParameter
 from .values import py
 
 
+def quoting_tokens(marks: str = "?", backslash: bool = False, backticks: bool = False) -> re.Pattern[str]:
+    """The tokens :func:`bind_literals` (and PostgreSQL's placeholder rewrite) scan ``sql`` for: string
+    literals, double-quoted identifiers (and backquoted ones with ``backticks``) and comments, each left
+    as it is, and each character of ``marks`` outside them.  A doubled quote escapes itself; with
+    ``backslash`` a backslash escapes the next character too (ClickHouse)."""
+    quoted = []
+    for q in "'\"" + ("`" if backticks else ""):
+        inner = f"[^{q}\\\\]|\\\\." if backslash else f"[^{q}]"
+        quoted.append(f"{q}(?:{inner}|{q}{q})*{q}")
+    mark = re.escape(marks) if len(marks) == 1 else f"[{marks}]"
+    return re.compile("|".join([*quoted, r"--[^\n]*", r"/\*.*?\*/", mark]), re.DOTALL)
+
+
 def bind_literals(
     sql: str, params: Sequence[Any] | None, tokens: re.Pattern[str], literal: Callable[[Any], str], engine: str
 ) -> str:
@@ -149,4 +162,4 @@ def to_named(sql: str, brackets: bool = False, backslash: bool = False) -> tuple
     return "".join(out), names
 
 
-__all__ = ["bind_literals", "scalar_literal", "to_named"]
+__all__ = ["bind_literals", "quoting_tokens", "scalar_literal", "to_named"]

@@ -16,6 +16,8 @@ from ..core.lazy import pd
 from ..core.nodes import ident
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
+from .placeholders import quoting_tokens
+from .typenames import KIND_TYPES
 from .values import py, value_kind
 
 if TYPE_CHECKING:
@@ -23,18 +25,10 @@ if TYPE_CHECKING:
 
 # what psycopg's placeholder parser must not see: string literals, quoted identifiers and comments
 # (standard_conforming_strings: no backslash escapes), and the ``?`` and ``%`` outside them
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|[?%]", re.DOTALL)
+_TOKENS = quoting_tokens("?%")
 
 #: the column type of each kind of DataFrame column (:func:`~sqlrp.backends.values.value_kind`)
-_PG_TYPES = {
-    "double": "double precision",
-    "bigint": "bigint",
-    "boolean": "boolean",
-    "array": "double precision[]",
-    "timestamp": "text",
-    "blob": "bytea",
-    "text": "text",
-}
+_PG_TYPES = {**KIND_TYPES, "timestamp": "text"}
 
 # Results of fixed-width numeric columns are read as binary COPY and parsed by NumPy in one pass
 # (:func:`_binary_columns`).  The format (PostgreSQL 15 docs, COPY, "Binary Format"): an 11-byte
@@ -102,8 +96,8 @@ class PostgresBackend(Backend):
 
     def _setup(self, threads: int | None, memory_limit: str | None) -> None:
         # LLVM JIT compiles every generated expression: for a d = 784, s = 3 projection (52k terms)
-        # it ran > 5 minutes without answering cancels (bench/run.py, PostgreSQL 15); plain
-        # interpretation takes seconds.  sqlrp's statements are all such expressions: JIT off.
+        # it ran for minutes without answering cancels (bench/run.py, PostgreSQL 15; docs/benchmarks.md);
+        # plain interpretation is quick.  sqlrp's statements are all such expressions: JIT off.
         self.execute("SET jit = off")
         # a client that dies (kill -9, a closed laptop) must not leave its projection running on the
         # server: PostgreSQL 14+ polls the socket while a query runs and cancels it once the client
@@ -146,7 +140,7 @@ class PostgresBackend(Backend):
     def query_df(self, sql: str) -> pd.DataFrame:
         """The result as a DataFrame.  All-numeric results (a projection's id and outputs) come as
         binary COPY parsed into NumPy columns (:func:`_binary_columns`); anything else, or a result
-        holding a NULL, as rows.  50,000 x 200: ``PYTHONPATH=.:tests python -m bench.probes pg-read``."""
+        holding a NULL, as rows.  50,000 x 200: ``PYTHONPATH=. python -m bench.probes pg-read``."""
         columns = self.query_columns(sql)
         if columns is not None:
             return pd.DataFrame(columns, copy=False)
@@ -238,9 +232,9 @@ class PostgresBackend(Backend):
         ):
             if len(df.columns) and all(df[c].dtype.kind in "fiub" for c in df.columns):
                 # numbers only: the whole frame as one block of COPY text, written by pandas in C (floats
-                # in their shortest exact form, NaN as NaN).  Storing d = 784, k = 200, s = 1 (156,800
-                # matrix rows): 1.23 s, against 1.84 s with a write_row per row (bench.probes pg-copy;
-                # the round trip of every bit: tests/test_outputs.py)
+                # in their shortest exact form, NaN as NaN), faster than a write_row per row
+                # (``python -m bench.probes pg-copy``, figures in docs/benchmarks.md; the round trip of
+                # every bit: tests/io/test_outputs.py)
                 # float32 columns widened first: pandas writes a float32 as its own shortest text
                 # (-0.0062582386), which a double column would read as another number than the float32's
                 narrow = [c for c in df.columns if df[c].dtype.kind == "f" and df[c].dtype.itemsize < 8]

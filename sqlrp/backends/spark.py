@@ -40,14 +40,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..core.errors import InvalidParameter, MissingExtra, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
-from .base import Backend, ColumnInfo, Registration, missing_table
-from .values import column_values, missing, py, value_kind
+from .base import ColumnInfo, NoTransactions, Registration, missing_table
+from .drivers import importable
+from .staging import registered
+from .values import frames, kind_series, py, value_kind
 
 _LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
 _DELETE = re.compile(r"^\s*DELETE\s+FROM\s", re.IGNORECASE)
@@ -61,12 +61,11 @@ def _pyspark_sql() -> Any:
     return need("pyspark.sql", "spark", "the Spark backend")
 
 
-class SparkBackend(Backend):
+class SparkBackend(NoTransactions):
     """A ``SparkSession``: the caller's (``SparkBackend(spark)``, never stopped by sqlrp) or one
     sqlrp built (:meth:`from_master`, stopped by :meth:`close`)."""
 
     dialect = "spark"
-    transactional = False
     registration = Registration(
         name="Spark",
         schemes=("spark", "sc"),
@@ -181,10 +180,8 @@ class SparkBackend(Backend):
         cls, sql: Any, remote: str, conf: dict[str, str] | None, app_name: str, shuffle_partitions: int
     ) -> SparkBackend:
         """A Spark Connect session (``sc://host:port``); the server owns the warehouse."""
-        import importlib.util
-
         client = {"grpc": "grpcio", "grpc_status": "grpcio-status", "google.protobuf": "protobuf"}
-        missing = [pkg for module, pkg in client.items() if _find_spec(importlib.util, module) is None]
+        missing = [pkg for module, pkg in client.items() if not importable(module)]
         if missing:
             raise MissingExtra(
                 f"spark: Spark Connect (sc://) needs {', '.join(missing)} on the client: pip install 'pyspark[connect]'"
@@ -232,21 +229,7 @@ class SparkBackend(Backend):
         """Stream the result a partition at a time (``toLocalIterator``), cut into ``rows``-row frames.
         An ``ORDER BY`` query keeps its order."""
         frame = self._sql(sql)
-        names = list(frame.columns)
-        rows = max(1, int(rows))
-        batch: list[tuple] = []
-        for row in frame.toLocalIterator(prefetchPartitions=True):
-            batch.append(tuple(row))
-            if len(batch) >= rows:
-                yield pd.DataFrame.from_records(batch, columns=names)
-                batch = []
-        if batch:
-            yield pd.DataFrame.from_records(batch, columns=names)
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Spark has no transactions: statements inside run one by one, each on its own."""
-        yield
+        yield from frames(frame.toLocalIterator(prefetchPartitions=True), list(frame.columns), rows)
 
     # ---- DELETE on tables without it ----
 
@@ -340,10 +323,9 @@ class SparkBackend(Backend):
         types = need("pyspark.sql.types", "spark", "the Spark backend")
         fields, data = [], {}
         for name in df.columns:
-            series = df[name]
-            kind, values = _spark_type(types, series)
-            fields.append(types.StructField(str(name), kind, nullable=True))
-            data[str(name)] = values.reset_index(drop=True)  # by position: df's own index may be in any order
+            kind = value_kind(df[name])
+            fields.append(types.StructField(str(name), _spark_type(types, kind), nullable=True))
+            data[str(name)] = kind_series(df[name], kind).reset_index(drop=True)  # by position, whatever df's index
         schema = types.StructType(fields)
         frame = pd.DataFrame(data, index=range(len(df)), columns=[str(c) for c in df.columns])
         with _pandas_quiet():
@@ -357,13 +339,9 @@ class SparkBackend(Backend):
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
         """Append ``df`` to ``table``, matching columns by name (columns it lacks take their defaults)."""
-        view = scratch_name("frame")
-        self._frame(df).createOrReplaceTempView(view)
         cols = ", ".join(_quote(str(c)) for c in df.columns)
-        try:
+        with registered(self._frame(df).createOrReplaceTempView, self.spark.catalog.dropTempView) as view:
             self.spark.sql(f"INSERT INTO {self._name(table)} ({cols}) SELECT {cols} FROM {_quote(view)}")
-        finally:
-            self.spark.catalog.dropTempView(view)
 
     def close(self) -> None:
         """Stop the session if sqlrp started it (and remove its temporary folder)."""
@@ -383,33 +361,14 @@ def _quote(name: str) -> str:
     return ident(name).sql("spark")
 
 
-def _spark_type(types: Any, series: pd.Series) -> tuple[Any, Any]:
-    """The Spark type of a pandas column (:func:`~sqlrp.backends.values.value_kind`) and its values
-    converted to fit it: integers BIGINT, floats DOUBLE, booleans BOOLEAN, list/array cells
-    ``ARRAY<DOUBLE>``, anything else STRING."""
-    kind = value_kind(series)
-    if kind == "boolean":
-        if getattr(series.dtype, "kind", "O") == "b":
-            return types.BooleanType(), series
-        return types.BooleanType(), pd.Series([None if missing(v) else bool(v) for v in series], dtype=object)
-    if kind == "bigint":
-        if getattr(series.dtype, "kind", "O") in "iu" and not series.isna().any():
-            return types.LongType(), series.astype(np.int64)
-        return types.LongType(), pd.Series(pd.array([None if missing(v) else int(v) for v in series], dtype="Int64"))
-    if kind == "double":
-        return types.DoubleType(), pd.Series(column_values(series), dtype=np.float64)
+def _spark_type(types: Any, kind: str) -> Any:
+    """The Spark type of a column of ``kind`` (:func:`~sqlrp.backends.values.value_kind`): integers
+    BIGINT, floats DOUBLE, booleans BOOLEAN, list/array cells ``ARRAY<DOUBLE>``, anything else STRING."""
     if kind == "array":
-        values = [None if missing(v) else [float(x) for x in v] for v in series]
-        return types.ArrayType(types.DoubleType(), containsNull=True), pd.Series(values, dtype=object)
-    return types.StringType(), pd.Series([None if missing(v) else str(v) for v in series], dtype=object)
-
-
-def _find_spec(util: Any, module: str) -> Any:
-    """``importlib.util.find_spec`` that says None for a module blocked or missing at any level."""
-    try:
-        return util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
+        return types.ArrayType(types.DoubleType(), containsNull=True)
+    return {"boolean": types.BooleanType, "bigint": types.LongType, "double": types.DoubleType}.get(
+        kind, types.StringType
+    )()
 
 
 def _running_context() -> Any:

@@ -26,49 +26,25 @@ mode, have ``transactional = False``: the registry then cleans up after a failur
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParameter, MissingExtra
+from ..core.errors import InvalidParameter
 from ..core.lazy import pd
 from ..dialects import dialect_name, dialect_names
 from ..dialects.base import ALIASES
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
+from .drivers import missing_dialect, missing_driver
 from .placeholders import to_named
-from .values import column_values, py, value_kind
+from .values import frame_rows, frames, py, value_kind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 #: sqlrp dialects whose DDL commits on its own (or that have no multi-statement transactions)
 NON_TRANSACTIONAL = frozenset({"snowflake", "bigquery", "spark", "databricks", "trino", "clickhouse", "mysql"})
-
-#: driver module -> the package that installs it, where the names differ
-_PIP_NAMES = {
-    "MySQLdb": "mysqlclient",
-    "psycopg2": "psycopg2-binary",
-    "psycopg": "'psycopg[binary]'",
-    "snowflake": "snowflake-sqlalchemy",
-    "sqlalchemy_bigquery": "sqlalchemy-bigquery",
-    "google": "sqlalchemy-bigquery",
-    "databricks": "databricks-sqlalchemy",
-    "clickhouse_sqlalchemy": "clickhouse-sqlalchemy",
-    "duckdb_engine": "duckdb-engine",
-    "sqlalchemy_redshift": "sqlalchemy-redshift",
-    "redshift_connector": "redshift_connector",
-    "trino": "'trino[sqlalchemy]'",
-}
-#: SQLAlchemy dialects that are separate packages (no plugin installed: NoSuchModuleError)
-_DIALECT_PACKAGES = {
-    "snowflake": "snowflake-sqlalchemy",
-    "bigquery": "sqlalchemy-bigquery",
-    "databricks": "databricks-sqlalchemy",
-    "clickhouse": "clickhouse-sqlalchemy",
-    "duckdb": "duckdb-engine",
-    "redshift": "sqlalchemy-redshift",
-    "trino": "'trino[sqlalchemy]'",
-}
 
 _ROWS_PER_INSERT = 10_000  # rows per executemany batch
 
@@ -190,17 +166,9 @@ class SQLAlchemyBackend(Backend):
         try:
             engine = create_engine(url, **engine_options)
         except NoSuchModuleError:
-            backend = scheme.split("+", 1)[0]
-            package = _DIALECT_PACKAGES.get(backend)
-            how = f"pip install {package}" if package else "install the SQLAlchemy dialect package for it"
-            raise MissingExtra(f"SQLAlchemy has no dialect for {scheme}:// here: {how}") from None
+            raise missing_dialect(scheme) from None
         except ImportError as exc:
-            module = (exc.name or str(exc)).split(".")[0]
-            package = _PIP_NAMES.get(module, module)
-            raise MissingExtra(
-                f"the database URL {scheme}:// needs the driver {module!r}, which is not installed: "
-                f"pip install {package}"
-            ) from None
+            raise missing_driver(exc, scheme) from None
         except ArgumentError as exc:
             raise InvalidParameter(f"cannot use database URL for {scheme}://: {exc}") from None
         try:
@@ -336,12 +304,8 @@ class SQLAlchemyBackend(Backend):
         failed = False
         try:
             result = self._run(sql, None, yield_per=rows)
-            try:
-                names = list(result.keys())
-                for part in result.partitions(rows):
-                    yield pd.DataFrame.from_records([tuple(r) for r in part], columns=names)
-            finally:
-                result.close()
+            with contextlib.closing(result):
+                yield from frames(result, list(result.keys()), rows)
         except GeneratorExit:  # the caller stopped early: not a failure
             raise
         except BaseException:
@@ -454,14 +418,9 @@ class SQLAlchemyBackend(Backend):
     def _insert_rows(self, target: Any, df: pd.DataFrame) -> None:
         if not len(df):
             return
-        names = [str(c) for c in df.columns]
-        values = [column_values(df[c], nan_as_null=False) for c in df.columns]
-        statement = target.insert()
-        for start in range(0, len(df), _ROWS_PER_INSERT):
-            stop = start + _ROWS_PER_INSERT
-            batch: list[Mapping[str, Any]] = [
-                dict(zip(names, row, strict=True)) for row in zip(*(v[start:stop] for v in values), strict=True)
-            ]
+        names, statement = [str(c) for c in df.columns], target.insert()
+        rows = frame_rows(df, nan_as_null=False)
+        while batch := [dict(zip(names, row, strict=True)) for row in itertools.islice(rows, _ROWS_PER_INSERT)]:
             self.conn.execute(statement, batch)
 
     def close(self) -> None:

@@ -37,7 +37,7 @@ from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
-from .values import column_values, py, value_kind
+from .values import frame_rows, py, value_kind
 
 #: storage class of a DataFrame column by what it holds (:func:`~sqlrp.backends.values.value_kind`)
 _SQLITE_TYPES = {
@@ -227,8 +227,7 @@ class SQLiteBackend(Backend):
         True if no value is text or a blob.  First one pass for all of them, which stops at the
         first text value; only if there is one, an ``EXISTS`` per column finds which.  (An
         ``EXISTS`` per column from the start scans the whole table once per column when all are
-        numeric, the usual case: the s = sqrt(d) case of ``bench/engines.py --engines sqlite``,
-        784 untyped columns of 200,000 rows, took 604 s with it and 115.72 s with one pass.)"""
+        numeric, the usual case: ``bench/engines.py --engines sqlite``, figures in docs/benchmarks.md.)"""
         source = f"{_q(schema)}.{_q(table)}" if schema else _q(table)
         tests = [f"typeof({_q(n)}) IN ('text', 'blob')" for n in names]
         # parenthesised groups of 100: a chain of 784 ORs is deeper than SQLite's 1,000 limit
@@ -290,9 +289,9 @@ class SQLiteBackend(Backend):
             _sqlite_type(df[c], str(c))  # refuses list-valued columns before anything is written
         cols = ", ".join(_q(str(c)) for c in df.columns)
         marks = ", ".join("?" for _ in df.columns)
-        values = [column_values(df[c], dates_as_text=True) for c in df.columns]
+        rows = frame_rows(df, dates_as_text=True)
         with self.transaction():
-            self.con.executemany(f"INSERT INTO {_q(table)} ({cols}) VALUES ({marks})", zip(*values, strict=True))
+            self.con.executemany(f"INSERT INTO {_q(table)} ({cols}) VALUES ({marks})", rows)
 
     def close(self) -> None:
         """Close the connection; a caller's connection stays open, with its isolation level put back."""

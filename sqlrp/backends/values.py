@@ -6,13 +6,17 @@ column *holds* and which cells are missing is the same question everywhere, answ
 - :func:`missing`: None, NaN of any float width, ``pd.NA``, ``pd.NaT`` (never a list or an array);
 - :func:`value_kind`: a column's kind -- ``double``, ``bigint``, ``boolean``, ``timestamp``,
   ``array``, ``blob`` or ``text`` -- which each backend maps to its own type name;
-- :func:`py` and :func:`column_values`: cells as the plain Python values a DB-API driver binds.
+- :func:`py`, :func:`column_values` and :func:`frame_rows`: cells as the plain Python values a
+  DB-API driver binds.
+
+And results on their way out: :func:`recut` and :func:`frames` cut a streamed result into DataFrames
+of a given number of rows.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -121,6 +125,49 @@ def column_values(series: pd.Series, nan_as_null: bool = True, dates_as_text: bo
     return [None if drop(v) else py(v, dates_as_text) for v in series.tolist()]
 
 
+def kind_series(series: pd.Series, kind: str) -> pd.Series:
+    """``series`` with its cells converted for a column of ``kind`` (:func:`value_kind`), for a
+    driver that types a pandas column by its dtype: booleans and integers as they are where their
+    dtype says so (integers without a missing cell as ``int64``), else as ``bool`` objects and pandas'
+    ``Int64``; ``double`` as ``float64`` (missing: NaN); ``array`` cells as lists of floats; any other
+    kind as text.  Missing cells are None."""
+    if kind == "boolean":
+        if getattr(series.dtype, "kind", "O") == "b":
+            return series
+        return pd.Series([None if missing(v) else bool(v) for v in series], dtype=object)
+    if kind == "bigint":
+        if getattr(series.dtype, "kind", "O") in "iu" and not series.isna().any():
+            return series.astype(np.int64)
+        return pd.Series(pd.array([None if missing(v) else int(v) for v in series], dtype="Int64"))
+    if kind == "double":
+        return pd.Series(column_values(series), dtype=np.float64)
+    if kind == "array":
+        return pd.Series([None if missing(v) else [float(x) for x in v] for v in series], dtype=object)
+    return pd.Series([None if missing(v) else str(v) for v in series], dtype=object)
+
+
+def frame_rows(df: pd.DataFrame, nan_as_null: bool = True, dates_as_text: bool = False) -> Iterator[tuple]:
+    """The rows of ``df`` as tuples of Python values (:func:`column_values` of each column, converted
+    before the first row is read), what ``executemany`` and bulk inserters take."""
+    values = [column_values(df[c], nan_as_null, dates_as_text) for c in df.columns]
+    return zip(*values, strict=True)
+
+
+def frames(rows: Iterable[Any], names: list[str], size: int, empty: bool = False) -> Iterator[pd.DataFrame]:
+    """``rows`` (a result's rows, as the driver streams them) as DataFrames of ``size`` rows with the
+    columns ``names``, the last one shorter; ``empty``: one empty frame with the columns for no rows."""
+    size = max(1, int(size))
+    batch: list[tuple] = []
+    sent = False
+    for row in rows:
+        batch.append(tuple(row))
+        if len(batch) >= size:
+            yield pd.DataFrame.from_records(batch, columns=names)
+            batch, sent = [], True
+    if batch or (empty and not sent):
+        yield pd.DataFrame.from_records(batch, columns=names)
+
+
 def recut(frames: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
     """``frames`` (a result streamed in the driver's own chunks) re-cut into DataFrames of exactly
     ``rows`` rows, the last one shorter; empty chunks are skipped."""
@@ -145,8 +192,11 @@ __all__ = [
     "KINDS",
     "absent",
     "column_values",
+    "frame_rows",
+    "frames",
     "is_array",
     "is_nan",
+    "kind_series",
     "missing",
     "py",
     "recut",
