@@ -2,4 +2,4 @@
 rendering of :mod:`sqlrp.registry.schema` written out for a DBA to read -- ``bootstrap.sql`` (the
 version table) and one file per registry version.  sqlrp renders the same statements itself when it
 migrates a database; ``python -m migrations`` rewrites these files and
-``tests/test_registry_schema.py`` fails when one differs from the rendering."""
+``tests/io/test_registry_schema.py`` fails when one differs from the rendering."""

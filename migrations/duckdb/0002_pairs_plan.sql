@@ -1,6 +1,6 @@
 -- sqlrp registry, version 2 (duckdb): the `pairs` strategy's plan (sqlrp/compiler/pairs.py), stored
 -- with its projection so that it is planned once per matrix rather than once per process (planning
--- d = 784, k = 200 takes 2-4 s).
+-- a large matrix takes seconds).
 -- Rendered for duckdb from sqlrp/registry/schema.py by `python -m migrations`: do not edit.
 
 -- sqlrp_pairs_entry: one plan per column budget (-1: no cap). Node q >= 0 is partial q, node -1 - v

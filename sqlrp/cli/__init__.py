@@ -1,5 +1,5 @@
 """The ``sqlrp`` command.  Each command is a thin wrapper over the function of the same name in
-:mod:`sqlrp.api` (``tests/test_cli.py`` checks ``MIRROR`` both ways).  A command and its options live
+:mod:`sqlrp.api` (``tests/interface/test_cli.py`` checks ``MIRROR`` both ways).  A command and its options live
 together, one module per concern: :mod:`.project` (``project``, ``compile``), :mod:`.projections`
 (``create``, ``projections``, ``migrate``, ``demo``), :mod:`.evaluate` (``tune``, ``evaluate``) and
 :mod:`.search` (``index``, ``search``, ``indexes``); the option groups they share are in
@@ -22,7 +22,7 @@ __all__ = ["MIRROR", "build_parser", "main"]
 
 
 #: each command (and action) of the command line and the Python function of ``sqlrp`` that does the same,
-#: name for name where the CLI's grammar allows (``tests/test_cli.py`` checks both ways)
+#: name for name where the CLI's grammar allows (``tests/interface/test_cli.py`` checks both ways)
 MIRROR: dict[str, str] = {
     "project": "project",
     "compile": "compile_projection",

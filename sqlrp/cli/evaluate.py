@@ -14,7 +14,7 @@ from ..core.params import arg_finite, arg_nonnegative, arg_positive, arg_positiv
 from ..evaluation.metrics import Kernel
 from ..registry.transfer import is_projection_file, read_projection
 from ..search.evaluate import evaluate_search
-from .options import S_HELP, add_table, command, connect_args, input_options, need_db, positive_list, sparsity
+from .options import add_s, add_table, command, connect_args, hand_on, handed_on, input_options, need_db, positive_list
 
 
 def add_tune(sub: Any) -> None:
@@ -28,35 +28,24 @@ def add_tune(sub: Any) -> None:
         ],
     )
     add_table(p)
-    p.add_argument("--sample", type=arg_positive, default=500, help="training rows (a seeded sample)")
-    p.add_argument("--k", type=arg_positive, required=True, help="output dimension")
-    p.add_argument("--s", type=sparsity, default="auto", help=S_HELP)
-    p.add_argument("--iterations", type=arg_nonnegative, default=4000, help="tuning steps (sign flips tried)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample and of the starting matrix")
-    p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)")
-    p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name")
-    p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner")
-    p.add_argument("--draws", type=arg_positive, default=20, help="best-of-n: how many random matrices")
+    hand_on(
+        p,
+        p.add_argument("--sample", type=arg_positive, default=500, help="training rows (a seeded sample)"),
+        p.add_argument("--k", type=arg_positive, required=True, help="output dimension"),
+        add_s(p),
+        p.add_argument("--iterations", type=arg_nonnegative, default=4000, help="tuning steps (sign flips tried)"),
+        p.add_argument("--seed", type=int, default=0, help="seed of the sample and of the starting matrix"),
+        p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)"),
+        p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name"),
+        p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner"),
+        p.add_argument("--draws", type=arg_positive, default=20, help="best-of-n: how many random matrices"),
+    )
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     with connect_args(args) as db:
-        proj = api.tune(
-            db,
-            args.table,
-            args.id_column,
-            sample=args.sample,
-            k=args.k,
-            s=args.s,
-            iterations=args.iterations,
-            seed=args.seed,
-            name=args.name,
-            replace=args.replace,
-            baseline=args.baseline,
-            draws=args.draws,
-            **input_options(args),
-        )
+        proj = api.tune(db, args.table, args.id_column, **handed_on(args), **input_options(args))
         print(json.dumps(proj.describe(), indent=2, default=str))
     return 0
 
@@ -80,12 +69,15 @@ def add_evaluate(sub: Any) -> None:
     p.add_argument("--top", type=arg_positive, default=10, help="--index: K of Recall@K")
     p.add_argument("--candidates", help="--index: comma-separated candidate counts (default K, 2K, 5K, 10K, ...)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="--index: check the index was built for it")
-    p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots")
-    p.add_argument("--sample", type=arg_positive, default=300, help="rows in the seeded evaluation sample")
-    p.add_argument("--queries", type=arg_positive, default=100, help="Recall@K queries (the rest is the database)")
-    p.add_argument("--recall-k", type=arg_positive, default=5, help="K of Recall@K")
-    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation sample")
-    p.add_argument("--ks", type=arg_positive_list, help="comma-separated k values for the distortion-vs-k plot")
+    hand_on(  # to api.evaluate (a search index's evaluation takes some of them: cmd_evaluate)
+        p,
+        p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots"),
+        p.add_argument("--sample", type=arg_positive, default=300, help="rows in the seeded evaluation sample"),
+        p.add_argument("--queries", type=arg_positive, default=100, help="Recall@K queries (the rest is the database)"),
+        p.add_argument("--recall-k", type=arg_positive, default=5, help="K of Recall@K"),
+        p.add_argument("--seed", type=int, default=0, help="seed of the evaluation sample"),
+        p.add_argument("--ks", type=arg_positive_list, help="comma-separated k values for the distortion-vs-k plot"),
+    )
     p.add_argument(
         "--kernel-degree",
         type=arg_positive,
@@ -130,15 +122,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             args.table,
             args.id_column,
             read_projection(args.projection) if is_projection_file(args.projection) else args.projection,
-            out=args.out,
-            sample=args.sample,
-            queries=args.queries,
-            recall_k=args.recall_k,
-            seed=args.seed,
-            ks=args.ks,
             kernel=kernel,
             label_column=args.label_column,
             in_sql=not args.no_sql,
+            **handed_on(args),
             **input_options(args),
         )
         print(report)

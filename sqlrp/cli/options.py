@@ -1,5 +1,6 @@
 """The command line's option groups, each beside the function that reads it back (``add_table`` and
-``input_options``, ``add_source`` and ``plan_options``, ``add_method_params`` and ``method_params``),
+``input_options``, ``add_source`` and ``plan_options``, ``add_method_params`` and ``method_params``,
+``hand_on`` and ``handed_on``),
 and the checks every command shares: which database, which input table."""
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def sparsity(value: str) -> float | str:
 S_HELP = "sparsity s >= 1: 1 dense signs, 3 Achlioptas, auto chosen from the data's kurtosis (at most sqrt(d))"
 
 
+def add_s(p: argparse.ArgumentParser, default: str | None = "auto", note: str = "") -> argparse.Action:
+    """``--s``, the sparsity of a sign matrix, described once (:data:`S_HELP`, then ``note``)."""
+    return p.add_argument("--s", type=sparsity, default=default, help=S_HELP + note)
+
+
 def urls() -> str:
     """The registered engines' example URLs (each backend's registration), for help and errors."""
     return ", ".join(dict.fromkeys(e["url"] for e in engines_table() if e["url"]))
@@ -51,7 +57,6 @@ def add_db(p: argparse.ArgumentParser) -> None:
 
 def add_table(
     p: argparse.ArgumentParser,
-    db_required: bool = True,
     table_required: bool = True,
     layouts: Sequence[str] = ("wide", "long", "array"),
 ) -> None:
@@ -100,8 +105,8 @@ def input_options(args: argparse.Namespace) -> dict:
     )
 
 
-def add_source(p: argparse.ArgumentParser, db_required: bool = True) -> None:
-    add_table(p, db_required)
+def add_source(p: argparse.ArgumentParser) -> None:
+    add_table(p)
     p.add_argument(
         "--projection",
         help="stored projection name: reused if it exists, else created and stored; or a projection file "
@@ -168,7 +173,7 @@ def add_profile(p: argparse.ArgumentParser) -> None:
 def add_method_params(p: argparse.ArgumentParser) -> None:
     """Parameters of the methods; each is passed to the method only when given (``method_params``
     reads back exactly the options added here)."""
-    given = [p.add_argument("--s", type=sparsity, help=f"{S_HELP}; default per method")]
+    given = [add_s(p, None, "; default per method")]
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     given += [
         k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)"),
@@ -194,6 +199,18 @@ def add_method_params(p: argparse.ArgumentParser) -> None:
 def method_params(args: argparse.Namespace) -> dict:
     """The method parameters given on the command line, by the names the methods take."""
     return {name: getattr(args, name) for name in args.method_params if getattr(args, name) is not None}
+
+
+def hand_on(p: argparse.ArgumentParser, *options: argparse.Action) -> None:
+    """Mark ``options`` (the actions ``add_argument`` returned) as handed on as they are, under their
+    own names, to the function the command wraps; ``handed_on`` reads back exactly these (every call
+    adds to the command's list)."""
+    p.set_defaults(handed_on=(*(p.get_default("handed_on") or ()), *(option.dest for option in options)))
+
+
+def handed_on(args: argparse.Namespace) -> dict:
+    """The options of :func:`hand_on` as keyword arguments."""
+    return {name: getattr(args, name) for name in args.handed_on}
 
 
 def connect_args(args: argparse.Namespace):
@@ -312,6 +329,7 @@ class Help(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         shown = action.default not in (None, False, argparse.SUPPRESS) and not isinstance(action.default, list)
+        shown = shown and action.nargs != 0  # a flag's default is its absence (--no-check: True)
         if shown and "default" not in text and action.option_strings:
             text += " (default: %(default)s)"
         return text

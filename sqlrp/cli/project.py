@@ -10,24 +10,26 @@ from typing import Any
 
 from .. import api
 from ..backends.base import Backend
-from ..compiler import Output, Source, compile_sql
-from ..compiler.guard import guarded
+from ..compiler import Output, Source, compile_sql, compile_statements
 from ..compiler.selfcheck import check_sql
 from ..core.errors import InvalidParameter
 from ..core.files import file_format, output_format
 from ..core.ir import Composed, Projection
+from ..core.layout import Formulation, Target
 from ..core.lazy import pd
 from ..core.params import arg_positive, block_size
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods import make_projection
 from ..pipeline import given
-from ..pipeline.plan import registry_of, stored_pairs_plan
+from ..pipeline.plan import decide, registry_of
 from .options import (
     add_source,
     command,
     connect_args,
     feature_columns,
     files_only,
+    hand_on,
+    handed_on,
     input_options,
     method_params,
     plan_options,
@@ -47,15 +49,25 @@ def add_project(sub: Any) -> None:
         ],
     )
     add_source(p)
-    p.add_argument(
-        "--into",
-        help="materialise into this table, or a file (.parquet, .csv, .json; by DuckDB, with the projection "
-        "beside it in <file>.sqlrp.json; --db may then be omitted) (default: print CSV)",
+    hand_on(
+        p,
+        p.add_argument(
+            "--into",
+            help="materialise into this table, or a file (.parquet, .csv, .json; by DuckDB, with the projection "
+            "beside it in <file>.sqlrp.json; --db may then be omitted) (default: print CSV)",
+        ),
+        p.add_argument("--view", action="store_true", help="create a view instead of a table"),
+        p.add_argument("--replace", action="store_true", help="replace an existing output table or file"),
+        p.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the input"),
+        p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
     )
-    p.add_argument("--view", action="store_true", help="create a view instead of a table")
-    p.add_argument("--replace", action="store_true", help="replace an existing output table or file")
-    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
-    p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table")
+    add_progress(p)
+    p.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
+    p.set_defaults(func=cmd_project)
+
+
+def add_progress(p: argparse.ArgumentParser) -> None:
+    """The progress bar's options (``progress_option`` reads them back)."""
     p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar")
     p.add_argument(
         "--progress", action="store_true", help="with --into: a progress bar on stderr even when it is not a terminal"
@@ -66,31 +78,29 @@ def add_project(sub: Any) -> None:
         help="with --into: materialise in this many id-range batches behind the progress bar (default: DuckDB "
         "reports the progress of one statement; PostgreSQL batches, up to 10 of >= 20,000 rows each)",
     )
-    p.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
-    p.set_defaults(func=cmd_project)
+
+
+def progress_option(args: argparse.Namespace) -> bool | int:
+    """``progress`` of ``api.project``: a bar only when writing (``--into``, not a view), on stderr, shown
+    on a terminal or when asked for (``--progress``), never in a pipe or a log; ``--batches``: that many."""
+    wanted = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    return False if (not wanted or not args.into or args.view) else (args.batches or True)
 
 
 def cmd_project(args: argparse.Namespace) -> int:
     with connect_args(args) as db:
         _say_features(db, args)
-        # the bar goes to stderr: shown on a terminal, or when asked for (--progress); never in a pipe or a log
-        wanted = args.progress or (sys.stderr.isatty() and not args.no_progress)
-        progress = False if (not wanted or not args.into or args.view) else (args.batches or True)
         result = api.project(
             db,
             args.table,
             args.id_column,
             args.projection,
-            into=args.into,
-            view=args.view,
-            replace=args.replace,
-            check=not args.no_check,
             strategy=args.strategy,
             block=args.block,
             matrix=args.matrix,
-            incremental=args.incremental,
-            progress=progress,
+            progress=progress_option(args),
             chunk_rows=None if args.into else args.chunk_rows,
+            **handed_on(args),
             **plan_options(args),
         )
         if args.into and output_format(args.into):
@@ -137,7 +147,7 @@ def add_compile(sub: Any) -> None:
             "sqlrp compile --dialect snowflake --table EVENTS --id-column ID --projection rp64.parquet --check",
         ],
     )
-    add_source(p, db_required=False)
+    add_source(p)
     p.add_argument("--dialect", help="duckdb, postgres, spark, or any sqlglot dialect (default: the --db's)")
     p.add_argument("--into", help="emit CREATE TABLE <into> AS ...")
     p.add_argument("--view", action="store_true", help="emit CREATE VIEW instead")
@@ -210,15 +220,14 @@ def _compile_planned(
     matrix = "values" if not args.db and args.matrix == "auto" else args.matrix
     if matrix == "auto":  # as compile_projection: the registry where it is the same engine
         matrix = "registry" if (target.name == db.dialect and plan.projection.name) else "values"
-    # the checks ride along for the engine of --db itself (compile_projection's rule)
-    guard = target.name == db.dialect and guarded(plan.projection, plan.source, target, args.strategy, matrix)
+    # decided once, the checks riding along for the engine of --db itself (compile_projection's rule)
+    how = Formulation(matrix=matrix, strategy=args.strategy, block=args.block)
+    plan = decide(db, plan, how, target, guard=target.name == db.dialect)
     if not args.check:
-        _unchecked(plan.source, target, guard)
-        return api.compile_projection(
-            db, plan, target, into=args.into, view=args.view, strategy=args.strategy, block=args.block, matrix=matrix
-        )
-    stored_pairs_plan(db, plan, target, args.strategy)
-    return check_sql(plan.projection, plan.source, target, plan.output, matrix, args.strategy, args.block, guard)
+        _unchecked(plan.source, target, plan.how.guard)
+        statements = compile_statements(plan, target, Target(into=args.into, view=args.view, ordered=False))
+        return statements.script() if statements.setup else statements.main
+    return check_sql(plan.projection, plan.source, target, plan.output, plan.how)
 
 
 #: plan options that describe a new matrix: not passed on with a given one (checked by given.check_agrees)
@@ -246,7 +255,7 @@ def _compile_offline(args: argparse.Namespace, projection: Projection | Composed
     source = Source(args.table, args.id_column, **{**input_options(args), "columns": tuple(cols or ())})
     output = Output(args.output, args.prefix, args.prefix, args.dtype or "float64")  # no table to follow
     if args.check:
-        return check_sql(projection, source, target, output, matrix, args.strategy, args.block)
+        return check_sql(projection, source, target, output, Formulation(matrix, args.strategy, args.block))
     _unchecked(source, target, False)  # no --db engine: the text is for an engine sqlrp does not reach
     return compile_sql(
         projection,

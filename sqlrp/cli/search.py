@@ -11,7 +11,7 @@ from ..core.params import arg_nonnegative, arg_positive
 from ..search.build import build_index
 from ..search.index import describe_defaults, describe_index, drop_index, list_indexes, load_index
 from ..search.lookup import search
-from .options import add_db, add_profile, add_table, command, connect_args, input_options, need_db
+from .options import add_db, add_profile, add_table, command, connect_args, hand_on, handed_on, input_options, need_db
 
 
 def add_index(sub: Any) -> None:
@@ -25,31 +25,38 @@ def add_index(sub: Any) -> None:
         ],
     )
     add_table(p, layouts=("wide", "array"))
-    p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops")
-    p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))")
-    p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)")
-    p.add_argument(
-        "--probes",
-        type=arg_positive,
-        help="lists a search probes by default (default: calibrated on the table, adaptive)",
+    hand_on(
+        p,
+        p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops"),
+        p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))"),
+        p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)"),
+        p.add_argument(
+            "--probes",
+            type=arg_positive,
+            help="lists a search probes by default (default: calibrated on the table, adaptive)",
+        ),
+        p.add_argument(
+            "--recall", type=float, default=0.95, help="Recall@10 the search defaults are calibrated for (default 0.95)"
+        ),
+        p.add_argument(
+            "--calibration-queries",
+            type=arg_nonnegative,
+            default=100,
+            help="table rows searched as queries to calibrate the defaults (default 100; 0: none)",
+        ),
+        p.add_argument(
+            "--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance"
+        ),
+        p.add_argument(
+            "--sample", type=arg_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)"
+        ),
+        p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation"),
+        p.add_argument(
+            "--incremental", action="store_true", help="refresh: new, changed and deleted rows (same lists)"
+        ),
+        p.add_argument("--replace", action="store_true", help="rebuild an existing index"),
+        p.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the input"),
     )
-    p.add_argument(
-        "--recall", type=float, default=0.95, help="Recall@10 the search defaults are calibrated for (default 0.95)"
-    )
-    p.add_argument(
-        "--calibration-queries",
-        type=arg_nonnegative,
-        default=100,
-        help="table rows searched as queries to calibrate the defaults (default 100; 0: none)",
-    )
-    p.add_argument("--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance")
-    p.add_argument(
-        "--sample", type=arg_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation")
-    p.add_argument("--incremental", action="store_true", help="refresh: new, changed and deleted rows (same lists)")
-    p.add_argument("--replace", action="store_true", help="rebuild an existing index")
-    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the input")
     add_profile(p)
     p.set_defaults(func=cmd_index)
 
@@ -64,19 +71,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             db,
             args.table,
             args.id_column,
-            args.name,
-            lists=args.lists,
-            bits=args.bits,
-            probes=args.probes,
-            metric=args.metric,
-            seed=args.seed,
-            sample=args.sample,
-            incremental=args.incremental,
-            replace=args.replace,
-            check=not args.no_check,
-            recall=args.recall,
-            calibration_queries=args.calibration_queries,
             progress=sys.stderr.isatty(),  # on a terminal only, as project's bar
+            **handed_on(args),
             **{key: value for key, value in input_options(args).items() if key in _INDEX_INPUT},
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
@@ -94,46 +90,36 @@ def add_search(sub: Any) -> None:
         ],
     )
     add_db(p)
-    p.add_argument("--index", required=True, help="an index built by `sqlrp index`")
-    p.add_argument("--query-table", required=True, help="queries: the index's feature columns and an id")
-    p.add_argument("--query-id-column", required=True, help="the query table's id column (query_id of the result)")
-    p.add_argument("--schema", help="schema of the query (and output) tables")
-    p.add_argument("--catalog", help="catalog holding --schema")
-    p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)")
-    p.add_argument("--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default: calibrated)")
-    p.add_argument(
-        "--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)"
+    hand_on(
+        p,
+        p.add_argument("--index", required=True, help="an index built by `sqlrp index`"),
+        p.add_argument("--query-table", required=True, help="queries: the index's feature columns and an id"),
+        p.add_argument("--query-id-column", required=True, help="the query table's id column (query_id of the result)"),
+        p.add_argument("--schema", help="schema of the query (and output) tables"),
+        p.add_argument("--catalog", help="catalog holding --schema"),
+        p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)"),
+        p.add_argument(
+            "--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default: calibrated)"
+        ),
+        p.add_argument(
+            "--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)"
+        ),
+        p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it"),
+        p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since"),
+        p.add_argument("--into", help="write the result to this table (default: CSV on stdout)"),
+        p.add_argument("--replace", action="store_true", help="replace an existing --into table"),
+        p.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the queries"),
+        p.add_argument(
+            "--exact", action="store_true", help="brute force: every query against every row (the baseline)"
+        ),
     )
-    p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it")
-    p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since")
-    p.add_argument("--into", help="write the result to this table (default: CSV on stdout)")
-    p.add_argument("--replace", action="store_true", help="replace an existing --into table")
-    p.add_argument("--no-check", action="store_true", help="skip the NULL/NaN scan of the queries")
-    p.add_argument("--exact", action="store_true", help="brute force: every query against every row (the baseline)")
     add_profile(p)
     p.set_defaults(func=cmd_search)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     with connect_args(args) as db:
-        result = search(
-            db,
-            args.index,
-            args.query_table,
-            args.query_id_column,
-            top=args.top,
-            candidates=args.candidates,
-            probes=args.probes,
-            metric=args.metric,
-            into=args.into,
-            replace=args.replace,
-            schema=args.schema,
-            catalog=args.catalog,
-            check=not args.no_check,
-            exact=args.exact,
-            strict=args.strict,
-            progress=sys.stderr.isatty(),
-        )
+        result = search(db, progress=sys.stderr.isatty(), **handed_on(args))
         if not args.exact and args.probes is None and args.candidates is None:
             line = describe_defaults(db, args.index, args.top)
             if line:

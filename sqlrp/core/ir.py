@@ -147,6 +147,11 @@ class Combiner:
         ]
 
 
+def _summary_head(item: Projection | Composed) -> dict[str, Any]:
+    """What ``describe()`` says first of a projection and of a composition alike: name, method, shape."""
+    return {"name": item.name, "method": item.method, "d": item.d, "k": item.k}
+
+
 @dataclass(eq=False)
 class Projection:
     """A complete projection: linear stage, combiner, one delayed scale factor and its provenance."""
@@ -176,10 +181,7 @@ class Projection:
     def describe(self) -> dict[str, Any]:
         """A JSON-friendly summary (what ``sqlrp projections show`` prints)."""
         return {
-            "name": self.name,
-            "method": self.method,
-            "d": self.d,
-            "k": self.k,
+            **_summary_head(self),
             "p": self.linear.p,
             "nnz": self.linear.nnz,
             "terms": self.combiner.n_terms,
@@ -230,10 +232,7 @@ class Composed:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "method": self.method,
-            "d": self.d,
-            "k": self.k,
+            **_summary_head(self),
             "seed": self.seed,
             "params": self.params,
             "stages": [self.first.describe(), self.second.describe()],

@@ -29,10 +29,9 @@ def gc_paused(fn: F) -> F:
     """Run ``fn`` with Python's cyclic garbage collector paused.
 
     Building and rendering a tree of tens of thousands of sqlglot nodes (parent pointers make them
-    cycles) triggers collections that walk every live node: compiling the ``pairs`` query for
-    d = 784, k = 200 takes 0.20-0.23 s with the GC running and 0.13-0.14 s paused for s = 3,
-    0.24-0.36 s and 0.19-0.21 s for s = 1 (``PYTHONPATH=. python -m bench.probes pairs``).  The
-    trees are collected as usual once ``fn`` returns.
+    cycles) triggers collections that walk every live node: paused, compiling the ``pairs`` query
+    runs faster (``PYTHONPATH=. python -m bench.probes pairs``; docs/benchmarks.md,
+    "Pipeline").  The trees are collected as usual once ``fn`` returns.
     """
 
     @functools.wraps(fn)
@@ -65,7 +64,7 @@ class SignedSum(exp.Expression):
     def of(cls, inputs: Inputs, index: np.ndarray, weight: np.ndarray, bias: float = 0.0) -> SignedSum:
         node = cls()
         node.meta["inputs"] = inputs
-        node.meta["index"] = np.asarray(index, dtype=np.int64).tolist()  # plain ints, 10x faster than a loop
+        node.meta["index"] = np.asarray(index, dtype=np.int64).tolist()  # plain ints, faster than a loop
         node.meta["weight"] = np.asarray(weight, dtype=np.float64).tolist()
         node.meta["bias"] = float(bias)
         return node

@@ -21,19 +21,19 @@ class DuckDBDialect(SqlrpDialect):
     array_base = 1
     # 1.6e-16 is a DOUBLE ("scientific notation", https://duckdb.org/docs/stable/sql/data_types/literal_types)
     exponent_literals = True
-    # no fence: the base's (DuckDB computes a sub-query's columns once; tests/test_strategies.py)
+    # no fence: the base's (DuckDB computes a sub-query's columns once; tests/projection/test_strategies.py)
     nan_propagating_sums = True
-    nested_plans = True  # pairs measured 1.9x (s = 3) and 6.9x (s = 1) faster than inline (README, bench/run.py)
+    nested_plans = True  # pairs measured faster than inline (bench/run.py; docs/benchmarks.md, "Dialects")
     # "multiple unnests of lists of the same length are unnested side by side"
     # (https://duckdb.org/docs/stable/sql/query_syntax/unnest)
     select_unnest = True
     float32 = True  # FLOAT is FLOAT4 (https://duckdb.org/docs/stable/sql/data_types/numeric)
     # min_by(arg, val, n) returns the n args of smallest val as a list, in order
     # (https://duckdb.org/docs/stable/sql/functions/aggregates): exact k-NN keeps K rows per query
-    # rather than numbering every pair; 40 queries x 1M rows: 0.523 s per query, within 1.2x of the
-    # fastest hand-written form (PYTHONPATH=. python -m bench.probes search-exact)
+    # rather than numbering every pair; close to the fastest hand-written form
+    # (PYTHONPATH=. python -m bench.probes search-exact)
     min_by_n = True
-    # 189 x 500 rows, PK-RP degree 2: unnested and looked up 1.62 s, inline 4.18 s (bench.probes small)
+    # small wide tables: unnested and looked up beats inline's binding (python -m bench.probes small)
     wide_as_long = True
     # list_transform with a lambda, list_select, list_sum, list_dot_product
     # (https://duckdb.org/docs/stable/sql/functions/list, https://duckdb.org/docs/stable/sql/functions/lambda):
@@ -44,8 +44,8 @@ class DuckDBDialect(SqlrpDialect):
     quoted_case_fold = "ascii"
     executes = True
     # HUGEINT code words: bit_count and & take them (https://duckdb.org/docs/stable/sql/functions/numeric);
-    # 2 words a row for 256 bits instead of 4: the join and estimate of 29.7M (query, row) pairs
-    # (200 queries, 1M rows, 126 probes) took 4.3 s against 6.2 s (a throw-away probe, loaded machine)
+    # 2 words a row for 256 bits instead of 4: a faster join and estimate (a throw-away probe;
+    # docs/benchmarks.md, "Dialects")
     code_word_bits = 128
 
     def raise_in_query(self, message: exp.Expression) -> exp.Expression | None:
@@ -67,7 +67,7 @@ class DuckDBDialect(SqlrpDialect):
         return exp.Paren(this=total)
 
     def vector(self, features: list[exp.Expression]) -> exp.Expression:
-        # a DOUBLE[d] ARRAY and array_distance: a sum over 128 columns is about 7x slower (DESIGN.md 4c)
+        # a DOUBLE[d] ARRAY and array_distance: a sum over the columns is slower (DESIGN.md 4c)
         array = exp.Anonymous(this="list_value", expressions=features)
         return exp.cast(array, exp.DataType.build(f"DOUBLE[{len(features)}]", dialect="duckdb"))
 

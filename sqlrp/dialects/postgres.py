@@ -15,7 +15,7 @@ OFFSET"): no Limit node, parallel plans allowed.  Under ``OFFSET 0`` the Gather 
 sub-queries, so the workers merely read the table and the leader computes every row.  Until issue 32
 the fence was ``OFFSET CAST('0' AS BIGINT)`` (an int8 constant zero, the same plan), which Tableau
 Hyper, Daft and Polars refuse ("OFFSET requires an integer argument"); ``LIMIT ALL`` runs on all three,
-so the SQL of ``--dialect postgres`` also runs on PostgreSQL-like engines; ``tests/test_postgres_fence.py``
+so the SQL of ``--dialect postgres`` also runs on PostgreSQL-like engines; ``tests/engines/test_postgres_fence.py``
 checks that the plans are the same (the sub-queries stay, the Gather on top).
 
 PostgreSQL also sizes a parallel scan by the table's main heap (``min_parallel_table_scan_size``,

@@ -28,30 +28,12 @@ import numpy as np
 
 from ..core.errors import InvalidParameter, need
 from ..methods import METHODS, make_projection
-from ..methods.distortion import Kernel, cdist, feature_sq_distances, mean_distortion, pairwise_distortion, pdist
+from ..methods.distortion import Kernel, cdist, feature_sq_distances, pairwise_distortion, pdist
 from ..methods.distortion import _cdist_numpy as _cdist_numpy  # the light core's fallbacks (tests compare them)
 from ..methods.distortion import _pdist_numpy as _pdist_numpy
+from ..methods.distortion import mean_distortion as mean_distortion  # a metric (sqlrp.evaluation lists them)
 from ..methods.distortion import squareform as squareform
 from ..methods.kernels import kernel_of
-
-__all__ = [
-    "FROM_PROJECTION",
-    "resolve_kernel",
-    "same_method",
-    "Kernel",
-    "auc_rnx",
-    "distortion_summary",
-    "feature_sq_distances",
-    "kernel_nrmse",
-    "knn_indices",
-    "linear_classifier_accuracy",
-    "mean_distortion",
-    "pairwise_distortion",
-    "q_nx",
-    "r_nx",
-    "recall_at_k",
-]
-
 
 #: ``evaluate(kernel=...)``: the kernel the projection itself approximates (its stored method and parameters)
 FROM_PROJECTION = "projection"

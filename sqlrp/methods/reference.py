@@ -22,9 +22,9 @@ def sparse_product(X: np.ndarray, row: np.ndarray, col: np.ndarray, weight: np.n
     """``X @ W`` for the sparse ``W`` with ``W[row[t], col[t]] += weight[t]`` (n x ``n_cols``).
 
     A dense ``W`` and BLAS when ``W`` is small (at most :data:`DENSE_ENTRIES` entries) and not very
-    sparse (:data:`DENSE_DENSITY`): PK-RP degree 2 (d = 784, 3,200 vectors of 28 non-zeros) on
-    20,000 rows took 1.23 s that way against 1.51 s through scipy.sparse, which runs on one thread
-    (``PYTHONPATH=. python -m bench.probes reference``).  Otherwise scipy.sparse where it is
+    sparse (:data:`DENSE_DENSITY`): BLAS runs on every core, scipy.sparse on one, and on PK-RP's
+    vectors the dense product wins (``PYTHONPATH=. python -m bench.probes reference``; the figures
+    are in ``docs/benchmarks.md``, "Methods").  Otherwise scipy.sparse where it is
     installed (``sqlrp[sklearn]``); in the light core, the products of the non-zeros summed per
     column (``np.add.reduceat``) over blocks of rows."""
     X = np.asarray(X, dtype=np.float64)

@@ -22,7 +22,7 @@ predicted loss is at most :data:`TOLERANCE` (2.5%, half the 5% bar of issue 24):
 
 Light-tailed data keeps ``sqrt(d)`` (Gaussian columns at d = 784: ``3 + 0.10 * 784 / 3 = 29 > 28``); heavy
 tails (sparse binary columns, standardised: a bit set in 1% of the rows has kurtosis ~100) get denser
-matrices.  Data behind it, ``python bench/defaults.py --sparsity`` (figures in its docstring): on a
+matrices.  Data behind it, ``PYTHONPATH=. python bench/defaults.py --sparsity`` (figures in its docstring): on a
 200 x 6,000 table of standardised sparse bits (``kappa = 128``) the linear projection's distortion as a
 ratio to a Gaussian RP is 1.001 at s = 3, 1.038 at s = 12, 1.088 at 24, 1.19 at 48, 1.32 at sqrt(d) = 77
 (predicted 1.00, 1.05, 1.11, 1.21, 1.34); PK-RP degree 2 (t = 10) loses about 0.6x as much (measured
@@ -56,7 +56,7 @@ TOLERANCE = 1.025
 #: rows of the kurtosis sample: those of smallest id (module docstring)
 SAMPLE_ROWS = 2048
 #: most features of the kurtosis sample, evenly spaced (a wide Parquet file is read column by column:
-#: 64 of 300 columns of 2,048 rows took 0.1-0.2 s, all 300 0.8-1.0 s, about the whole file's read)
+#: reading all of them costs about the whole file's read; docs/benchmarks.md, "Methods")
 SAMPLE_FEATURES = 64
 
 

@@ -21,10 +21,9 @@ cached when it fits ``cache_mb`` (then a proposal needs only ``D(p)``).  Never `
 is not recomputed.  The result is the one the plain algorithm gives (tests compare with a naive
 recomputation of Eq. 5, decision by decision).
 
-Measured on this idle 2-core machine (``PYTHONPATH=. python -m bench.probes dtrp``): n = 500,
-d = 784, k = 200, 4,000 iterations take 1.6-2.0 s wall; the paper reports 4-5 s on an i7.
-What remains is three compiled passes over the n(n-1)/2 pairs per proposal; a fused loop
-(numba or C) would be the next step.
+Its speed against the paper's (``PYTHONPATH=. python -m bench.probes dtrp``) is in
+``docs/benchmarks.md``, "Methods".  What remains is three compiled passes over the n(n-1)/2 pairs
+per proposal; a fused loop (numba or C) would be the next step.
 
 Tried and dropped: a sign-based exact lower bound to skip full evaluations -- in
 practice about 97% of proposals passed it (too many pairs change the sign of their error).

@@ -9,8 +9,8 @@ PostgreSQL's 1,664 select-list entries): ``count(*)`` and, per feature, ``sum(x)
 ``sum(x^3)``, ``sum(x^4)`` as doubles; the long layout groups by feature (absent entries are zeros and
 add nothing).  On DuckDB, whose select unnests lists side by side, a wide or array table is
 unnested into ``(feature, value)`` (``list_value``, ``range``) and grouped likewise: one short
-statement, where the blocks' 2,000 sums of products took 0.27 s to write and 0.40 s to run for a
-200 x 500 table (``bench/small_tables.py``'s profile), most of a small table's projection.
+statement, where writing and running the blocks' sums of products took most of a small table's
+projection (``bench/small_tables.py``'s profile; docs/benchmarks.md, "Pipeline").
 :func:`sqlrp.methods.sparsity.difference_kurtosis` turns the sums into ``kappa``; the NumPy oracle
 is :func:`sqlrp.methods.sparsity.kurtosis_of`.
 """
@@ -104,8 +104,8 @@ def table_moments(db: Backend, source: Source, d: int) -> tuple[int, np.ndarray]
 
 def sample_ids_filter(source: Source) -> exp.Expression:
     """``<id> <= (the SAMPLE_ROWS-th smallest id)``: the kurtosis sample's rows, alike on every engine (a
-    bounded read where ids follow the storage order: DuckDB skips the rest of a Parquet file, 0.02-0.05 s
-    for 2,048 rows of 200,000 x 300 arrays, where ``ORDER BY id LIMIT`` of whole rows took 0.5 s)."""
+    bounded read where ids follow the storage order: DuckDB skips the rest of a Parquet file, where
+    ``ORDER BY id LIMIT`` sorts whole rows; docs/benchmarks.md, "Pipeline")."""
     key = col(source.id_column)
     ids = exp.select(exp.alias_(col(source.id_column), "_sid", quoted=True)).from_(table_ref(source))
     ids = ids.where(exp.Not(this=exp.Is(this=key.copy(), expression=exp.Null())), copy=False)

@@ -5,7 +5,8 @@ kurtosis sample, storing the matrix, compiling -- takes the first :data:`PLAN_EN
 (or the id-range batches) runs up to :data:`RUN_END` -- DuckDB reports its own progress through it
 (``Backend.execute_watched``) -- and the rest is what follows the write: the output check where it is a
 separate read, the projection's file beside a written file, the rename or the commit.  Before, the bar
-covered only the last statement: on 2,000,000 rows it reached 100% at 15 s of a 36.6 s command.
+covered only the last statement, and stood at 100% while much of the command was still to run
+(docs/benchmarks.md, "Pipeline").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ SQLite's WITHOUT ROWID ...).
 ``migrations/<dialect>/000N_<name>.sql`` is the same rendering written out for a DBA to read (and
 ``bootstrap.sql``, the version table).  ``python -m migrations`` (in the checkout) rewrites the
 folders that exist, ``python -m migrations DIALECT ...`` writes those, ``--print DIALECT`` prints
-one (:func:`main`); ``tests/test_registry_schema.py`` fails when a file differs from the rendering.  Column types are
+one (:func:`main`); ``tests/io/test_registry_schema.py`` fails when a file differs from the rendering.  Column types are
 sqlglot's type names (``TEXT``, ``JSON``, ``INT``, ``BIGINT``, ``SMALLINT``, ``DOUBLE``, ``BOOLEAN``,
 ``TIMESTAMP``); a dialect renders them as its own.
 """
@@ -74,7 +74,7 @@ VERSIONS = (
         2,
         "pairs_plan",
         "the `pairs` strategy's plan (sqlrp/compiler/pairs.py), stored with its projection so "
-        "that it is planned once per matrix rather than once per process (planning d = 784, k = 200 takes 2-4 s).",
+        "that it is planned once per matrix rather than once per process (planning a large matrix takes seconds).",
     ),
     Version(
         3,
