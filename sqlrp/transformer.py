@@ -201,7 +201,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         """Store the fitted matrix in ``db`` (a backend or a URL) under ``name``; then
         ``sqlrp.project(db, table, id, name)`` projects inside the database with it."""
         check_is_fitted(self, "projection_")
-        Registry(connect(db)).save(self.projection_, name, replace=replace)
+        Registry.of(connect(db)).save(self.projection_, name, replace=replace)
         return name
 
     def __sklearn_tags__(self) -> Any:

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Composed
-from ..core.layout import Output, Source
+from ..core.layout import Formulation, Output, Source
 
 _PLACEHOLDER = "__sqlrp_stage_input"
 _STAGE_PREFIX = "_z"
@@ -45,7 +45,7 @@ def compile_composed(
     first_matrix = matrix
     if matrix == "registry" and not getattr(first, "name", None):
         first_matrix = "values"
-    inner = compile_select(first, source, dialect, Output(form="wide", prefix=_STAGE_PREFIX), first_matrix)
+    inner = compile_select(first, source, dialect, Output(form="wide", prefix=_STAGE_PREFIX), Formulation(first_matrix))
     stage_source = Source(
         _PLACEHOLDER,
         key,
@@ -53,5 +53,5 @@ def compile_composed(
         tuple(f"{_STAGE_PREFIX}{i}" for i in range(first.k)),
     )
     second_matrix = "values" if matrix == "registry" and not getattr(second, "name", None) else matrix
-    outer = compile_select(second, replace(stage_source), dialect, output, second_matrix)
+    outer = compile_select(second, replace(stage_source), dialect, output, Formulation(second_matrix))
     return replace_table(outer, _PLACEHOLDER, inner, "_stage")

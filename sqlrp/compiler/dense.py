@@ -15,15 +15,16 @@ from sqlglot import exp
 
 from ..core.errors import InvalidParameter
 from ..core.ir import LinearStage, Projection
-from ..core.layout import Source
+from ..core.layout import Formulation, Source
 from ..core.nodes import Inputs, SignedSum, col
 from ..dialects import SqlrpDialect
 from .inputs import dense_source
-from .strategies import best_mailman, best_pairs, planner_seconds
+from .strategies import best_mailman
 
-#: (projection, source, dialect, dense source relation, mailman block) -> (relation read, linear sums)
+#: (projection, source, dialect, dense source relation, the decided formulation: mailman's block, the
+#: pairs plan) -> (relation read, linear sums)
 LinearBody = Callable[
-    [Projection, Source, SqlrpDialect, exp.Select, "int | None"], tuple[exp.Select, list[exp.Expression]]
+    [Projection, Source, SqlrpDialect, exp.Select, Formulation], tuple[exp.Select, list[exp.Expression]]
 ]
 
 
@@ -38,7 +39,7 @@ def _linear_sums(linear: LinearStage, inputs: Inputs, squares: Inputs | None) ->
 
 
 def _inline_linear(
-    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, block: int | None = None
+    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, how: Formulation
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategy ``inline``: one signed sum per output over the input columns, ``(_x3 + _x17 - _x40 ...)``,
     read from ``src`` itself (``_x{i} * _x{i}`` for a vector of squared features)."""
@@ -49,14 +50,14 @@ def _inline_linear(
 
 
 def _mailman_linear(
-    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, block: int | None = None
+    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, how: Formulation
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategy ``mailman``: each distinct sign pattern of a block of features summed once per row, as a
     column ``_m{q}`` of a fenced select over ``src``; the outputs add or subtract those columns and
     the features left over (``block`` forces the block size, :func:`.strategies.best_mailman`)."""
     lin = projection.linear
     inputs = Inputs(col(f"_x{i}") for i in range(projection.d))
-    plan = best_mailman(lin, dialect, block)
+    plan = best_mailman(lin, dialect, how.block)
     if plan is None:
         raise InvalidParameter("the mailman strategy needs a sign matrix (+1/-1 weights, no squared features)")
     keys = [col("_id")] + ([col("_g")] if source.group_column else [])
@@ -74,7 +75,7 @@ def _mailman_linear(
 
 
 def _pairs_linear(
-    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, block: int | None = None
+    projection: Projection, source: Source, dialect: SqlrpDialect, src: exp.Select, how: Formulation
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategy ``pairs``: the partial sums of :mod:`.pairs` as columns ``_m{q}`` of nested selects,
     one per level (a partial reads only lower levels; each sits on the last level before its first
@@ -85,9 +86,9 @@ def _pairs_linear(
     and DuckDB parses it in 0.29-0.31 s instead of 0.32-0.35 s (``PYTHONPATH=. python
     bench.probes pairs``, which also counts the carried columns)."""
     lin = projection.linear
-    plan = best_pairs(lin, dialect, planner_seconds(lin, source.rows))
+    plan = how.pairs  # decided once, before compiling (strategies.decide)
     if plan is None:
-        raise InvalidParameter("the pairs strategy needs a sign matrix (+1/-1 weights, no squared features)")
+        raise RuntimeError("sqlrp defect: the pairs strategy reached the compiler without its plan")
     d = projection.d
     names = [f"_x{i}" for i in range(d)] + [f"_m{q}" for q in range(len(plan.partials))]
     inputs = Inputs(col(n) for n in names)
@@ -130,9 +131,9 @@ LINEAR: dict[str, LinearBody] = {
 
 
 def _dense_linear(
-    projection: Projection, source: Source, dialect: SqlrpDialect, strategy: str, block: int | None, guard: bool = False
+    projection: Projection, source: Source, dialect: SqlrpDialect, how: Formulation, guard: bool = False
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """The relation the linear sums read from, and the sums (strategies ``inline`` / ``mailman`` / ``pairs``);
     ``guard``: the source relation checks the input (:func:`.guard.input_guard`)."""
     src = dense_source(projection, source, dialect, checked=guard)
-    return LINEAR[strategy](projection, source, dialect, src, block)
+    return LINEAR[how.strategy](projection, source, dialect, src, how)

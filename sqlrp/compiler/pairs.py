@@ -29,76 +29,11 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.ir import LinearStage
-
-
-@dataclass
-class PairsPlan:
-    """Partial sums in levels, and outputs over features and partials.
-
-    Column ``c < d`` is feature ``c``; column ``d + q`` is partial ``q``,
-    ``partials[q] = (columns, signs)`` over columns of lower levels (``level[q] >= 1``);
-    output vector ``v`` is ``sum(signs * column)`` over ``terms[v] = (columns, signs)``.
-    """
-
-    d: int
-    partials: list[tuple[np.ndarray, np.ndarray]]
-    level: np.ndarray
-    terms: list[tuple[np.ndarray, np.ndarray]]
-    #: False if the planner's deadline stopped the greedy early: still exact, fewer shared sums
-    complete: bool = True
-
-    @property
-    def depth(self) -> int:
-        return int(self.level.max()) if len(self.level) else 0
-
-    @property
-    def partial_additions(self) -> int:
-        return sum(len(c) - 1 for c, _ in self.partials)
-
-    @property
-    def output_terms(self) -> int:
-        return sum(len(c) for c, _ in self.terms)
-
-    @property
-    def partial_terms(self) -> int:
-        return sum(len(c) for c, _ in self.partials)
-
-    @property
-    def partial_reads(self) -> int:
-        """How often partials are read back, by other partials and by the outputs."""
-        return sum(int((c >= self.d).sum()) for c, _ in self.partials + self.terms)
-
-    def expand(self) -> np.ndarray:
-        """The ``p x d`` sign matrix this plan computes (each partial resolved to features)."""
-        d = self.d
-        E = np.zeros((d, d + len(self.partials)), dtype=np.int16)
-        E[:, :d] = np.eye(d, dtype=np.int16)
-        for q, (cols, signs) in enumerate(self.partials):  # children come before their readers
-            E[:, d + q] = E[:, cols] @ signs.astype(np.int16)
-        return np.stack([E[:, cols] @ signs.astype(np.int16) for cols, signs in self.terms])
-
-    def computes(self, linear: LinearStage) -> bool:
-        """True if this plan computes exactly the sign matrix of ``linear`` (a stored plan is
-        checked with this before it is used)."""
-        return len(self.terms) == linear.p and np.array_equal(self.expand(), signs_of(linear))
-
-    @property
-    def additions(self) -> int:
-        """Additions per row: inside the partials plus inside the outputs."""
-        return self.partial_additions + sum(max(len(c) - 1, 0) for c, _ in self.terms)
-
-
-def signs_of(linear: LinearStage) -> np.ndarray:
-    """The ``p x d`` matrix of the signs of ``linear``'s weights (int8)."""
-    W = np.zeros((linear.p, linear.d), dtype=np.int8)
-    W[linear.vector, linear.feature] = np.sign(linear.weight).astype(np.int8)
-    return W
-
+from ..core.pairs_plan import PairsPlan, signs_of
 
 #: features planned together; wider matrices are cut into blocks planned one by one, which bounds
 #: the count matrices (``(block + partials)^2`` entries) and the planning time
@@ -107,7 +42,7 @@ FEATURE_BLOCK = 1024
 #: most bytes the two count matrices of one block may take: the block's partials stop there (the
 #: plan stays valid, with fewer shared sums).  Without it the transposed plan of a wide stage grew
 #: them to (p + 16 d)^2: P-RP m = 10, k = 40, d = 6,830 was killed at 24 GB (issue 12; a throw-away run,
-#: the kernel log); tests/test_strategies.py checks the cap.
+#: the kernel log); tests/projection/test_strategies.py checks the cap.
 PLANNER_BYTES = 1 << 29
 
 
@@ -209,15 +144,7 @@ def _greedy(
     cap = d + min(budget, d)  # grown by doubling: the count matrices stay as small as the plan
     M = np.zeros((p, cap), dtype=np.int8)
     M[:, :d] = W
-    S = W.astype(np.float32)
-    A = np.abs(S)
-    G, Ga = S.T @ S, A.T @ A
-    same = np.zeros((cap, cap), dtype=count_t)
-    diff = np.zeros((cap, cap), dtype=count_t)
-    same[:d, :d] = np.rint((Ga + G) / 2)
-    diff[:d, :d] = np.rint((Ga - G) / 2)
-    idx = np.arange(d)
-    same[idx, idx] = diff[idx, idx] = 0
+    same, diff = _pair_counts(W, cap, count_t)
     best = np.maximum(same[:d, :d], diff[:d, :d])
     rowmax = np.zeros(cap, dtype=np.int64)
     rowarg = np.zeros(cap, dtype=np.int64)
@@ -252,26 +179,8 @@ def _greedy(
             M = _grown(M, m, cap, square=False)
             same, diff = (_grown(x, m, cap, square=True) for x in (same, diff))
             rowmax, rowarg, dirty = (_grown(x, m, cap, square=False) for x in (rowmax, rowarg, dirty))
-        sign_a = M[rows, a].astype(np.int16)
-        M[rows, a] = 0
-        M[rows, b] = 0
-        X = M[rows, :m].astype(np.int16) * sign_a[:, None]
-        d_same = (X > 0).sum(0).astype(count_t)
-        d_diff = (X < 0).sum(0).astype(count_t)
-        # only the columns the rewritten rows still hold change: a column write in these row-major
-        # matrices touches one cache line per entry, so write those few entries, not all m
-        nz = np.flatnonzero(X.any(0))
+        sign_a, nz, d_same, d_diff = _take_pair(M, same, diff, rows, (a, b, sigma), m)
         n_same, n_diff = d_same[nz], d_diff[nz]
-        kept = diff[a, b] if sigma > 0 else same[a, b]  # the other relative sign is untouched
-        for col, s_delta, d_delta in ((a, n_same, n_diff), (b, *((n_same, n_diff) if sigma > 0 else (n_diff, n_same)))):
-            same[col, nz] -= s_delta
-            same[nz, col] = same[col, nz]
-            diff[col, nz] -= d_delta
-            diff[nz, col] = diff[col, nz]
-        (same if sigma > 0 else diff)[a, b] = 0
-        (same if sigma > 0 else diff)[b, a] = 0
-        (diff if sigma > 0 else same)[a, b] = kept
-        (diff if sigma > 0 else same)[b, a] = kept
         u = m
         m += 1
         M[rows, u] = sign_a
@@ -287,6 +196,53 @@ def _greedy(
         rowarg[:m][better] = u
         dirty[:m][better] = False
     return pairs, M[:, :m], True
+
+
+def _pair_counts(W: np.ndarray, cap: int, count_t: type) -> tuple[np.ndarray, np.ndarray]:
+    """``same[a, b]`` / ``diff[a, b]``: the outputs where features ``a`` and ``b`` have equal / opposite
+    signs (zero diagonal), in ``cap x cap`` matrices with room for the partials to come."""
+    d = W.shape[1]
+    S = W.astype(np.float32)
+    A = np.abs(S)
+    G, Ga = S.T @ S, A.T @ A
+    same = np.zeros((cap, cap), dtype=count_t)
+    diff = np.zeros((cap, cap), dtype=count_t)
+    same[:d, :d] = np.rint((Ga + G) / 2)
+    diff[:d, :d] = np.rint((Ga - G) / 2)
+    idx = np.arange(d)
+    same[idx, idx] = diff[idx, idx] = 0
+    return same, diff
+
+
+def _take_pair(
+    M: np.ndarray, same: np.ndarray, diff: np.ndarray, rows: np.ndarray, pair: tuple[int, int, int], m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rewrite ``rows`` of ``M`` to no longer hold the pair ``(a, b, sigma)`` and take its uses off the
+    counts, in place; returns the rows' sign of ``a`` (the new partial's column), the columns the
+    rewritten rows still hold, and the new partial's same / diff counts against every column."""
+    a, b, sigma = pair
+    count_t = same.dtype
+    sign_a = M[rows, a].astype(np.int16)
+    M[rows, a] = 0
+    M[rows, b] = 0
+    X = M[rows, :m].astype(np.int16) * sign_a[:, None]
+    d_same = (X > 0).sum(0).astype(count_t)
+    d_diff = (X < 0).sum(0).astype(count_t)
+    # only the columns the rewritten rows still hold change: a column write in these row-major
+    # matrices touches one cache line per entry, so write those few entries, not all m
+    nz = np.flatnonzero(X.any(0))
+    n_same, n_diff = d_same[nz], d_diff[nz]
+    kept = diff[a, b] if sigma > 0 else same[a, b]  # the other relative sign is untouched
+    for col, s_delta, d_delta in ((a, n_same, n_diff), (b, *((n_same, n_diff) if sigma > 0 else (n_diff, n_same)))):
+        same[col, nz] -= s_delta
+        same[nz, col] = same[col, nz]
+        diff[col, nz] -= d_delta
+        diff[nz, col] = diff[col, nz]
+    (same if sigma > 0 else diff)[a, b] = 0
+    (same if sigma > 0 else diff)[b, a] = 0
+    (diff if sigma > 0 else same)[a, b] = kept
+    (diff if sigma > 0 else same)[b, a] = kept
+    return sign_a, nz, d_same, d_diff
 
 
 def _grown(x: np.ndarray, m: int, cap: int, square: bool) -> np.ndarray:
@@ -388,4 +344,4 @@ def _as_late_as_possible(d: int, partials: list[tuple[np.ndarray, np.ndarray]], 
     return late
 
 
-__all__ = ["PairsPlan", "plan_pairs", "plan_pairs_transposed"]
+__all__ = ["PairsPlan", "plan_pairs", "plan_pairs_transposed", "signs_of"]

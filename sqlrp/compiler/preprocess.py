@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Composed, Projection
-from ..core.layout import Output, Source
+from ..core.layout import Formulation, Output, Source
 from ..core.nodes import col, number
 from ..dialects import SqlrpDialect
 from .compose import replace_table
@@ -145,9 +145,7 @@ def compile_standardized(
     source: Source,
     dialect: SqlrpDialect,
     output: Output | None,
-    matrix: str,
-    strategy: str = "auto",
-    block: int | None = None,
+    how: Formulation,
     *,
     compile_select: Callable[..., exp.Select],
 ) -> exp.Select:
@@ -163,5 +161,5 @@ def compile_standardized(
         raise InvalidParameter(f"standardize needs d = {projection.d} means and standard deviations")
     relation, wide = standardized_relation(projection, source, dialect, means, stds)
     wide = dataclasses.replace(wide, rows=source.rows)  # the same rows: the strategy rules see them
-    select = compile_select(projection, wide, dialect, output, matrix, strategy, block)
+    select = compile_select(projection, wide, dialect, output, dataclasses.replace(how, guard=False))
     return replace_table(select, _PLACEHOLDER, relation, "_std")

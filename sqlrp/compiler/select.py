@@ -8,13 +8,14 @@ the one scale factor, float32 and the output checks, and names the columns.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Composed, Projection
-from ..core.layout import LAYOUTS, Output, Source
+from ..core.layout import LAYOUTS, Formulation, Output, Source
 from ..core.nodes import col, gc_paused, ident, number
 from ..dialects import SqlrpDialect, get_dialect, portable
 from .compose import compile_composed
@@ -24,7 +25,7 @@ from .inputs import dense_source
 from .lists import list_outputs
 from .long import _long_linear, _unnested
 from .preprocess import compile_standardized
-from .strategies import choose
+from .strategies import decide
 
 
 def _linear_relation(
@@ -99,20 +100,17 @@ def _long_body(
     projection: Projection,
     source: Source,
     dialect: SqlrpDialect,
-    strategy: str,
-    matrix: str,
-    block: int | None,
-    guard: bool,
+    how: Formulation,
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategies ``join`` / ``lookup`` (:mod:`.long`): a long table, or a wide one unnested, joined with
     the matrix; ``join``'s relation is grouped by id here (``lookup``'s has one row per id already)."""
     pooled = source.group_column is not None
-    unnested = _unnested(projection, source, dialect, guard) if source.layout != "long" else None
-    body, k_exprs = _long_linear(projection, source, matrix, dialect, strategy, unnested)
+    unnested = _unnested(projection, source, dialect, how.guard) if source.layout != "long" else None
+    body, k_exprs = _long_linear(projection, source, how.matrix, dialect, how.strategy, unnested)
     relation = body.subquery("kv", copy=False)
     key_cols = [col("_g")] if pooled else [col("_id")]
     group_by = [col("_id")] + ([col("_g")] if pooled else [])
-    regroup = strategy != "lookup"  # lookup's relation has one row per id already
+    regroup = how.strategy != "lookup"  # lookup's relation has one row per id already
     if projection.combiner.is_identity and not pooled:
         base = exp.select(*key_cols).from_(relation)
         if regroup:
@@ -128,14 +126,11 @@ def _list_body(
     projection: Projection,
     source: Source,
     dialect: SqlrpDialect,
-    strategy: str,
-    matrix: str,
-    block: int | None,
-    guard: bool,
+    how: Formulation,
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategy ``list_transform``: linear sums and combiner in lists (:mod:`.lists`)."""
     # list_sum skips NULLs: a guard reads every feature in the source relation (checked="all")
-    src = dense_source(projection, source, dialect, checked="all" if guard else False)
+    src = dense_source(projection, source, dialect, checked="all" if how.guard else False)
     relation, outputs = list_outputs(projection, source, src)
     key_cols = [col("_g")] if source.group_column is not None else [col("_id")]
     return exp.select(*key_cols).from_(relation.subquery("src", copy=False)), outputs
@@ -145,14 +140,11 @@ def _dense_body(
     projection: Projection,
     source: Source,
     dialect: SqlrpDialect,
-    strategy: str,
-    matrix: str,
-    block: int | None,
-    guard: bool,
+    how: Formulation,
 ) -> tuple[exp.Select, list[exp.Expression]]:
     """Strategies ``inline`` / ``mailman`` / ``pairs`` (:mod:`.dense`): signed sums over the input columns."""
     pooled = source.group_column is not None
-    src, sums = _dense_linear(projection, source, dialect, strategy, block, guard)
+    src, sums = _dense_linear(projection, source, dialect, how, how.guard)
     key_cols = [col("_g")] if pooled else [col("_id")]
     if projection.combiner.is_identity:
         return exp.select(*key_cols).from_(src.subquery("src", copy=False)), list(sums)
@@ -160,11 +152,9 @@ def _dense_body(
     return _combined(projection, lin_sel, list(sums), dialect, key_cols)
 
 
-#: (projection, source, dialect, strategy, matrix, block, guard) -> (a select of the key from the
-#: strategy's relation, the outputs before pooling and scale)
-Body = Callable[
-    [Projection, Source, SqlrpDialect, str, str, "int | None", bool], tuple[exp.Select, list[exp.Expression]]
-]
+#: (projection, source, dialect, the decided formulation) -> (a select of the key from the strategy's
+#: relation, the outputs before pooling and scale)
+Body = Callable[[Projection, Source, SqlrpDialect, Formulation], tuple[exp.Select, list[exp.Expression]]]
 
 #: strategy -> the function building its relation and outputs, one row per strategy (:mod:`.strategies`)
 BODIES: dict[str, Body] = {
@@ -197,45 +187,42 @@ def compile_select(
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
-    matrix: str = "auto",
-    strategy: str = "auto",
-    block: int | None = None,
-    guard: bool = False,
+    how: Formulation | None = None,
 ) -> exp.Select:
     """The projection of ``source`` as a sqlglot ``SELECT`` (id column first, then the outputs).
 
-    ``guard``: the input and output checks ride along (:mod:`.guard`; only where
-    :func:`.guard.guarded` says so: asked elsewhere, it is refused rather than left out).
-
-    ``matrix`` (long layout only): ``registry`` joins the stored ``sqlrp_linear_entry`` rows,
-    ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks ``registry`` when the
-    projection has a stored name.  ``strategy``: ``auto`` (measured rule, :mod:`.strategies`) or one
-    of ``inline`` / ``pairs`` / ``mailman`` / ``list_transform`` (wide, array; the last on DuckDB,
-    :mod:`.lists`) and ``join`` / ``lookup`` (long); ``block`` forces the mailman block size.
+    :param how: the formulation (:class:`~sqlrp.core.layout.Formulation`); what it leaves ``auto`` is
+        decided here, once (:func:`.strategies.decide`).  ``how.matrix``: ``registry`` joins the stored
+        ``sqlrp_linear_entry`` rows, ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks
+        ``registry`` when the projection has a stored name.  ``how.strategy``: ``auto`` (measured
+        rule, :mod:`.strategies`) or one of ``inline`` / ``pairs`` / ``mailman`` / ``list_transform``
+        (wide, array; the last on DuckDB, :mod:`.lists`) and ``join`` / ``lookup`` (long);
+        ``how.block`` forces the mailman block size; ``how.guard``: the input and output checks ride
+        along (:mod:`.guard`; only where :func:`.guard.guarded` says so: asked elsewhere, it is refused
+        rather than left out).
     """
     dialect = get_dialect(dialect)  # a name resolved at the entry (compose and preprocess pass the object)
-    _refuse_unsupported(dialect, source, output, strategy, matrix)
+    how = how or Formulation()
+    _refuse_unsupported(dialect, source, output, how.strategy, how.matrix)
     if source.standardize is not None:
-        return compile_standardized(
-            projection, source, dialect, output, matrix, strategy, block, compile_select=compile_select
-        )
+        return compile_standardized(projection, source, dialect, output, how, compile_select=compile_select)
     if isinstance(projection, Composed):
-        return compile_composed(projection, source, dialect, output, matrix, compile_select)
+        return compile_composed(projection, source, dialect, output, how.matrix, compile_select)
     output = output or Output()
     if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
         raise InvalidParameter(source.layout)
     names = output.names(projection.k)
     key_out = source.group_column or source.id_column
     check_output_columns(dialect, key_out, names)
-    if matrix == "auto":
-        matrix = "registry" if projection.name else "values"
-    strategy = choose(projection, source, dialect, strategy, matrix)
+    matrix = how.matrix if how.matrix != "auto" else ("registry" if projection.name else "values")
+    strategy, pairs = decide(projection, source, dialect, how.strategy, matrix, how.pairs)
+    how = dataclasses.replace(how, matrix=matrix, strategy=strategy, pairs=pairs)
     if dialect.portable_core:
         portable.check(dialect.name, source, output, strategy, matrix, dialect.values_relation)
-    if guard and not guardable(projection, source, dialect, strategy):
+    if how.guard and not guardable(projection, source, dialect, strategy):
         raise InvalidParameter(f"the {strategy} plan of this projection cannot check its input in the same statement")
-    base, outputs = BODIES[strategy](projection, source, dialect, strategy, matrix, block, guard)
-    return _finish(projection, source, dialect, output, base, outputs, guard)
+    base, outputs = BODIES[strategy](projection, source, dialect, how)
+    return _finish(projection, source, dialect, output, base, outputs, how.guard)
 
 
 def _refuse_unsupported(
@@ -243,6 +230,8 @@ def _refuse_unsupported(
 ) -> None:
     """Refuse, before anything is built, an array layout or output without an array type, and on a
     portable-core dialect the constructs whose meaning varies between engines (``dialects/portable.py``)."""
+    if source.layout == "array" and not source.array_column:  # a blank only the table can fill (fill_source)
+        raise InvalidParameter("the array layout needs the name of the array column (--array-column)")
     arrayed = source.layout == "array" or (output is not None and output.form == "array")
     if not dialect.arrays and arrayed:
         what = "the array layout" if source.layout == "array" else "array output"

@@ -30,7 +30,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..core.ir import Composed, Projection
-from ..core.layout import Output, Source
+from ..core.layout import Formulation, Output, Source
 from ..core.nodes import as_double, col, ident
 from ..dialects import SqlrpDialect, get_dialect
 from ..dialects.portable import plain_decimal
@@ -123,21 +123,18 @@ def check_select(
     source: Source,
     dialect: str | SqlrpDialect,
     output: Output,
-    matrix: str,
-    strategy: str = "auto",
-    block: int | None = None,
-    guard: bool = False,
+    how: Formulation,
 ) -> exp.Select:
     """The self-check statement (module docstring) for the projection of ``source`` as compiled with
-    these options (``guard``: with the in-query checks, :mod:`.guard`, as ``compile`` prints it for the
-    engine of ``--db``)."""
+    the formulation ``how`` (``how.guard``: with the in-query checks, :mod:`.guard`, as ``compile``
+    prints it for the engine of ``--db``)."""
     dialect = get_dialect(dialect)
     X = fixture(projection.d)
     nulls = np.zeros_like(X, dtype=bool)
     if source.nulls == "zero":
         nulls[3] = X[3] == 0
     fixture_source = dataclasses.replace(source, table=FIXTURE, schema=None, catalog=None, row_filter=None)
-    got = compile_select(projection, fixture_source, dialect, output, matrix, strategy, block, guard=guard)
+    got = compile_select(projection, fixture_source, dialect, output, how)
     keys, want = expected(projection, source, X)
     n, k = want.shape
     key = source.group_column or source.id_column
@@ -220,12 +217,9 @@ def check_sql(
     source: Source,
     dialect: str | SqlrpDialect,
     output: Output | None = None,
-    matrix: str = "values",
-    strategy: str = "auto",
-    block: int | None = None,
-    guard: bool = False,
+    how: Formulation | None = None,
 ) -> str:
-    """The self-check statement's text for ``dialect``."""
+    """The self-check statement's text for ``dialect`` (``how``: default, the matrix inlined)."""
     dialect = get_dialect(dialect)
-    select = check_select(projection, source, dialect, output or Output(), matrix, strategy, block, guard)
+    select = check_select(projection, source, dialect, output or Output(), how or Formulation("values"))
     return dialect.render(select, pretty=True)

@@ -9,19 +9,40 @@ each staged in a table, and a join that puts them back together (:func:`_split`)
 from __future__ import annotations
 
 import dataclasses
+from typing import TypedDict, Unpack
 
 import numpy as np
 from sqlglot import exp
 
 from ..core.errors import EngineLimit
 from ..core.ir import Composed, Projection
-from ..core.layout import Output, Source
+from ..core.layout import Formulation, Output, Source, Target
 from ..core.nodes import col, gc_paused, ident
+from ..core.plan import Plan
 from ..dialects import SqlrpDialect, get_dialect
 from .guard import MARKER
 from .limits import Statements, blocks, check, estimate_nodes, new_staging_name, output_block, splittable
 from .lists import binding
 from .select import compile_select
+
+
+class SqlOptions(TypedDict, total=False):
+    """The keyword options of :func:`compile_sql`: the statement's form (:class:`~sqlrp.core.layout.Target`)
+    and its formulation (:class:`~sqlrp.core.layout.Formulation`)."""
+
+    #: ``CREATE TABLE <into> AS`` (or ``INSERT INTO <into>`` with ``insert``, a ``VIEW`` with ``view``)
+    into: str | None
+    view: bool
+    insert: bool
+    temporary: bool
+    #: where the matrix comes from: ``auto``, ``registry`` or ``values``
+    matrix: str
+    #: ``auto`` or a name of :data:`sqlrp.compiler.strategies.STRATEGIES`
+    strategy: str
+    #: mailman's block size
+    block: int | None
+    #: the input and output checks ride along (:mod:`.guard`)
+    guard: bool
 
 
 @gc_paused
@@ -30,113 +51,94 @@ def compile_sql(
     source: Source,
     dialect: str | SqlrpDialect = "duckdb",
     output: Output | None = None,
-    into: str | None = None,
-    view: bool = False,
-    matrix: str = "auto",
+    *,
     pretty: bool = True,
-    strategy: str = "auto",
-    block: int | None = None,
-    insert: bool = False,
-    temporary: bool = False,
-    guard: bool = False,
+    **options: Unpack[SqlOptions],
 ) -> str:
     """SQL text of the projection: a ``SELECT``, ``CREATE [TEMPORARY] TABLE|VIEW <into> AS SELECT ...``,
     or with ``insert=True`` ``INSERT INTO <into> (key, outputs...) SELECT ...``.  Where the engine's
-    limits need several statements (:mod:`.limits`), a script of them, separated by ``;``."""
-    statements = compile_statements(
-        projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary,
-        guard=guard,
-    )
+    limits need several statements (:mod:`.limits`), a script of them, separated by ``;``.
+
+    :param projection: the projection (or composition) to compile.
+    :param source: the input relation and its layout.
+    :param dialect: the engine's dialect, by name or as an object.
+    :param output: the output's form (default: wide columns ``p0 .. p{k-1}``).
+    :param pretty: indented text.
+    :param options: :class:`SqlOptions` -- ``into``, ``view``, ``insert``, ``temporary`` (the
+        statement), ``matrix``, ``strategy``, ``block``, ``guard`` (the formulation).
+    """
+    target = Target(**{key: options.pop(key) for key in ("into", "view", "insert", "temporary") if key in options})
+    how = Formulation(**options)  # type: ignore[arg-type]
+    plan = Plan(projection, source, output or Output(), how)
+    statements = compile_statements(plan, dialect, dataclasses.replace(target, ordered=False), pretty=pretty)
     return statements.script() if statements.setup else statements.main
 
 
 @gc_paused
 def compile_statements(
-    projection: Projection | Composed,
-    source: Source,
-    dialect: str | SqlrpDialect = "duckdb",
-    output: Output | None = None,
-    into: str | None = None,
-    view: bool = False,
-    matrix: str = "auto",
-    pretty: bool = True,
-    strategy: str = "auto",
-    block: int | None = None,
-    insert: bool = False,
-    temporary: bool = False,
-    ordered: bool = False,
-    bind: bool = False,
-    guard: bool = False,
+    plan: Plan, dialect: str | SqlrpDialect = "duckdb", target: Target | None = None, *, pretty: bool = True
 ) -> Statements:
-    """The projection as statements within the engine's limits: one, or -- for a linear projection
+    """The plan's projection as statements within the engine's limits: one, or -- for a linear projection
     too large for one statement -- blocks of outputs staged in tables and joined on the id
     (:mod:`.limits`).  Raises :class:`~sqlrp.core.errors.EngineLimit` naming the engine otherwise.
-    ``bind``: dense weight matrices go in ``Statements.constants`` instead of the text
-    (:func:`.lists.binding`; the caller registers them, as :func:`sqlrp.pipeline.materialise.run` does).
-    ``guard``: the input and output checks ride along in each statement (:mod:`.guard`)."""
+
+    :param plan: the projection, its input and output, and its formulation ``plan.how``: what that
+        leaves ``auto`` is decided by :func:`.select.compile_select`.  ``how.bind``: dense weight
+        matrices go in ``Statements.constants`` instead of the text (:func:`.lists.binding`; the caller
+        registers them, as :func:`sqlrp.pipeline.materialise.run` does).  ``how.guard``: the input and
+        output checks ride along in each statement (:mod:`.guard`).
+    :param dialect: the engine's dialect, by name or as an object.
+    :param target: the statement: ``into`` (a ``CREATE TABLE|VIEW``, or ``INSERT INTO`` with ``insert``,
+        ``TEMPORARY`` with ``temporary``), or rows back (``ordered`` by the key).  Default: an unordered
+        ``SELECT``.
+    :param pretty: indented text.
+    """
     dialect = get_dialect(dialect)  # a name resolved once, at the entry: below, the dialect object
-    with binding(bind and not view) as bound:
-        statements = _statements(
-            projection, source, dialect, output, into, view, matrix, pretty, strategy, block, insert, temporary,
-            ordered, guard,
-        )
+    target = target or Target(ordered=False)
+    with binding(plan.how.bind and not target.view) as bound:
+        statements = _statements(plan, dialect, target, pretty)
     return dataclasses.replace(statements, constants=bound) if bound else statements
 
 
-def _statements(
-    projection: Projection | Composed,
-    source: Source,
-    dialect: SqlrpDialect,
-    output: Output | None,
-    into: str | None,
-    view: bool,
-    matrix: str,
-    pretty: bool,
-    strategy: str,
-    block: int | None,
-    insert: bool,
-    temporary: bool,
-    ordered: bool,
-    guard: bool = False,
-) -> Statements:
-    output = output or Output()
-    source, output = fold_names(source, output, dialect)
-    into = dialect.fold(into) if into and not temporary else into
+def _statements(plan: Plan, dialect: SqlrpDialect, target: Target, pretty: bool) -> Statements:
+    projection, how = plan.projection, plan.how
+    source, output = fold_names(plan.source, plan.output, dialect)
+    into, view, guard = target.into, target.view, how.guard
+    into = dialect.fold(into) if into and not target.temporary else into
 
     def wrap(select: exp.Select) -> exp.Expression:
-        if into and insert:
+        if into and target.insert:
             names = [source.group_column or source.id_column, *output.names(projection.k)]
-            target = exp.Schema(this=target_table(into, source, temporary), expressions=[ident(n) for n in names])
-            return exp.Insert(this=target, expression=select)
+            table = target_table(into, source, target.temporary)
+            return exp.Insert(this=exp.Schema(this=table, expressions=[ident(n) for n in names]), expression=select)
         if into:
             return exp.Create(
                 kind="VIEW" if view else "TABLE",
-                this=target_table(into, source, temporary),
+                this=target_table(into, source, target.temporary),
                 expression=select,
-                properties=_table_properties(dialect, temporary, view),
+                properties=_table_properties(dialect, target.temporary, view),
             )
-        if ordered:  # rows handed back ordered by the key (its output name)
+        if target.ordered:  # rows handed back ordered by the key (its output name)
             return select.order_by(col(source.group_column or source.id_column), copy=False)
         return select
 
-    select = compile_select(projection, source, dialect, output, matrix, strategy, block, guard)
-    statement = wrap(select)
+    statement = wrap(compile_select(projection, source, dialect, output, how))
     dialect.check_identifiers(statement)  # a name the engine would truncate could name another object
     sql = dialect.render(statement, pretty=pretty)
     if guard and MARKER not in sql:  # a plan that dropped the checks asked for would be silently wrong
-        raise RuntimeError(f"sqlrp defect: the {strategy} plan lost the input checks asked of it ({dialect.name})")
+        raise RuntimeError(f"sqlrp defect: the {how.strategy} plan lost the input checks asked of it ({dialect.name})")
     try:
         checked = Statements(check(dialect, statement, sql))
         soft = dialect.split_statement_bytes
         if soft is None or len(sql.encode()) <= soft or view or not splittable(projection, source, output):
             return checked
         count = int(np.ceil(len(sql.encode()) / soft))  # the engine runs smaller statements better
-        return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard)
+        return _split(projection, source, dialect, output, wrap, count, how, pretty)
     except EngineLimit as exc:
         if view or not splittable(projection, source, output) or dialect.max_columns_exceeded_by(source):
             hint = (
                 " (long layout: --matrix registry or a table name keeps the SQL small)"
-                if (source.layout == "long" and matrix == "values")
+                if (source.layout == "long" and how.matrix == "values")
                 else ""
             )
             raise dialect.refuse(f"{str(exc).split(': ', 1)[1]}{hint}") from None
@@ -147,21 +149,23 @@ def _statements(
     count = max(2, int(np.ceil(size * 1.25)))
     while count <= projection.k:
         try:
-            return _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard)
+            return _split(projection, source, dialect, output, wrap, count, how, pretty)
         except EngineLimit:
             count *= 2
     raise dialect.refuse("a single output's sum is larger than the engine accepts in one statement")
 
 
-def _split(projection, source, dialect, output, wrap, count, matrix, strategy, pretty, guard=False) -> Statements:  # noqa: ANN001
-    """``count`` staged blocks of outputs and the join that puts them back together."""
+def _split(projection, source, dialect, output, wrap, count, how, pretty) -> Statements:  # noqa: ANN001
+    """``count`` staged blocks of outputs and the join that puts them back together (each block's
+    matrix inlined, its pairs plan, if any, its own)."""
     key = source.group_column or source.id_column
     names = output.names(projection.k)
     setup, cleanup, parts = [], [], []
     for b, (start, stop) in enumerate(blocks(projection.k, count)):
         part = output_block(projection, start, stop)
         staged = new_staging_name()
-        select = compile_select(part, source, dialect, Output(prefix="_o"), "values", strategy, guard=guard)
+        part_how = dataclasses.replace(how, matrix="values", pairs=None)
+        select = compile_select(part, source, dialect, Output(prefix="_o"), part_how)
         create = exp.Create(
             kind="TABLE",
             this=exp.Table(this=ident(staged)),

@@ -135,25 +135,14 @@ def inline_cost(linear: LinearStage) -> float:
     return float(linear.nnz)
 
 
-def plans_of(linear: LinearStage) -> dict:
-    """The plans derived from the matrix ``linear`` (mailman per block size, pairs per dialect), held by
-    the matrix object itself -- no process-wide memo: they live and die with it, and a stored
-    projection's pairs plan is read back with it (``Registry.pairs_plan``)."""
-    return linear.__dict__.setdefault("_sqlrp_plans", {})
-
-
 def best_mailman(
     linear: LinearStage, dialect: SqlrpDialect | str = "duckdb", block: int | None = None
 ) -> MailmanPlan | None:
-    """The mailman plan of least estimated cost (or of the given block size); memoised per stage,
-    since both :func:`choose` and the compiler ask for it."""
+    """The mailman plan of least estimated cost (or of the given block size) within the dialect's
+    column limit."""
     if not mailman_applicable(linear):
         return None
-    dialect = get_dialect(dialect)
-    cache = plans_of(linear)
-    if (dialect.name, block) not in cache:
-        cache[(dialect.name, block)] = _best_mailman(linear, dialect, block)
-    return cache[(dialect.name, block)]
+    return _best_mailman(linear, get_dialect(dialect), block)
 
 
 def _best_mailman(linear: LinearStage, dialect: SqlrpDialect, block: int | None) -> MailmanPlan | None:
@@ -191,37 +180,31 @@ def best_pairs(
 ) -> PairsPlan | None:
     """The greedy pair plan (:mod:`.pairs`) within the dialect's column limit and ``seconds`` of
     planning (default: the upper bound of :data:`PLANNER_SECONDS`), half for each orientation; a
-    plan the time cut short has ``complete=False``.  Memoised per stage (and, for stored
-    projections, complete plans in the registry: ``Registry.pairs_plan``); a cut-short plan is
-    planned again when more time is allowed."""
+    plan the time cut short has ``complete=False``.  Planned anew on every call: the caller keeps
+    it (:func:`decide` returns it, the pipeline's plan carries it, the registry stores it)."""
     if not mailman_applicable(linear) or linear.p == 0:  # p = 0: no vectors (Maclaurin of degree 0), no pairs
         return None
     seconds = PLANNER_SECONDS[1] if seconds is None else seconds
-    dialect = get_dialect(dialect)
-    key = dialect.name
-    cache = plans_of(linear)
-    held = cache.get(("pairs", key), False)
-    if held is False or (held is not None and not held.complete and cache.get(("seconds", key), 0) < seconds):
-        budget = pairs_budget(linear, dialect)
-        if budget is not None and budget <= 0:
-            cache[("pairs", key)] = None
-        else:  # Paar's greedy on the matrix and on its transpose: the cheaper plan
-            start = time.perf_counter()
-            first = plan_pairs(linear, budget, deadline=start + seconds / 2)
-            second = plan_pairs_transposed(linear, budget, deadline=start + seconds)
-            cache[("pairs", key)] = min((first, second), key=pairs_cost)
-            cache[("seconds", key)] = seconds
-    return cache[("pairs", key)]
+    budget = pairs_budget(linear, dialect)
+    if budget is not None and budget <= 0:
+        return None
+    start = time.perf_counter()  # Paar's greedy on the matrix and on its transpose: the cheaper plan
+    first = plan_pairs(linear, budget, deadline=start + seconds / 2)
+    second = plan_pairs_transposed(linear, budget, deadline=start + seconds)
+    return min((first, second), key=pairs_cost)
 
 
-def pairs_planned(linear: LinearStage, dialect: SqlrpDialect | str = "duckdb") -> bool:
-    """True if this process already holds the pair plan of ``linear`` for ``dialect``."""
-    return ("pairs", get_dialect(dialect).name) in plans_of(linear)
-
-
-def remember_pairs(linear: LinearStage, dialect: SqlrpDialect | str, plan: PairsPlan) -> None:
-    """Hand the compiler a pair plan made earlier (a stored one), so it is not planned again."""
-    plans_of(linear)[("pairs", get_dialect(dialect).name)] = plan
+def pairs_considered(projection: Projection, source: Source, dialect: SqlrpDialect | str, strategy: str) -> bool:
+    """True if compiling with ``strategy`` may need a pairs plan: forced, or ``auto`` on a dense layout
+    where neither lists nor the unnested lookup are taken and :func:`pairs_worth_planning` says so."""
+    engine = get_dialect(dialect)
+    if source.layout == "long" or not isinstance(projection, Projection):
+        return False
+    if strategy != "auto":
+        return strategy == "pairs"
+    if prefers_lists(projection, source, engine) or prefers_long(projection, source, engine):
+        return False
+    return engine.nested_plans and pairs_worth_planning(projection.linear)
 
 
 def pairs_cost(plan: PairsPlan) -> float:
@@ -313,12 +296,44 @@ def choose(
     strategy: str = "auto",
     matrix: str = "values",
 ) -> str:
-    """The strategy to compile with: ``strategy`` itself if forced (checked against the layout and
-    the engine), otherwise the measured rule described in the module docstring -- per engine: the
-    nested selects of ``pairs`` only where the dialect's profile says they were measured cheap
-    (``nested_plans``: DuckDB, PostgreSQL), ``lookup`` only where ordered ``ARRAY_AGG`` and
-    ``ARRAY_POSITION`` exist (``ordered_array_agg``), else ``join``."""
+    """The strategy :func:`decide` picks, without its pairs plan."""
+    return decide(projection, source, dialect, strategy, matrix)[0]
+
+
+def decide(
+    projection: Projection,
+    source: Source,
+    dialect: SqlrpDialect | str = "duckdb",
+    strategy: str = "auto",
+    matrix: str = "values",
+    pairs: PairsPlan | None = None,
+) -> tuple[str, PairsPlan | None]:
+    """The strategy to compile with, and the pairs plan it compiles with (``None`` unless ``pairs``):
+    ``strategy`` itself if forced (checked against the layout and the engine), otherwise the measured
+    rule described in the module docstring -- per engine: the nested selects of ``pairs`` only where the
+    dialect's profile says they were measured cheap (``nested_plans``: DuckDB, PostgreSQL), ``lookup``
+    only where ordered ``ARRAY_AGG`` and ``ARRAY_POSITION`` exist (``ordered_array_agg``), else
+    ``join``.  A given ``pairs`` plan (the registry's) is used, not planned again."""
     engine = get_dialect(dialect)
+    chosen, pairs = _decide_name(projection, source, engine, strategy, matrix, pairs)
+    if chosen != "pairs":
+        return chosen, None
+    if pairs is None:
+        pairs = best_pairs(projection.linear, engine, planner_seconds(projection.linear, source.rows))
+    if pairs is None:
+        raise InvalidParameter("the pairs strategy needs a sign matrix (+1/-1 weights, no squared features)")
+    return chosen, pairs
+
+
+def _decide_name(
+    projection: Projection,
+    source: Source,
+    engine: SqlrpDialect,
+    strategy: str,
+    matrix: str,
+    pairs: PairsPlan | None,
+) -> tuple[str, PairsPlan | None]:
+    """The strategy's name (:func:`decide`), and the pairs plan if ``auto`` planned one to weigh it."""
     if strategy not in STRATEGIES:
         raise InvalidParameter(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     allowed = LONG_STRATEGIES if source.layout == "long" else DENSE_STRATEGIES
@@ -352,19 +367,20 @@ def choose(
                 "the lookup strategy needs ARRAY_AGG(... ORDER BY ...) and a 1-based ARRAY_POSITION, which this "
                 "engine does not have as DuckDB and PostgreSQL do; use --strategy join"
             )
-        return strategy
+        return strategy, pairs
     if source.layout == "long":
-        return "lookup" if engine.ordered_array_agg else "join"
+        return ("lookup" if engine.ordered_array_agg else "join"), None
     if prefers_lists(projection, source, engine, matrix):
-        return "list_transform"
+        return "list_transform", None
     if prefers_long(projection, source, engine, matrix):
-        return "lookup"
+        return "lookup", None
     if not engine.nested_plans or not pairs_worth_planning(projection.linear):
-        return "inline"
-    plan = best_pairs(projection.linear, engine, planner_seconds(projection.linear, source.rows))
-    if plan is not None and pairs_cost(plan) <= PAIRS_GAIN * inline_cost(projection.linear):
-        return "pairs"
-    return "inline"
+        return "inline", None
+    if pairs is None:
+        pairs = best_pairs(projection.linear, engine, planner_seconds(projection.linear, source.rows))
+    if pairs is not None and pairs_cost(pairs) <= PAIRS_GAIN * inline_cost(projection.linear):
+        return "pairs", pairs
+    return "inline", None
 
 
 __all__ = [
@@ -376,6 +392,7 @@ __all__ = [
     "best_mailman",
     "best_pairs",
     "choose",
+    "decide",
     "planner_seconds",
     "prefers_lists",
     "prefers_long",

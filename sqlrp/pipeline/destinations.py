@@ -12,8 +12,9 @@ from typing import Any
 from sqlglot import exp
 
 from ..backends import Backend
-from ..compiler import Source, check_output_columns, col, compile_sql, compile_statements, ident
+from ..compiler import Source, check_output_columns, col, compile_statements, ident
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.layout import Target
 from ..dialects import SqlrpDialect
 from ..registry.store import REGISTRY_TABLES
 from . import outputs, targets
@@ -31,24 +32,16 @@ def written(db: Backend, p: Plan, name: str, check: bool) -> None:
         check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
 
-def rows_back(
-    db: Backend,
-    p: Plan,
-    compile_opts: dict[str, Any],
-    *,
-    chunk_rows: int | None,
-    ordered: bool,
-    output_format: str,
-    check_written: bool,
-) -> Any:
-    """The projected rows handed back in ``output_format`` (``chunk_rows``: an iterator of chunks streamed
-    from the database), their outputs checked finite when ``check_written``."""
+def rows_back(db: Backend, p: Plan, target: Target, *, check_written: bool) -> Any:
+    """The projected rows handed back in ``target.output_format`` (``target.chunk_rows``: an iterator of
+    chunks streamed from the database; ``target.ordered``: by the key), their outputs checked finite
+    when ``check_written``."""
     dialect = db.sql_dialect
     key = p.source.group_column or p.source.id_column
-    statements = compile_statements(
-        p.projection, p.source, db.sql_dialect, p.output, ordered=ordered, pretty=False,
-        **{**compile_opts, "bind": compile_opts["bind"] and not chunk_rows},  # chunks outlive run()
-    )  # fmt: skip
+    chunk_rows, output_format = target.chunk_rows, target.output_format
+    if chunk_rows:  # chunks outlive run(): no bound constants
+        p = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
+    statements = compile_statements(p, dialect, Target(ordered=target.ordered), pretty=False)
     if chunk_rows:
         if statements.setup:
             raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
@@ -83,46 +76,39 @@ def check_table_target(db: Backend, p: Plan, table: str, into: str, view: bool, 
 
 
 def write_table(
-    db: Backend,
-    p: Plan,
-    table: str,
-    into: str,
-    compile_opts: dict[str, Any],
-    *,
-    view: bool,
-    replace: bool,
-    incremental: bool,
-    progress: bool | int | CommandBar,
-    check_written: bool,
+    db: Backend, p: Plan, table: str, target: Target, *, progress: bool | int | CommandBar, check_written: bool
 ) -> None:
-    """The projected rows as the table ``into`` (``view``: a view), in one transaction where the engine
-    has them, else built under a staging name and swapped in (:func:`sqlrp.pipeline.materialise.staged`);
-    ``incremental``: only the ids not in ``into`` yet are added to it."""
+    """The projected rows as the table ``target.into`` (``target.view``: a view), in one transaction where
+    the engine has them, else built under a staging name and swapped in
+    (:func:`sqlrp.pipeline.materialise.staged`); ``target.incremental``: only the ids not in it yet are
+    added; ``target.replace``: an existing one is replaced."""
+    into, view, incremental = target.into, target.view, target.incremental
+    assert into is not None
     check_table_target(db, p, table, into, view, incremental)
-    top_up = dict(incremental=incremental, replace=replace, progress=progress, check_written=check_written)
+    top_up = dict(incremental=incremental, replace=target.replace, progress=progress, check_written=check_written)
     if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
-        exists = _existing(db, p, into, compile_opts, **top_up)
+        exists = _existing(db, p, into, **top_up)
         if exists is None:
             return
         with staged(db, p.source, into, replace_existing=exists) as name:
-            materialise(db, p, p.source, name, compile_opts, progress, create=True)
+            materialise(db, p, name, progress, create=True)
             written(db, p, name, check_written)
         return
     with db.transaction():
         # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
         # whether it exists is read under that lock: concurrent top-ups add each id exactly once
         db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
-        exists = _existing(db, p, into, compile_opts, **top_up)
+        exists = _existing(db, p, into, **top_up)
         if exists is None:
             return
         if exists:
             kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
             db.execute(db.sql_dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
-        if view:
-            text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # a view outlives the bound constants
-            db.execute(compile_sql(p.projection, p.source, db.sql_dialect, p.output, into=into, view=True, **text_opts))
+        if view:  # a view outlives bound constants: the text stands alone
+            text = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
+            db.execute(compile_statements(text, db.sql_dialect, Target(into=into, view=True)).main)
         else:
-            materialise(db, p, p.source, into, compile_opts, progress, create=True)
+            materialise(db, p, into, progress, create=True)
             written(db, p, into, check_written)
 
 
@@ -130,7 +116,6 @@ def _existing(
     db: Backend,
     p: Plan,
     into: str,
-    compile_opts: dict[str, Any],
     *,
     incremental: bool,
     replace: bool,
@@ -141,14 +126,14 @@ def _existing(
     exists = table_exists(db, into, p.source)
     if incremental and exists:
         same_key_type(db, p.source, into)
-        missing = not_yet_projected(db.sql_dialect, p.source, into)
+        missing = dataclasses.replace(p, source=not_yet_projected(db.sql_dialect, p.source, into))
         if db.transactional:
-            materialise(db, p, missing, into, compile_opts, progress, create=False)
+            materialise(db, missing, into, progress, create=False)
             written(db, p, into, check_written)
         else:  # no rollback here: build and check the new rows aside, then append them
 
             def build(name: str) -> None:
-                materialise(db, p, missing, name, compile_opts, progress, create=True)
+                materialise(db, missing, name, progress, create=True)
                 written(db, p, name, check_written)
 
             top_up_through_staging(db, p.source, into, build)

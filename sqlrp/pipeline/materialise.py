@@ -16,10 +16,11 @@ from typing import TypeVar
 from sqlglot import exp
 
 from ..backends import Backend
-from ..compiler import Source, Statements, col, compile_sql, compile_statements, ident, table_ref
+from ..compiler import Source, Statements, col, compile_statements, ident, table_ref
 from ..core import files
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
+from ..core.layout import Target
 from ..core.names import scratch_name
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from . import targets
@@ -49,78 +50,55 @@ def run(db: Backend, statements: Statements, action: Callable[[str], T]) -> T:
     return result
 
 
-def materialise(
-    db: Backend,
-    p: Plan,
-    source: Source,
-    into: str,
-    compile_opts: dict,
-    progress: bool | int | CommandBar,
-    create: bool,
-) -> None:
-    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``source``
+def materialise(db: Backend, p: Plan, into: str, progress: bool | int | CommandBar, create: bool) -> None:
+    """``CREATE TABLE into AS`` (``create``) or ``INSERT INTO into`` the projection of ``p.source``
     (the caller holds the transaction).  ``progress=True`` shows a tqdm bar (the command's own, if
     given: :mod:`.progress`): the engine's own progress of the one statement where it reports it
     (DuckDB), else id-range batches; an integer asks for that many batches."""
     dialect = db.sql_dialect
-    for statement in dialect.local_settings(source):
+    for statement in dialect.local_settings(p.source):
         db.execute(statement)  # SET LOCAL: ends with the caller's transaction
     wanted = asked(progress)
     with command_bar(progress, f"projecting into {into}") as bar:
         if bar is not None:
             bar.step(f"projecting into {into}")
         if wanted is True and db.reports_progress and (create or dialect.parallel_insert):
-            statements = compile_statements(
-                p.projection, source, db.sql_dialect, p.output, into=into, insert=not create, **compile_opts
-            )
+            statements = compile_statements(p, dialect, Target(into=into, insert=not create))
             assert bar is not None
             report = bar.statement()
             run(db, statements, lambda sql: db.execute_watched(sql, report))
             return
-        _batches(db, p, source, into, compile_opts, wanted, create, bar)
+        _batches(db, p, into, wanted, create, bar)
 
 
-def _batches(
-    db: Backend,
-    p: Plan,
-    source: Source,
-    into: str,
-    compile_opts: dict,
-    wanted: bool | int,
-    create: bool,
-    bar: CommandBar | None,
-) -> None:
+def _batches(db: Backend, p: Plan, into: str, wanted: bool | int, create: bool, bar: CommandBar | None) -> None:
     """:func:`materialise` in id-range batches (one, without progress), each moving the bar."""
+    source = p.source
     batches = id_batches(db, source, wanted) if wanted else [None]
     report = bar.statement() if bar is not None else None
     for i, condition in enumerate(batches):
-        part = source
+        part = p
         if condition is not None:
             both = condition if source.row_filter is None else exp.and_(source.row_filter.copy(), condition)
-            part = dataclasses.replace(source, row_filter=both)
+            part = dataclasses.replace(p, source=dataclasses.replace(source, row_filter=both))
         if create and i == 0:
-            statements = compile_statements(p.projection, part, db.sql_dialect, p.output, into=into, **compile_opts)
-            run(db, statements, db.execute)
+            run(db, compile_statements(part, db.sql_dialect, Target(into=into)), db.execute)
         else:
-            insert(db, p, part, into, compile_opts)
+            insert(db, part, into)
         if report is not None:
             report(100.0 * (i + 1) / len(batches))
 
 
-def insert(db: Backend, p: Plan, source: Source, into: str, compile_opts: dict) -> None:
-    """``INSERT INTO into`` the projection of ``source``.  Where the engine runs ``INSERT ... SELECT``
+def insert(db: Backend, p: Plan, into: str) -> None:
+    """``INSERT INTO into`` the projection of ``p.source``.  Where the engine runs ``INSERT ... SELECT``
     serially (PostgreSQL), the rows are first made by a parallel ``CREATE TEMPORARY TABLE AS`` and
     then copied, which is cheap next to projecting them (``dialects/postgres.py``)."""
     dialect = db.sql_dialect
     if dialect.parallel_insert:
-        statements = compile_statements(
-            p.projection, source, db.sql_dialect, p.output, into=into, insert=True, **compile_opts
-        )
-        run(db, statements, db.execute)
+        run(db, compile_statements(p, dialect, Target(into=into, insert=True)), db.execute)
         return
     staging = scratch_name("staging")
-    text_opts = {k: v for k, v in compile_opts.items() if k != "bind"}  # SQL text stands alone
-    db.execute(compile_sql(p.projection, source, db.sql_dialect, p.output, into=staging, temporary=True, **text_opts))
+    run(db, compile_statements(p, dialect, Target(into=staging, temporary=True)), db.execute)
     names = [ident(n) for n in [p.source.group_column or p.source.id_column, *p.output.names(p.projection.k)]]
     target = exp.Schema(this=output_table(p.source, into), expressions=names)
     copy = exp.select(*[exp.Column(this=n.copy()) for n in names]).from_(exp.Table(this=ident(staging)))
@@ -248,7 +226,6 @@ def write_file(
     db: Backend,
     p: Plan,
     path: str,
-    compile_opts: dict,
     replace: bool,
     check: bool,
     progress: bool | int | CommandBar = False,
@@ -262,9 +239,7 @@ def write_file(
     target = file_target(db, path, replace, view=False, incremental=False, reads=reads)
     fmt = files.output_format(path)
     assert fmt is not None
-    statements = compile_statements(
-        p.projection, p.source, db.sql_dialect, p.output, ordered=False, pretty=False, **compile_opts
-    )
+    statements = compile_statements(p, db.sql_dialect, Target(ordered=False), pretty=False)
     stamp = uuid.uuid4().hex[:12]
     tmp = target.with_name(f".{target.name}.{stamp}.tmp")
     definition = files.definition_path(target) if isinstance(p.projection, Projection) else None

@@ -2,8 +2,9 @@
 the database gathered here, once, before any SQL is compiled -- the input's columns and row estimate
 (:func:`sqlrp.pipeline.sources.resolve_source`), the stored projection or a new one stored in the
 registry, the kurtosis that picks ``s`` (:mod:`.moments`, on a bounded sample), the features' means and deviations for
-``standardize``, the stored ``pairs`` plan (:func:`stored_pairs_plan`) and whether the registry holds
-the matrix (:func:`choose_matrix`).  The compiler below reads none of them from the database itself."""
+``standardize``; then, once, the formulation (:func:`decide`): whether the registry holds the matrix
+(:func:`choose_matrix`), the strategy and the stored ``pairs`` plan (:func:`pairs_for`), the in-query
+checks.  The compiler below reads none of them from the database itself."""
 
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from ..backends import Backend
-from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source
+from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source, strategies
+from ..compiler.guard import guardable
 from ..compiler.preprocess import read_stats, stats_query
-from ..compiler.strategies import pairs_worth_planning, planner_seconds, prefers_lists, prefers_long
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.ir import Composed, Projection
+from ..core.layout import SOURCE_OPTIONS, Formulation
+from ..core.options import PlanOptions
+from ..core.pairs_plan import PairsPlan
+from ..core.params import block_size
+from ..core.plan import Plan
 from ..dialects import SqlrpDialect
 from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
@@ -32,20 +36,8 @@ from .sources import describe, infer_d, resolve_source
 
 
 def registry_of(db: Backend) -> Registry:
-    """The registry of ``db`` (its tables are created or upgraded on first use)."""
-    return Registry(db)
-
-
-@dataclass
-class Plan:
-    """A projection bound to an input table: what ``project`` and ``compile_projection`` run.
-
-    ``source.standardize`` holds ``(means, stds)`` of the features when the input is standardised in
-    SQL (``plan(..., standardize=True)``; :mod:`sqlrp.compiler.preprocess`)."""
-
-    projection: Projection | Composed
-    source: Source
-    output: Output
+    """The registry of ``db`` (its tables are created or upgraded on the connection's first use)."""
+    return Registry.of(db)
 
 
 def feature_stats(db: Backend, projection: Projection | Composed, source: Source) -> tuple[list[float], list[float]]:
@@ -63,43 +55,37 @@ def plan(
     method: str | None = None,
     k: int | None = None,
     seed: int | None = None,
-    layout: str = "wide",
-    columns: Sequence[str] | None = None,
-    array_column: str | None = None,
-    feature_column: str = "feature",
-    value_column: str = "value",
-    schema: str | None = None,
-    nulls: str = "error",
-    group_column: str | None = None,
-    output: str = "wide",
-    prefix: str = "p",
-    dtype: str | None = None,
-    d: int | None = None,
-    save_as: str | None = None,
-    standardize: bool = False,
-    catalog: str | None = None,
-    store: bool = True,
-    **params: Any,
+    **options: Unpack[PlanOptions],
 ) -> Plan:
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
 
-    ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere); the
-    default (``None``) follows the input (:func:`input_dtype`): float32 features give float32 outputs
-    where the engine has the type, as the scikit-learn transformer keeps float32.
-    ``standardize=True`` centres and scales every feature in SQL before projecting (means and standard
-    deviations computed over the table now, then inlined in the SQL); recommended for the
-    polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
+    :param db: the connection.
+    :param table: a table or view (on DuckDB also a file or glob).
+    :param id_column: the column copied to the output as each row's key.
+    :param projection: a stored projection's name, a :class:`~sqlrp.core.ir.Projection`, a projection
+        file, or ``None`` for a new one made of ``method``, ``k``, ``seed`` and the method's options.
+    :param options: :class:`~sqlrp.core.options.PlanOptions` -- the input
+        (:class:`~sqlrp.core.layout.SourceOptions`), a new projection's method parameters
+        (:class:`~sqlrp.core.options.MethodOptions`), the output (``output``, ``prefix``, ``dtype``),
+        and ``d``, ``save_as``, ``standardize``, ``store``:
 
-    ``store=False``: a new projection that no name was given for (``projection``, ``save_as``) is kept
-    in the plan only, not in the registry (a DataFrame's projection: nothing is left behind).
+        ``dtype="float32"`` stores the outputs as 4-byte floats (DuckDB, PostgreSQL; refused elsewhere);
+        the default (``None``) follows the input (:func:`input_dtype`): float32 features give float32
+        outputs where the engine has the type, as the scikit-learn transformer keeps float32.
+        ``standardize=True`` centres and scales every feature in SQL before projecting (means and
+        standard deviations computed over the table now, then inlined in the SQL); recommended for the
+        polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
+        ``store=False``: a new projection that no name was given for (``projection``, ``save_as``) is
+        kept in the plan only, not in the registry (a DataFrame's projection: nothing is left behind).
 
     Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
     (a dot inside ``table`` is part of the name, never a separator)."""
-    source = resolve_source(
-        db, table, id_column, layout, columns, array_column, feature_column, value_column, schema, nulls,
-        group_column, catalog=catalog,
-    )  # fmt: skip
+    params: dict[str, Any] = dict(options)
+    source = resolve_source(db, table, id_column, **{k: params.pop(k) for k in SOURCE_OPTIONS if k in params})
+    output, prefix, dtype = params.pop("output", "wide"), params.pop("prefix", "p"), params.pop("dtype", None)
+    d, save_as = params.pop("d", None), params.pop("save_as", None)
+    standardize, store = params.pop("standardize", False), params.pop("store", True)  # the rest: the method's
     if source.layout != "long":  # sizes the pairs planner's time (compiler.strategies.planner_seconds)
         source = dataclasses.replace(source, rows=db.estimate_rows(source.table, source.schema, source.catalog))
     registry = registry_of(db) if isinstance(projection, str) or store or save_as else None
@@ -205,8 +191,8 @@ def _store_new(
     if proj.name is None and name is not None:
         (registry or registry_of(db)).save(proj, name)
         # what the compiler derives from the matrix is derived now, with it, and stored beside it: a
-        # later use loads it (stored_pairs_plan) instead of planning again
-        stored_pairs_plan(db, Plan(proj, source, Output()), db.sql_dialect, "auto")
+        # later use loads it (pairs_for) instead of planning again
+        pairs_for(db, Plan(proj, source), db.sql_dialect, "auto")
     return proj
 
 
@@ -243,18 +229,46 @@ def default_name(registry: Registry, proj: Projection, base: str) -> tuple[str, 
     raise ProjectionExists(f"the default names {base!r} and {base}_{digest[:8]!r} hold other projections; pass a name")
 
 
-def stored_pairs_plan(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> None:
-    """If the compiler may plan ``pairs`` for a stored projection (forced, or ``auto`` where
-    :func:`~sqlrp.compiler.strategies.pairs_worth_planning` says so), take the registry's plan, or
-    plan it once and store it there (:meth:`Registry.pairs_plan`)."""
+def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None = None, *, guard: bool = True) -> Plan:
+    """The plan with its formulation decided, once, before anything is compiled: the matrix's home
+    (:func:`choose_matrix`), the strategy and its pairs plan (:func:`sqlrp.compiler.strategies.decide`,
+    the stored projection's plan from the registry: :func:`pairs_for`), and whether the input and
+    output checks ride in the projection's own statement (``guard`` allowing it, ``how.check`` asking
+    it, and the engine able to raise from inside a query: :func:`sqlrp.compiler.guard.guardable`).
+
+    A composition or a standardised input keeps ``strategy="auto"``: its stages are decided as they
+    are compiled (:func:`sqlrp.compiler.select.compile_select`).  ``dialect``: the engine the SQL is
+    for (default: ``db``'s own)."""
+    dialect = dialect or db.sql_dialect
     proj = p.projection
-    if not (isinstance(proj, Projection) and proj.name and p.source.layout in ("wide", "array")):
-        return
-    nested = dialect.nested_plans
-    if strategy == "auto" and (prefers_lists(proj, p.source, dialect) or prefers_long(proj, p.source, dialect)):
-        return  # the compiler takes lists or unnests this small table: no pairs
-    if strategy == "pairs" or (strategy == "auto" and nested and pairs_worth_planning(proj.linear)):
-        registry_of(db).pairs_plan(proj, dialect, planner_seconds(proj.linear, p.source.rows))
+    block_size(how.block, proj.d)
+    how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
+    if isinstance(proj, Projection) and p.source.standardize is None:
+        given = pairs_for(db, p, dialect, how.strategy)
+        strategy, pairs = strategies.decide(proj, p.source, dialect, how.strategy, how.matrix, given)
+        how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+    checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
+    return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))
+
+
+def pairs_for(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> PairsPlan | None:
+    """The pairs plan of a stored projection where compiling it with ``strategy`` may need one
+    (:func:`sqlrp.compiler.strategies.pairs_considered`): the registry's, else planned now and, if the
+    planner finished, stored beside it (:meth:`Registry.save_pairs`) so later processes skip planning.
+    ``None`` elsewhere: :func:`sqlrp.compiler.strategies.decide` plans what it needs."""
+    proj = p.projection
+    if not (isinstance(proj, Projection) and proj.name):
+        return None
+    if not strategies.pairs_considered(proj, p.source, dialect, strategy):
+        return None
+    registry = registry_of(db)
+    stored = registry.load_pairs(proj, dialect)
+    if stored is not None:
+        return stored
+    planned = strategies.best_pairs(proj.linear, dialect, strategies.planner_seconds(proj.linear, p.source.rows))
+    if planned is not None:
+        registry.save_pairs(proj, dialect, planned)
+    return planned
 
 
 def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:

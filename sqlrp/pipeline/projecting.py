@@ -9,21 +9,15 @@ import dataclasses
 from typing import Any
 
 from ..backends import Backend
-from ..compiler.guard import guarded, tripped
+from ..compiler.guard import tripped
 from ..core import files
-from ..core.ir import Composed, Projection
+from ..core.ir import Projection
 from ..core.layout import Formulation, Target
-from ..core.params import block_size
 from .destinations import rows_back, write_table
 from .materialise import write_file
-from .plan import Plan, choose_matrix, plan, stored_pairs_plan
+from .plan import Plan, decide, plan
 from .progress import CommandBar
 from .sources import check_source
-
-
-def check_block(block: int | None, projection: Projection | Composed) -> None:
-    """``block`` is a whole number from 1 to the projection's ``d`` (:func:`sqlrp.core.params.block_size`)."""
-    block_size(block, projection.d)
 
 
 def plan_and_project(
@@ -36,58 +30,38 @@ def plan_and_project(
     target: Target,
     **options: Any,
 ) -> Any:
-    """:func:`sqlrp.api.project` from its plan on, checking the input in the projection's own statement where
-    the engine can (:mod:`sqlrp.compiler.guard`)."""
+    """:func:`sqlrp.api.project` from its plan on: planned (:func:`.plan.plan`), decided once
+    (:func:`.plan.decide`), the input checked in the projection's own statement where the engine can
+    (:mod:`sqlrp.compiler.guard`: the data is read once), else by a separate scan first."""
     p = plan(db, table, id_column, projection, **options)
-    check_block(how.block, p.projection)
-    stored_pairs_plan(db, p, db.sql_dialect, how.strategy)
-    how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
-    # the input and output checks ride along the projection's own statement where the engine can raise
-    # from inside a query (sqlrp.compiler.guard): the data is read once
-    one_pass = bool(how.check) and not target.chunk_rows and not target.view
-    one_pass = one_pass and guarded(p.projection, p.source, db.sql_dialect, how.strategy, how.matrix)
-    if how.check and not one_pass:
+    how = dataclasses.replace(how, bind=db.binds_constants)
+    p = decide(db, p, how, guard=not target.chunk_rows and not target.view)
+    if how.check and not p.how.guard:
         if isinstance(progress, CommandBar):
             progress.step("checking the input", 2.0)
         check_source(db, p.projection, p.source)
     if isinstance(progress, CommandBar):
         progress.step("compiling")
     try:
-        return project_plan(db, p, table, how, target, progress, one_pass=one_pass)
+        return project_plan(db, p, table, target, progress)
     except Exception as exc:
-        if not (one_pass and tripped(exc)):
+        if not (p.how.guard and tripped(exc)):
             raise
     # the statement stopped at a bad row and wrote nothing: the separate scan names the rows (up to five),
     # as before; a clean input means an output overflowed: project again, checking the written outputs
     check_source(db, p.projection, p.source)
-    return project_plan(db, p, table, how, target, progress, one_pass=False)
+    unguarded = dataclasses.replace(p, how=dataclasses.replace(p.how, guard=False))
+    return project_plan(db, unguarded, table, target, progress)
 
 
-def project_plan(
-    db: Backend,
-    p: Plan,
-    table: str,
-    how: Formulation,
-    target: Target,
-    progress: bool | int | CommandBar,
-    *,
-    one_pass: bool,
-) -> Any:
-    """The rest of :func:`sqlrp.api.project` once planned: ``one_pass`` compiles the checks into the statement
-    (:mod:`sqlrp.compiler.guard`), else ``how.check`` reads the written outputs back."""
-    check_written = how.check and not one_pass
-    compile_opts = dict(matrix=how.matrix, strategy=how.strategy, block=how.block)
-    compile_opts |= dict(bind=db.binds_constants, guard=one_pass)
+def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: bool | int | CommandBar) -> Any:
+    """The rest of :func:`sqlrp.api.project` once planned and decided: ``p.how.guard`` compiled the checks
+    into the statement (:mod:`sqlrp.compiler.guard`), else ``p.how.check`` reads the written outputs back."""
+    check_written = p.how.check and not p.how.guard
     into = target.into
     if into is not None and files.output_format(into) is not None:
-        return write_file(db, p, into, compile_opts, target.replace, check_written, progress)
+        return write_file(db, p, into, target.replace, check_written, progress)
     if into is None:
-        return rows_back(
-            db, p, compile_opts, chunk_rows=target.chunk_rows, ordered=target.ordered,
-            output_format=target.output_format, check_written=check_written,
-        )  # fmt: skip
-    write_table(
-        db, p, table, into, compile_opts, view=target.view, replace=target.replace,
-        incremental=target.incremental, progress=progress, check_written=check_written,
-    )  # fmt: skip
+        return rows_back(db, p, target, check_written=check_written)
+    write_table(db, p, table, target, progress=progress, check_written=check_written)
     return None

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..backends import Backend
-from ..compiler.pairs import PairsPlan, signs_of
-from ..compiler.strategies import best_pairs, pairs_budget, pairs_planned, remember_pairs
+from ..compiler.strategies import pairs_budget
 from ..core.errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
 from ..core.ir import Combiner, Composed, LinearStage, Projection
 from ..core.lazy import pd
+from ..core.pairs_plan import PairsPlan, signs_of
 from ..dialects import SqlrpDialect, get_dialect
 from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
@@ -57,6 +57,15 @@ class Registry:
         self.backend = backend
         if migrate:
             self.migrate()
+
+    @classmethod
+    def of(cls, backend: Backend) -> Registry:
+        """The registry of the connection ``backend``: made, and its tables created or upgraded, on the
+        connection's first use of it; the same object afterwards (it lives and dies with the connection)."""
+        held = backend.__dict__.get("_sqlrp_registry")
+        if held is None:
+            held = backend.__dict__["_sqlrp_registry"] = cls(backend)
+        return held
 
     def version(self) -> int:
         self.backend.execute(bootstrap(self.backend.dialect))
@@ -256,39 +265,33 @@ class Registry:
             method=method, linear=linear, combiner=combiner, scale=float(scale), params=params, seed=seed, name=name
         )
 
-    def pairs_plan(
-        self, projection: Projection, dialect: SqlrpDialect | str, seconds: float | None = None
-    ) -> PairsPlan | None:
-        """The ``pairs`` plan of the stored ``projection`` for ``dialect``: the stored rows if there
-        are any, else planned now within ``seconds`` (:func:`sqlrp.compiler.strategies.best_pairs`)
-        and, if the planner finished, stored, in one transaction, so later processes skip the
-        planning (s = 3, d = 784, k = 200: 2.2 s to plan both orientations).  Either way the
-        compiler's memo then holds it."""
-        dialect = get_dialect(dialect)  # a name resolved once, here
+    def load_pairs(self, projection: Projection, dialect: SqlrpDialect | str) -> PairsPlan | None:
+        """The ``pairs`` plan stored beside ``projection`` for ``dialect``'s column budget, or ``None``
+        (none stored, or a stale one that no longer computes the stored matrix).  The registry stores
+        and loads plans; it does not make them (:func:`sqlrp.pipeline.plan.pairs_for` does)."""
         name, lin = projection.name, projection.linear
         if not name:
-            raise InvalidParameter("only a stored projection has a stored plan")
-        budget = pairs_budget(lin, dialect)
-        key = -1 if budget is None else int(budget)
-        where = "WHERE projection = ? AND budget = ?"
-        if pairs_planned(lin, dialect):  # planned in this process: store it unless it is stored already
-            if self.backend.fetchall(f"SELECT 1 FROM sqlrp_pairs_entry {where} LIMIT 1", [name, key]):
-                return best_pairs(lin, dialect, seconds)
-        else:
-            rows = self.backend.fetchall(
-                f"SELECT node, level, reads, sign FROM sqlrp_pairs_entry {where} ORDER BY node, reads", [name, key]
-            )
-            stored = _plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None
-            if stored is not None and stored.computes(lin):  # else a stale plan: plan again, replace it
-                remember_pairs(lin, dialect, stored)
-                return stored
-        plan = best_pairs(lin, dialect, seconds)
-        if plan is None or not plan.complete or not self._holds(name, lin):  # cut short, or never stored
-            return plan
+            return None
+        rows = self.backend.fetchall(
+            "SELECT node, level, reads, sign FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ? "
+            "ORDER BY node, reads",
+            [name, _budget_key(lin, dialect)],
+        )
+        stored = _plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None
+        return stored if stored is not None and stored.computes(lin) else None
+
+    def save_pairs(self, projection: Projection, dialect: SqlrpDialect | str, plan: PairsPlan) -> bool:
+        """Store a complete ``plan`` beside ``projection`` (replacing a stale one), in one transaction, so
+        that later processes skip planning; only where this registry holds ``projection`` under its name
+        with the same sign matrix.  Returns whether it was stored."""
+        name, lin = projection.name, projection.linear
+        if not name or not plan.complete or not self._holds(name, lin):
+            return False
+        key = _budget_key(lin, dialect)
         with self.backend.transaction():
-            self.backend.execute(f"DELETE FROM sqlrp_pairs_entry {where}", [name, key])
+            self.backend.execute("DELETE FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ?", [name, key])
             self.backend.insert_columns("sqlrp_pairs_entry", _plan_rows(plan, name, key))
-        return plan
+        return True
 
     def _holds(self, name: str, linear: LinearStage) -> bool:
         """True if ``name`` is stored here with the same sign matrix as ``linear``."""
@@ -340,6 +343,12 @@ def _positions(factor_term: np.ndarray) -> np.ndarray:
         pos[i] = seen.get(t, 0)
         seen[t] = pos[i] + 1
     return pos
+
+
+def _budget_key(linear: LinearStage, dialect: SqlrpDialect | str) -> int:
+    """The key a pairs plan is stored under: the dialect's partials budget (-1: no column limit)."""
+    budget = pairs_budget(linear, get_dialect(dialect))
+    return -1 if budget is None else int(budget)
 
 
 def _plan_rows(plan: PairsPlan, name: str, budget: int) -> dict[str, object]:

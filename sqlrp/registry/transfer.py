@@ -414,7 +414,7 @@ def export_projection(
             _refuse_existing(written)
         database = [(p, "the database file") for p in database_files(db)]
         refuse_files([(p, "the export file") for p in written], database)
-        projection = Registry(db).load(name)
+        projection = Registry.of(db).load(name)
     return write_projection(projection, path, replace=replace)
 
 
@@ -427,7 +427,7 @@ def import_projection(
     ``replace``.  Returns the stored projection."""
     projection = read_projection(path)
     target = name or projection.name or Path(path).stem
-    Registry(db).save(projection, target, replace=replace)
+    Registry.of(db).save(projection, target, replace=replace)
     return projection
 
 

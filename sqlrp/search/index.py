@@ -180,7 +180,7 @@ def unique_ids(db: Backend, source: Source, what: str) -> int:
 
 def load_index(db: Backend, name: str) -> Index:
     """The stored index ``name`` (:class:`IndexNotFound` if there is none)."""
-    Registry(db)
+    Registry.of(db)
     refuse_nul(name, "index name")
     row = registry_row(db, name)
     if row is None:
@@ -235,7 +235,7 @@ def load_lists(db: Backend, index: Index) -> Lists:
 
 def list_indexes(db: Backend) -> pd.DataFrame:
     """One row per stored index: name, table, rows' features, lists, code bits, metric."""
-    Registry(db)  # its tables, sqlrp_index included, exist from here on
+    Registry.of(db)  # its tables, sqlrp_index included, exist from here on
     rows = db.fetchall(f"SELECT name, source, params FROM {INDEX_TABLE} ORDER BY name")
     out = []
     for name, source, params in rows:
@@ -249,7 +249,7 @@ def list_indexes(db: Backend) -> pd.DataFrame:
 def drop_index(db: Backend, name: str) -> None:
     """Drop the index ``name``: its tables and its registry row."""
     refuse_nul(name, "index name")
-    Registry(db)
+    Registry.of(db)
     row = registry_row(db, name)
     if row is None:
         load_index(db, name)  # raises IndexNotFound, listing the indexes there are
