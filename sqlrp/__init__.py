@@ -1,6 +1,6 @@
 """sqlrp: random projections compiled to SQL and run inside the database.
 
-The package is grouped by layer, each importing only the layers below it (``tests/test_layers.py``):
+The package is grouped by layer, each importing only the layers below it (``tests/interface/test_layers.py``):
 
 - :mod:`sqlrp.core` -- the projection format (IR), errors, SQL-expression helpers, the input spec;
 - :mod:`sqlrp.dialects` -- what differs per engine when rendering;

@@ -15,39 +15,37 @@ a DataFrame as a table for the call with :mod:`sqlrp.pipeline.frame_table`.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from .backends import Backend, connect
-from .compiler import compile_sql
-from .compiler.guard import guarded
-from .core import files
-from .core.errors import InputError, InvalidParameter
+from .core.errors import InvalidParameter
 from .core.files import existing_database
 from .core.ir import Projection
 from .core.layout import Formulation, Target
 from .core.lazy import pd
-from .core.params import batches, block_size, optional_positive, positive_int, whole
-from .dialects import get_dialect
+from .core.options import (
+    TUNE_DEFAULTS,
+    FormulationOptions,
+    ProjectOptions,
+    TuneOptions,
+    names,
+    refuse_unknown,
+    take,
+)
+from .core.params import positive_int, whole
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
-from .pipeline import outputs, targets
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
-from .pipeline.frame_table import frame_table
 from .pipeline.frames import (
-    frame_keys,
     is_frame,
-    numbers_as_numbers,
     transform_frame,
-    with_frame_ids,
-    with_positions,
 )
-from .pipeline.materialise import file_target
-from .pipeline.plan import Plan, plan, registry_of, stored_pairs_plan  # noqa: F401 - plan: sqlrp.plan
-from .pipeline.progress import command_bar
-from .pipeline.projecting import check_block, plan_and_project
+from .pipeline.outputs import Projected
+from .pipeline.plan import Plan, decide, plan, registry_of  # noqa: F401 - plan: sqlrp.plan
+from .pipeline.running import compile_plan
+from .pipeline.running import run_frame as project_frame  # noqa: F401 - sqlrp.api.project_frame, as before
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     SOURCE_OPTIONS,
     check_frame_outputs,
@@ -59,6 +57,7 @@ from .pipeline.sources import (  # noqa: F401 - the API's first stage
     resolve_source,
 )
 from .registry.store import Registry
+from .relation import projected, split_destination
 
 __all__ = [
     "compile_projection",
@@ -126,39 +125,28 @@ def compile_projection(
     db: Backend | None,
     plan_: Plan,
     dialect: str | None = None,
+    *,
     into: str | None = None,
     view: bool = False,
-    matrix: str = "auto",
-    strategy: str = "auto",
-    block: int | None = None,
-    check: bool = True,
+    **options: Unpack[FormulationOptions],
 ) -> str:
-    """SQL text of a plan for ``dialect`` (default: the database's own).  ``check``: for the engine of
-    ``db`` itself, where it can raise from inside a query (DuckDB, PostgreSQL; :mod:`sqlrp.compiler.guard`),
-    the statement refuses a NULL, NaN or infinite feature and an overflowing output as ``project`` does,
-    naming the row; for another dialect (its raising construct may not exist on the engine that runs
-    the text) or where :func:`sqlrp.compiler.guard.guarded` is false, the text cannot check its input."""
-    check_block(block, plan_.projection)
-    target = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
-    if db is not None:
-        stored_pairs_plan(db, plan_, target, strategy)
-    if matrix == "auto":
-        same_db = db is not None and target.name == db.dialect
-        matrix = "registry" if (same_db and plan_.projection.name) else "values"
-    same_engine = db is not None and target.name == db.dialect
-    guard = check and same_engine and guarded(plan_.projection, plan_.source, target, strategy, matrix)
-    return compile_sql(
-        plan_.projection,
-        plan_.source,
-        target,
-        plan_.output,
-        into=into,
-        view=view,
-        matrix=matrix,
-        strategy=strategy,
-        block=block,
-        guard=guard,
-    )
+    """SQL text of a plan for ``dialect`` (default: the database's own), decided once
+    (:func:`sqlrp.pipeline.plan.decide`).
+
+    :param db: the connection the plan was made on (``None``: a plan made without one; the matrix is
+        inlined).
+    :param plan_: :func:`sqlrp.plan`'s result.
+    :param dialect: the engine the text is for.
+    :param into: ``CREATE TABLE <into> AS`` (``view=True``: a view) instead of a ``SELECT``.
+    :param options: :class:`~sqlrp.core.options.FormulationOptions` -- ``matrix``, ``strategy``, ``block``,
+        ``check``.  ``check``: for the engine of ``db`` itself, where it can raise from inside a query
+        (DuckDB, PostgreSQL; :mod:`sqlrp.compiler.guard`), the statement refuses a NULL, NaN or
+        infinite feature and an overflowing output as ``project`` does, naming the row; for another
+        dialect (its raising construct may not exist on the engine that runs the text) or where
+        :func:`sqlrp.compiler.guard.guardable` is false, the text cannot check its input.
+    :returns: the SQL, one statement or a script of them.
+    """
+    return compile_plan(db, plan_, dialect, Target(into=into, view=view), Formulation(**options))
 
 
 def project(
@@ -167,20 +155,12 @@ def project(
     id_column: str,
     projection: str | Projection | None = None,
     *,
+    method: str | None = None,
+    k: int | None = None,
+    seed: int | None = None,
     into: str | None = None,
-    view: bool = False,
-    replace: bool = False,
-    check: bool = True,
-    matrix: str = "auto",
-    strategy: str = "auto",
-    block: int | None = None,
-    chunk_rows: int | None = None,
-    incremental: bool = False,
-    progress: bool | int = False,
-    ordered: bool = True,
-    output_format: str = "pandas",
-    **options: Any,
-) -> Any:
+    **options: Unpack[ProjectOptions],
+) -> Projected:
     """Project ``table`` inside the database.
 
     Returns the projected rows as a DataFrame ordered by id (with ``chunk_rows``: an iterator of
@@ -190,134 +170,40 @@ def project(
     projection beside it (:func:`sqlrp.pipeline.materialise.write_file`), and the files written are returned.
     ``table`` may name a file or a glob on DuckDB (:mod:`sqlrp.core.files`); ``projection`` a
     projection file (``*.sqlrp.json``, or a ``projections export``).
-    ``output_format``: ``"pandas"``, ``"arrow"`` (a ``pyarrow.Table``; from DuckDB without a pandas
-    copy), ``"polars"`` or ``"numpy"`` (``(ids, Y)``), for the rows and for each chunk (:mod:`sqlrp.pipeline.outputs`).
     Materialisation is one transaction: on any failure no output table is left, and the source table
-    is never written.
-
-    ``progress=True`` follows DuckDB's own progress through one statement; on PostgreSQL, which reports
-    none, it materialises in id-range batches (up to 10 of at least 20,000 rows).  ``ordered=False``:
-    under a tight DuckDB ``memory_limit`` the sort of a large result is what runs out of memory.
-    The same projection, lazily, with its destinations as methods: :func:`sqlrp.projected`.
+    is never written.  The same projection, lazily, with its destinations as methods: :func:`sqlrp.projected`.
 
     A new projection (``method``, ``k``, ...) is stored in the registry when the rows go ``into`` a
     table or file (under ``save_as``, else a name made of the table, method, k and seed) or when a
-    name is given; rows handed back to Python store nothing.
-
-    ``table`` may also be a pandas or polars DataFrame or a ``pyarrow.Table`` (:func:`project_frame`):
-    registered with the database for this call only, its rows come back in the frame's own order (a
-    pandas result keeps the frame's index), and a new projection is stored only under a name given
-    (``projection=`` or ``save_as=``).
+    name is given; rows handed back to Python store nothing.  A pandas or polars DataFrame or a
+    ``pyarrow.Table`` as ``table`` (:func:`project_frame`) is registered for this call only, its rows
+    come back in the frame's own order (a pandas result keeps the frame's index), and a new projection
+    is stored only under a name given (``projection=`` or ``save_as=``).
 
     :param db: the connection (:func:`sqlrp.connect`).
     :param table: a table or view, a file or glob (DuckDB), or a DataFrame / Arrow table.
     :param id_column: the column copied to the output as each row's key.
     :param projection: a stored projection's name, a :class:`~sqlrp.core.ir.Projection`, a projection
-        file, or ``None`` with ``method``/``k``/... in ``options`` for a new one.
+        file, or ``None`` for a new one of ``method``, ``k`` and ``seed``.
+    :param method: a new projection's method (default ``achlioptas``; :data:`sqlrp.methods.METHODS`).
+    :param k: a new projection's output dimension.
+    :param seed: a new projection's seed (default 0).
     :param into: a table (``view=True``: a view) or a ``.parquet`` / ``.csv`` / ``.json`` file to write.
-    :param replace: overwrite an existing ``into``.
-    :param check: refuse NULL, NaN or infinite features and overflowing outputs (in the statement
-        itself where the engine can raise).
-    :param matrix: long layout: ``auto``, ``registry``, ``values`` or a table holding the matrix.
-    :param strategy: ``auto`` (the compiler's measured choice), ``inline`` / ``pairs`` / ``mailman`` /
-        ``list_transform`` (wide, array) or ``join`` / ``lookup`` (long).
-    :param block: mailman's block size (default: chosen).
-    :param chunk_rows: hand the rows back in chunks of at most this many.
-    :param incremental: with ``into``: add only the ids not in it yet (running twice adds nothing).
-    :param progress: with ``into``: a progress bar (``True``) or that many id-range batches (an integer).
-    :param ordered: ``ORDER BY`` the key (``False``: stream unordered).
-    :param output_format: ``pandas``, ``arrow``, ``polars`` or ``numpy``.
-    :param options: the plan's options (:func:`sqlrp.pipeline.plan.plan`): ``method``, ``k``, ``s``,
-        ``seed``, ``layout``, ``columns``, ``array_column``, ``nulls``, ``standardize``, ``dtype``,
-        ``output``, ``prefix``, ``group_column``, ``save_as``, the method's own parameters.
+    :param options: :class:`~sqlrp.core.options.ProjectOptions` -- the input (``layout``, ``columns``,
+        ``array_column``, ``nulls``, ``group_column``, ``schema``, ...), the method's own parameters
+        (``s``, ``degree``, ...), the output (``output``, ``prefix``, ``dtype``), ``d``, ``save_as``,
+        ``standardize``; how the SQL is written (``matrix``, ``strategy``, ``block``, ``check``: refuse
+        NULL, NaN or infinite features and overflowing outputs, in the statement itself where the
+        engine can raise); where the rows go (``view``, ``replace``, ``incremental``, ``chunk_rows``,
+        ``ordered``, ``output_format``: ``pandas``, ``arrow``, ``polars`` or ``numpy`` (``(ids, Y)``),
+        ``progress``: DuckDB's own progress through one statement, elsewhere id-range batches).
     :returns: the rows in ``output_format`` (or an iterator of chunks); with ``into`` a table,
         ``None``; with ``into`` a file, the files written.
     """
-    if is_frame(table):
-        return project_frame(
-            db, table, id_column, projection, into=into, view=view, replace=replace, check=check, matrix=matrix,
-            strategy=strategy, block=block, chunk_rows=chunk_rows, incremental=incremental, progress=progress,
-            ordered=ordered, output_format=output_format, **options,
-        )  # fmt: skip
-    how = Formulation(matrix, strategy, block, check)
-    target = Target(into, view, replace, incremental, chunk_rows, ordered, output_format)
-    return _project_table(db, table, id_column, projection, how, target, progress, **options)
-
-
-def _project_table(
-    db: Backend,
-    table: Any,
-    id_column: str,
-    projection: str | Projection | None,
-    how: Formulation,
-    target: Target,
-    progress: bool | int,
-    **options: Any,
-) -> Any:
-    """:func:`project` of a table, a view, or a file or glob: every option checked before any work, then
-    planned and run under one progress bar (:func:`sqlrp.pipeline.projecting.plan_and_project`)."""
-    if not isinstance(table, str):  # a frame went to project_frame
-        raise InputError(f"the table must be a table name or a DataFrame / Arrow table, not a {type(table).__name__}")
-    into = target.into
-    if into is None and projection is None and not options.get("save_as"):
-        options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
-    block = optional_positive("block", how.block)  # sqlrp.core.params: every count checked before any work
-    optional_positive("d", options.get("d"))
-    if block is not None:  # against d too, before a new projection is stored
-        block_size(block, input_dimension(db, table, id_column, projection, options))
-    chunk_rows = optional_positive("chunk_rows", target.chunk_rows)
-    if chunk_rows and into is not None:
-        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
-    progress = batches(progress)
-    if into is None:
-        outputs.check_format(target.output_format)
-    elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
-        reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
-        file_target(db, into, target.replace, target.view, target.incremental, reads)
-    how, target = replace(how, block=block), replace(target, chunk_rows=chunk_rows)
-    # one bar over the whole command, from the first read to the last write (pipeline/progress.py)
-    with command_bar(progress if (into and not target.view) else False, f"sqlrp project {files.label(table)}") as bar:
-        if bar is not None:
-            bar.step("planning (columns, sample, matrix)", 0.0)
-        return plan_and_project(db, table, id_column, projection, bar or progress, how, target, **options)
-
-
-def project_frame(db: Backend, frame: Any, id_column: str, projection: Any = None, **options: Any) -> Any:
-    """:func:`project` of a pandas or polars DataFrame or a ``pyarrow.Table``: the frame is a table of
-    ``db`` for this call only (:meth:`~sqlrp.backends.base.Backend.frame_table`: DuckDB reads it in
-    place), and a new projection is stored only under a name given.  Rows handed back (wide or array
-    layout, no ``group_column``) are keyed in SQL by each row's position and come back in the frame's
-    order with the frame's own ids (their dtype kept) and, for pandas, its index; ``chunk_rows``: that
-    result cut into chunks.  Pooled and long-layout results, and rows written ``into`` a table or
-    file, are keyed by the ids as the engine holds them (pooled and long: in key order)."""
-    ids = frame_keys(frame, id_column)
-    frame = numbers_as_numbers(frame, [id_column, options.get("group_column") or id_column])
-    if options.get("view"):
-        raise InvalidParameter("a view of a DataFrame would outlive it: project it into= a table instead")
-    if not isinstance(projection, str) and not options.get("save_as"):
-        options["store"] = False  # exploratory: nothing left in the registry
-    rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
-    if rows and options.get("into") is not None:
-        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
-    layout = options.get("layout", "wide")
-    by_position = options.get("into") is None and layout != "long" and not options.get("group_column")
-    fmt = options.get("output_format", "pandas")
-    if not by_position:
-        with frame_table(db, frame) as name:
-            result = project(db, name, id_column, projection, **options)
-        return outputs.chunks_of(result, rows, fmt) if rows and result is not None else result
-    keyed, key = with_positions(frame)
-    with frame_table(db, keyed, ids) as name:
-        # the features the user's id would leave (the id itself is no feature): read, then named
-        given = {k: v for k, v in options.items() if k in SOURCE_OPTIONS and k != "group_column"}
-        source = resolve_source(db, name, id_column, **given, group_column=key)  # the key: no feature either
-        chosen = dict(layout=source.layout, columns=source.columns or None, array_column=source.array_column)
-        result = project(db, name, key, projection, **{**options, **chosen})
-    names = [] if fmt == "numpy" else (result.column_names if fmt == "arrow" else list(result.columns))
-    if id_column in names[1:]:
-        raise InvalidParameter(f"output column {id_column!r} would be the id column too; choose another prefix")
-    result = with_frame_ids(result, key, ids, id_column, frame, fmt)
-    return outputs.chunks_of(result, rows, fmt) if rows else result
+    refuse_unknown("project", options, names(ProjectOptions))
+    relation, destination = split_destination(options)
+    new = projected(db, table, id_column, projection, method=method, k=k, seed=seed, **relation)
+    return new.send(into, **destination)
 
 
 def migrate(db: Backend) -> list[str]:
@@ -328,36 +214,40 @@ def migrate(db: Backend) -> list[str]:
 
 def tune(
     db: Backend,
-    table: str,
+    table: Any,
     id_column: str,
-    sample: int = 500,
+    *,
     k: int = 200,
-    s: float | str = "auto",
-    iterations: int = 4000,
-    seed: int | None = 0,
     name: str | None = None,
-    replace: bool = False,
-    baseline: str = "dt-rp",
-    draws: int = 20,
-    **source_options: Any,
+    **options: Unpack[TuneOptions],
 ) -> Projection:
     """Tune a projection on a seeded sample of ``sample`` rows of ``table`` and store it as ``name``.
 
     ``baseline="dt-rp"`` runs DT-RP (002 Section 3); ``"best-of-n"`` keeps the best of ``draws``
     Achlioptas matrices (002 Section 4.2).  The result is an ordinary linear projection (sign matrix,
     identity combiner) whose ``params`` record the training sample and the final loss; it compiles and
-    runs like any other.  ``source_options``: ``layout``, ``columns``, ``array_column``, ... as in
-    :func:`resolve_source`.  Only the sample rows leave the database.  ``table`` may be a DataFrame
-    or Arrow table (registered for the call; ``name`` is then needed).
+    runs like any other.  Only the sample rows leave the database.
+
+    :param db: the connection.
+    :param table: a table, or a DataFrame or Arrow table (registered for the call; ``name`` is then needed).
+    :param id_column: the rows' key (the sample is drawn by it).
+    :param k: the output dimension.
+    :param name: the stored projection's name (default: made of the table, method, k and seed).
+    :param options: :class:`~sqlrp.core.options.TuneOptions` -- ``sample`` (rows, default 500), ``s``
+        (default ``auto``), ``iterations`` (4000), ``seed`` (0), ``replace``, ``baseline`` (``dt-rp`` or
+        ``best-of-n``), ``draws`` (20), and the input's options (:class:`~sqlrp.core.layout.SourceOptions`).
+    :returns: the stored projection.
     """
+    refuse_unknown("tune", options, names(TuneOptions))
     if is_frame(table):
         if name is None:
             raise InvalidParameter("name the tuned projection (name=): a DataFrame has no name to make one of")
         with db.frame_table(table) as registered:
-            return tune(
-                db, registered, id_column, sample=sample, k=k, s=s, iterations=iterations, seed=seed, name=name,
-                replace=replace, baseline=baseline, draws=draws, **source_options,
-            )  # fmt: skip
+            return tune(db, registered, id_column, k=k, name=name, **options)
+    given: dict[str, Any] = {**TUNE_DEFAULTS, **options}
+    sample, s, iterations, seed = take(given, "sample", "s", "iterations", "seed")
+    replace, baseline, draws = take(given, "replace", "baseline", "draws")
+    source_options = given  # the input's
     sample = positive_int("sample", sample)
     k = positive_int("k", k)
     iterations = whole("iterations", iterations, 0)

@@ -6,11 +6,12 @@
     rel.to_table("events_rp")                         # one transaction; .to_view(), .to_file("rp.parquet")
     print(rel.sql("spark"))                           # the SQL, for this engine or another
 
-Each destination is one call of :func:`sqlrp.project` with the relation's arguments (:meth:`Relation.sql`:
-:func:`sqlrp.plan` and :func:`sqlrp.compile_projection`), so it behaves exactly as ``project`` does
-there: the same table, projection and options draw the same seeded matrix every time; a new
-projection is stored where ``project`` stores one (a table or a file written, under ``save_as`` or
-a name made of the table, method, k and seed) and nowhere when rows are handed back or SQL printed.
+Every destination is :meth:`Relation.send` (:func:`sqlrp.pipeline.running.run`), and
+:func:`sqlrp.project` is ``projected(...).send(into, ...)``: the same table, projection and options
+draw the same seeded matrix every time; a new projection is stored where rows are written (a table or
+a file, under ``save_as`` or a name made of the table, method, k and seed) and nowhere when rows are
+handed back or SQL printed (:meth:`Relation.sql`: :func:`sqlrp.plan` and
+:func:`sqlrp.pipeline.running.compile_plan`).
 """
 
 from __future__ import annotations
@@ -18,18 +19,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from .api import compile_projection, plan, project
 from .backends.base import Backend
 from .core.errors import InvalidParameter
+from .core.layout import Formulation, Target
 from .core.lazy import pd
+from .core.options import FormulationOptions, PlanOptions, TargetOptions, names, refuse_unknown
 from .pipeline.frames import is_frame
+from .pipeline.outputs import Projected
+from .pipeline.plan import plan
+from .pipeline.running import compile_plan, run
 
 #: ``project`` options that say how the SQL is formulated and checked (not what is planned)
-_COMPILE = ("matrix", "strategy", "block", "check")
+_COMPILE = names(FormulationOptions)
 #: ``project`` options that choose a destination: the relation's methods do
-_DESTINATION = ("into", "view", "replace", "incremental", "progress", "chunk_rows", "output_format")
+_DESTINATION = ("into", *names(TargetOptions))
+
+
+def split_destination(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` of :func:`sqlrp.project` as the relation's and the destination's."""
+    relation = {key: value for key, value in options.items() if key not in _DESTINATION}
+    return relation, {key: value for key, value in options.items() if key in _DESTINATION}
+
+
+class ProjectedOptions(PlanOptions, FormulationOptions, total=False):
+    """:func:`projected`'s options: :func:`sqlrp.project`'s but where the rows go."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +60,13 @@ class Relation:
     projection: Any = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def send(self, into: str | None = None, **destination: Unpack[TargetOptions]) -> Projected:
+        """The rows sent where :func:`sqlrp.project` sends them: back to Python (``into=None``), or into
+        the table, view or file ``into``; ``destination``: :class:`~sqlrp.core.options.TargetOptions`."""
+        return run(self.db, self.table, self.id_column, self.projection, {**self.options, **destination}, into)
+
     def _run(self, **destination: Any) -> Any:
-        return project(self.db, self.table, self.id_column, self.projection, **self.options, **destination)
+        return self.send(**destination)
 
     def df(self) -> pd.DataFrame:
         """The projected rows as a pandas DataFrame, ordered by id (a frame's rows: in its order)."""
@@ -94,15 +114,25 @@ class Relation:
         new projection without a name is planned and stored nowhere: its matrix is in the SQL."""
         if is_frame(self.table):
             raise InvalidParameter("a DataFrame has no name in the database: write it to a table, then ask its SQL")
-        how = {key: self.options[key] for key in _COMPILE if key in self.options}
+        how = Formulation(**{key: self.options[key] for key in _COMPILE if key in self.options})
         planned = {key: value for key, value in self.options.items() if key not in _COMPILE}
         if self.projection is None and not planned.get("save_as"):
             planned["store"] = False
         p = plan(self.db, self.table, self.id_column, self.projection, **planned)
-        return compile_projection(self.db, p, dialect, into=into, view=view, **how)
+        return compile_plan(self.db, p, dialect, Target(into=into, view=view), how)
 
 
-def projected(db: Backend, table: Any, id_column: str, projection: Any = None, **options: Any) -> Relation:
+def projected(
+    db: Backend,
+    table: Any,
+    id_column: str,
+    projection: Any = None,
+    *,
+    method: str | None = None,
+    k: int | None = None,
+    seed: int | None = None,
+    **options: Unpack[ProjectedOptions],
+) -> Relation:
     """A lazy projection of ``table`` (:class:`Relation`): nothing runs until a destination is called --
     ``.df()``, ``.arrow()``, ``.pl()``, ``.numpy()``, ``.chunks(n)``, ``.to_table(name)``,
     ``.to_view(name)``, ``.to_file(path)`` or ``.sql(dialect)``.  ``options`` are those of
@@ -114,7 +144,9 @@ def projected(db: Backend, table: Any, id_column: str, projection: Any = None, *
             f"projected() takes no {', '.join(given)}: the relation's methods choose where the rows go "
             "(.df(), .chunks(n), .to_table(name), .to_view(name), .to_file(path), .sql(dialect))"
         )
-    return Relation(db, table, id_column, projection, dict(options))
+    refuse_unknown("projected", options, (*names(ProjectedOptions), *_DESTINATION))
+    new = {key: value for key, value in dict(method=method, k=k, seed=seed).items() if value is not None}
+    return Relation(db, table, id_column, projection, {**new, **options})
 
 
-__all__ = ["Relation", "projected"]
+__all__ = ["Relation", "projected", "split_destination"]

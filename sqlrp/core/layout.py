@@ -10,10 +10,12 @@ Input layouts (``../shared/DESIGN.md`` §3):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from .errors import InvalidParameter
+from .pairs_plan import PairsPlan
 
 LAYOUTS = ("wide", "long", "array")
 NULL_MODES = ("error", "zero")
@@ -21,7 +23,12 @@ NULL_MODES = ("error", "zero")
 
 @dataclass(frozen=True)
 class Source:
-    """The input relation of a projection."""
+    """The input relation of a projection: the one carrier of the input from the entry point on.
+
+    An entry point makes it from the user's options (``Source(table, id_column, **options)``, the
+    options of :class:`SourceOptions`), leaving blanks where the table decides: no ``columns`` (the
+    wide layout's numeric columns), no ``array_column`` (the table's one numeric array).
+    :func:`sqlrp.pipeline.sources.fill_source` reads the table and fills them."""
 
     table: str
     id_column: str
@@ -47,9 +54,33 @@ class Source:
             raise InvalidParameter(f"unknown layout {self.layout!r}; choose one of {', '.join(LAYOUTS)}")
         if self.nulls not in NULL_MODES:
             raise InvalidParameter(f"nulls must be 'error' or 'zero', got {self.nulls!r}")
-        object.__setattr__(self, "columns", tuple(self.columns))
-        if self.layout == "array" and not self.array_column:
-            raise InvalidParameter("the array layout needs the name of the array column (--array-column)")
+        object.__setattr__(self, "columns", tuple(self.columns or ()))
+
+
+class SourceOptions(TypedDict, total=False):
+    """The user's keyword options of a :class:`Source` (its fields but the table, the id and what sqlrp
+    derives): how the table is laid out and which columns are features."""
+
+    #: ``wide`` (a column per feature), ``array`` (one numeric array column) or ``long`` (id, feature, value)
+    layout: str
+    #: wide: the feature columns (default: every numeric column but the id and the group)
+    columns: Sequence[str] | None
+    #: array: the array column (default: the table's one numeric array)
+    array_column: str | None
+    #: long: the column of feature indices 0..d-1, and of values
+    feature_column: str
+    value_column: str
+    #: where the table is: its schema, and the catalog (database) holding that
+    schema: str | None
+    catalog: str | None
+    #: NULL features: ``error`` (refused, naming the rows) or ``zero``
+    nulls: str
+    #: pool the rows of each group (compact bilinear pooling): the group's column
+    group_column: str | None
+
+
+#: the names of :class:`SourceOptions`, in order
+SOURCE_OPTIONS = tuple(SourceOptions.__annotations__)
 
 
 DTYPES = ("float64", "float32")
@@ -80,12 +111,21 @@ class Output:
 class Formulation:
     """How a projection is written as SQL: where the matrix comes from (``auto``, ``registry``,
     ``values`` or a table), the strategy (``auto`` or a name of :data:`sqlrp.compiler.strategies.STRATEGIES`),
-    mailman's ``block``, and ``check``: refuse NULL, NaN or infinite features and overflowing outputs."""
+    mailman's ``block``, and ``check``: refuse NULL, NaN or infinite features and overflowing outputs.
+
+    Planning decides once (:func:`sqlrp.pipeline.plan.decide`): the decided formulation names a
+    strategy (never ``auto``), carries the ``pairs`` plan that strategy compiles with (loaded from
+    the registry or planned there), ``guard`` (the checks ride in the projection's own statement,
+    :mod:`sqlrp.compiler.guard`) and ``bind`` (dense weight rows travel as bound constants, not text).
+    The compiler uses what it is given and decides only what is left ``auto``."""
 
     matrix: str = "auto"
     strategy: str = "auto"
     block: int | None = None
     check: bool = True
+    pairs: PairsPlan | None = field(default=None, compare=False, repr=False)
+    guard: bool = False
+    bind: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,3 +141,6 @@ class Target:
     chunk_rows: int | None = None
     ordered: bool = True
     output_format: str = "pandas"
+    #: the statement's form for ``into``: ``INSERT INTO`` an existing table, or a ``TEMPORARY`` one
+    insert: bool = False
+    temporary: bool = False

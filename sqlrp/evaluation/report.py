@@ -18,9 +18,11 @@ Files written to ``out``: ``metrics.csv``, ``metrics.json``, ``distortion_hist.p
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from sqlglot import exp
@@ -30,6 +32,7 @@ from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
 from ..core.files import existing_database, writable_folder
 from ..core.lazy import pd
+from ..core.options import EVALUATE_DEFAULTS, EvaluateOptions, names, refuse_unknown, take
 from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
@@ -84,28 +87,32 @@ def evaluate(
     id_column: str,
     projection: str,
     out: str | Path | None = None,
-    sample: int = 300,
-    queries: int = 100,
-    recall_k: int = 5,
-    seed: int = 0,
-    ks: list[int] | None = None,
-    kernel: Kernel | str | None = "projection",
-    label_column: str | None = None,
-    in_sql: bool = True,
-    **source_options: Any,
+    **options: Unpack[EvaluateOptions],
 ) -> Report:
     """Evaluate the stored ``projection`` on a seeded sample of ``sample`` rows of ``table``; the first
-    ``queries`` sampled rows are Recall@K queries, the rest their database.  With ``out``, writes the
-    metrics table (CSV, JSON) and the plots there (see :func:`write_report`).  ``kernel``: the feature
-    space of the distortion -- by default the kernel the projection approximates, ``None`` the input
-    space (:func:`sqlrp.evaluation.metrics.resolve_kernel`).  ``table`` may be a DataFrame or Arrow
-    table, registered for the call."""
+    ``queries`` sampled rows are Recall@K queries, the rest their database.
+
+    :param db: the connection.
+    :param table: a table, or a DataFrame or Arrow table (registered for the call).
+    :param id_column: the rows' key.
+    :param projection: the stored projection's name.
+    :param out: a folder: the metrics table (CSV, JSON) and the plots are written there (:func:`write_report`).
+    :param options: :class:`~sqlrp.core.options.EvaluateOptions` -- ``sample`` (default 300), ``queries``
+        (100), ``recall_k`` (5), ``seed`` (0), ``ks`` (the k of the distortion-versus-k curve), ``kernel``
+        (the feature space of the distortion: by default the kernel the projection approximates, ``None``
+        the input space; :func:`sqlrp.evaluation.metrics.resolve_kernel`), ``label_column`` (adds
+        nearest-neighbour accuracies), ``in_sql`` (the same metrics computed in SQL too), and the
+        input's options (:class:`~sqlrp.core.layout.SourceOptions`).
+    :returns: the report (its metrics table, and the files written).
+    """
+    refuse_unknown("evaluate", options, names(EvaluateOptions))
     if is_frame(table):
         with db.frame_table(table) as registered:
-            return evaluate(
-                db, registered, id_column, projection, out=out, sample=sample, queries=queries, recall_k=recall_k,
-                seed=seed, ks=ks, kernel=kernel, label_column=label_column, in_sql=in_sql, **source_options,
-            )  # fmt: skip
+            return evaluate(db, registered, id_column, projection, out=out, **options)
+    given: dict[str, Any] = {**EVALUATE_DEFAULTS, **options}
+    sample, queries, recall_k, seed = take(given, "sample", "queries", "recall_k", "seed")
+    ks, kernel, label_column, in_sql = take(given, "ks", "kernel", "label_column", "in_sql")
+    source_options = given  # the input's
     sample, queries, recall_k, ks = _checked_counts(sample, queries, recall_k, ks, seed, kernel)
     proj, source, kernel = _prepared(db, table, id_column, projection, kernel, label_column, out, source_options)
     ids, X = fetch_sample(db, proj, source, sample, seed)
@@ -277,6 +284,21 @@ def _distortion_vs_k(X: np.ndarray, proj: Any, kernel: Kernel | None, ks: list[i
 REPORT_FILES = ("metrics.csv", "metrics.json", "distortion_hist.png", "distortion_vs_k.png", "rnx.png")
 
 
+@contextmanager
+def _plot(plt: Any, path: Path, title: str) -> Iterator[Any]:
+    """The axes of one plot of the report; then the plot titled, with its legend, saved as ``path``
+    (6 x 4 inches, 110 dpi) and closed."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    try:
+        yield ax
+        ax.set_title(title)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+
+
 def write_report(report: Report, out: str | Path) -> list[str]:
     """Write ``metrics.csv``, ``metrics.json`` and the three PNG plots into the folder ``out``."""
     need("matplotlib", "eval", "the report's plots")
@@ -292,47 +314,32 @@ def write_report(report: Report, out: str | Path) -> list[str]:
     files += [str(folder / "metrics.csv"), str(folder / "metrics.json")]
     title = report.projection or "projection"
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.hist(report.distortions, bins=60, color="#4477aa")
-    ax.axvline(report.distortions.mean(), color="k", ls="--", label=f"mean {report.distortions.mean():.3f}")
-    ax.set_xlabel("pairwise distortion |d'^2 - d^2| / d^2")
-    ax.set_ylabel("pairs")
-    ax.set_title(f"{title}: distortion distribution")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "distortion_hist.png", dpi=110)
-    plt.close(fig)
+    with _plot(plt, folder / "distortion_hist.png", f"{title}: distortion distribution") as ax:
+        ax.hist(report.distortions, bins=60, color="#4477aa")
+        ax.axvline(report.distortions.mean(), color="k", ls="--", label=f"mean {report.distortions.mean():.3f}")
+        ax.set_xlabel("pairwise distortion |d'^2 - d^2| / d^2")
+        ax.set_ylabel("pairs")
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    vs = report.distortion_vs_k
-    fresh = "same method, kernel space" if "kernel" in report.metrics else "Achlioptas RP (same s)"
-    ax.plot(vs["k"], vs["rp_mean_distortion"], "o-", label=f"{fresh}, this sample")
-    ax.plot(vs["k"], vs["jl_floor"], "k--", label="JL floor E|chi2_k/k - 1|")
-    k_here = report.metrics["projection"]["k"]
-    ax.plot([k_here], [report.metrics["distortion_mean"]], "r*", ms=12, label=title)
-    ax.set_xscale("log")
-    ks = sorted({int(v) for v in vs["k"]} | {int(k_here)})
-    ax.set_xticks(ks, [str(v) for v in ks])  # the k measured, as integers (no 10^x labels)
-    ax.minorticks_off()
-    ax.set_xlabel("k")
-    ax.set_ylabel("mean distortion")
-    ax.set_title(f"{title}: mean distortion against k")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "distortion_vs_k.png", dpi=110)
-    plt.close(fig)
+    with _plot(plt, folder / "distortion_vs_k.png", f"{title}: mean distortion against k") as ax:
+        vs = report.distortion_vs_k
+        fresh = "same method, kernel space" if "kernel" in report.metrics else "Achlioptas RP (same s)"
+        ax.plot(vs["k"], vs["rp_mean_distortion"], "o-", label=f"{fresh}, this sample")
+        ax.plot(vs["k"], vs["jl_floor"], "k--", label="JL floor E|chi2_k/k - 1|")
+        k_here = report.metrics["projection"]["k"]
+        ax.plot([k_here], [report.metrics["distortion_mean"]], "r*", ms=12, label=title)
+        ax.set_xscale("log")
+        ks = sorted({int(v) for v in vs["k"]} | {int(k_here)})
+        ax.set_xticks(ks, [str(v) for v in ks])  # the k measured, as integers (no 10^x labels)
+        ax.minorticks_off()
+        ax.set_xlabel("k")
+        ax.set_ylabel("mean distortion")
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    K = np.arange(1, len(report.rnx) + 1)
-    ax.plot(K, report.rnx, label=f"{title} (AUC {report.metrics['AUC(R_NX)']:.3f})")
-    ax.set_xscale("log")
-    ax.set_xlabel("K (log scale)")
-    ax.set_ylabel("R_NX(K)")
-    ax.set_title(f"{title}: neighbourhood preservation R_NX(K)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "rnx.png", dpi=110)
-    plt.close(fig)
+    with _plot(plt, folder / "rnx.png", f"{title}: neighbourhood preservation R_NX(K)") as ax:
+        K = np.arange(1, len(report.rnx) + 1)
+        ax.plot(K, report.rnx, label=f"{title} (AUC {report.metrics['AUC(R_NX)']:.3f})")
+        ax.set_xscale("log")
+        ax.set_xlabel("K (log scale)")
+        ax.set_ylabel("R_NX(K)")
     files += [str(folder / n) for n in ("distortion_hist.png", "distortion_vs_k.png", "rnx.png")]
     report.files = files
     return files

@@ -70,7 +70,7 @@ def p_rp(d: int, k: int, m: int = 10, s: float | str = 3.0, modified: bool = Fal
 
     ``m`` defaults to 10 (issue 24): with ``m = 1`` the mean distortion in the degree-2 kernel's feature
     space at k = 160 is about twice the JL floor (000 Table 1: 0.239), and an odd ``m`` leaves the
-    diagonal features a non-zero mean weight (footnote 1).  ``python bench/defaults.py --prp`` measures
+    diagonal features a non-zero mean weight (footnote 1).  ``PYTHONPATH=. python bench/defaults.py --prp`` measures
     the even ``m`` against ``m = 10`` on four kinds of table (figures in its docstring).
 
     ``modified=True`` projects the modified kernel ``K(x, y) = (x.y)^2 - (x^2).(y^2)`` (000 Eq. 12) instead:

@@ -8,11 +8,13 @@ up-projects with this map.
 from __future__ import annotations
 
 import math
+from typing import TypedDict, Unpack
 
 import numpy as np
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Combiner, LinearStage, Projection
+from ..core.options import refuse_unknown, take
 from .kernel_params import _nonnegative, _positive_int
 from .linear import check_dims, resolve_s, sign_matrix
 
@@ -49,16 +51,22 @@ def allocate_degrees(a: np.ndarray, d: int, k: int) -> np.ndarray:
     return counts
 
 
+class SamplingOptions(TypedDict, total=False):
+    """How the random Maclaurin map draws its outputs (defaults: :data:`SAMPLING`): the degree law
+    ``sampling`` (``support``, ``geometric`` or ``paper``) with its ``base`` and ``truncate``, and the
+    sparsity ``s`` of the Rademacher vectors."""
+
+    sampling: str
+    base: float
+    truncate: bool
+    s: float | str
+
+
+SAMPLING: SamplingOptions = {"sampling": "support", "base": 2.0, "truncate": False, "s": 1.0}
+
+
 def maclaurin(
-    d: int,
-    k: int,
-    degree: int = 2,
-    c: float = 1.0,
-    base: float = 2.0,
-    s: float | str = 1.0,
-    truncate: bool = False,
-    sampling: str = "support",
-    seed: int | None = 0,
+    d: int, k: int, degree: int = 2, c: float = 1.0, seed: int | None = 0, **options: Unpack[SamplingOptions]
 ) -> Projection:
     """Random Maclaurin feature map for the kernel ``(x.y + c)^degree`` (Kar & Karnick 2012; 001 Algorithm 1).
 
@@ -85,13 +93,15 @@ def maclaurin(
       output whose ``N > r`` (or ``a_N = 0``) is identically 0: at ``c = 0``, 7 in 8 of them for r = 2.
       ``truncate=True`` conditions ``N <= r`` (the waste at ``c = 0`` remains).
 
-    Measured by ``python bench/defaults.py --maclaurin`` (k = 160, 5 seeds, mean distortion in the kernel's
+    Measured by ``PYTHONPATH=. python bench/defaults.py --maclaurin`` (k = 160, 5 seeds, mean distortion in the kernel's
     feature space, figures in its docstring): ``"paper"`` 0.36-0.80 with 86-139 of the 160 outputs
     constant, ``"support"`` 0.13-0.26 with none, scikit-learn's ``PolynomialCountSketch`` 0.11-0.22 on the
     same rows.  IR: one term per output with ``N`` factors and weight ``sqrt(a_N / P(N)) * sqrt(s)^N``;
     ``N = 0`` is a term with no factors (a constant); outputs with ``a_N = 0`` have no term.
     ``scale = 1/sqrt(k)``.
     """
+    refuse_unknown("maclaurin", options, SAMPLING)
+    sampling, base, truncate, s = take({**SAMPLING, **options}, "sampling", "base", "truncate", "s")
     check_dims(d, k)
     r = _positive_int("degree", degree, minimum=0)
     c = _nonnegative("c", c)

@@ -12,13 +12,15 @@ methods and explains the choice of sparsity.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Combiner, LinearStage, Projection
+from ..core.options import refuse_unknown, take
 from .kernel_params import _nonnegative, _positive_int
 from .linear import _kurtosis, check_dims, resolve_s, sign_matrix
 
@@ -147,19 +149,29 @@ def default_s(degree: int, d: int | None = None) -> float | str:
     return 1.0 if d is None or d <= DENSE_SIGNS_MAX_D else 3.0
 
 
+class VectorOptions(TypedDict, total=False):
+    """PK-RP's and CBP's random vectors (defaults: :data:`VECTORS`): ``p`` of them (default ``g*t*k``),
+    drawn from ``distribution`` (``achlioptas`` with sparsity ``s``, default :func:`default_s`, or
+    ``gaussian``), and the data's ``kurtosis`` that ``s = "auto"`` reads; PK-RP's ``index`` scheme."""
+
+    p: int | None
+    s: float | str | None
+    distribution: str
+    index: str
+    kurtosis: float | None
+
+
+VECTORS: VectorOptions = {"p": None, "s": None, "distribution": "achlioptas", "index": "balanced", "kurtosis": None}
+
+
 def pk_rp(
     d: int,
     k: int,
     degree: int = 2,
     t: int = 10,
-    p: int | None = None,
-    s: float | str | None = None,
-    distribution: str = "achlioptas",
-    index: str = "balanced",
     c: float = 0.0,
     seed: int | None = 0,
-    kurtosis: float | None = None,
-    _method: str = "pk-rp",
+    **vectors: Unpack[VectorOptions],
 ) -> Projection:
     """PK-RP: random projection from the feature space of the polynomial kernel ``(x.y + c)^g``.
 
@@ -186,6 +198,9 @@ def pk_rp(
     :mod:`sqlrp.methods.sparsity` (at most ``sqrt(d)``, denser on heavy-tailed inputs: on 200 x 6,000
     standardised sparse bits ``sqrt(d)`` gave 1.16x the author's distortion, s = 6 and 12 0.95-0.96x).
     """
+    refuse_unknown("pk_rp", vectors, VECTORS)
+    given: dict[str, Any] = {**VECTORS, **vectors}
+    p, s, distribution, index, kurtosis = take(given, "p", "s", "distribution", "index", "kurtosis")
     check_dims(d, k)
     g = _positive_int("degree", degree)
     s = default_s(g, d) if s is None else s
@@ -211,7 +226,7 @@ def pk_rp(
             params["s_requested"] = s
         params.update(_kurtosis(kurtosis))
     return Projection(
-        method=_method,
+        method="pk-rp",
         linear=linear,
         combiner=combiner,
         scale=magnitude**g / math.sqrt(t * k),
@@ -221,15 +236,7 @@ def pk_rp(
 
 
 def cbp(
-    d: int,
-    k: int,
-    t: int = 10,
-    p: int | None = None,
-    s: float | str | None = None,
-    distribution: str = "achlioptas",
-    c: float = 0.0,
-    seed: int | None = 0,
-    kurtosis: float | None = None,
+    d: int, k: int, t: int = 10, c: float = 0.0, seed: int | None = 0, **vectors: Unpack[VectorOptions]
 ) -> Projection:
     """CBP-KRP: compact bilinear pooling via kernelised random projection (003 Ch. 5, Pseudocode 2).
 
@@ -241,20 +248,10 @@ def cbp(
     which is a random projection of the pooled bilinear feature ``sum_l x_l x_l^T``.  The sum over the
     group is not part of the IR: project with ``group_column=...`` (SQL ``GROUP BY``, scale applied last).
     """
-    return pk_rp(
-        d,
-        k,
-        degree=2,
-        t=t,
-        p=p,
-        s=s,
-        distribution=distribution,
-        index="balanced",
-        c=c,
-        seed=seed,
-        kurtosis=kurtosis,
-        _method="cbp",
-    )
+    if "index" in vectors:
+        raise TypeError("cbp() got an unexpected keyword argument 'index' (its index is always balanced)")
+    projection = pk_rp(d, k, degree=2, t=t, c=c, seed=seed, **{**vectors, "index": "balanced"})
+    return dataclasses.replace(projection, method="cbp")
 
 
 __all__ = ["DENSE_SIGNS_MAX_D", "DISTRIBUTIONS", "INDEX_SCHEMES", "cbp", "default_s", "index_matrix", "pk_rp"]

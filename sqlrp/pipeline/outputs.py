@@ -9,7 +9,8 @@ Every format passes the same finiteness check as pandas (:func:`check_finite`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -17,6 +18,17 @@ from ..backends import Backend
 from ..core.errors import InvalidParameter, need
 from ..core.lazy import pd
 from .sources import check_finite_rows, check_frame_outputs
+
+if TYPE_CHECKING:  # the optional formats' types, named for readers and type checkers only
+    import pandas
+    import polars
+    import pyarrow
+
+#: what :func:`sqlrp.project` returns: the rows in the ``output_format`` asked (``numpy``: ``(ids, Y)``),
+#: an iterator of such chunks (``chunk_rows``), the files written (``into`` a file) or ``None`` (``into``
+#: a table)
+Rows: TypeAlias = "pandas.DataFrame | pyarrow.Table | polars.DataFrame | tuple[np.ndarray, np.ndarray]"
+Projected: TypeAlias = "Rows | Iterator[Rows] | list[Path] | None"
 
 FORMATS = ("pandas", "arrow", "polars", "numpy")
 

@@ -8,7 +8,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from sqlglot import exp
@@ -18,6 +18,7 @@ from ..compiler import Source, as_double, col, dense_source, feature_input, iden
 from ..core.errors import InputError, InvalidParameter, overflow_error, warn_caller
 from ..core.files import file_format, read_as_file, refuse_engine
 from ..core.ir import Composed, Projection
+from ..core.layout import SOURCE_OPTIONS, SourceOptions
 from ..core.lazy import pd
 from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
 from ..dialects import SqlrpDialect
@@ -40,39 +41,47 @@ def _integers_beside_floats(where: str, columns: list[ColumnInfo]) -> None:
         )
 
 
-def resolve_source(
-    db: Backend,
-    table: str,
-    id_column: str,
-    layout: str = "wide",
-    columns: Sequence[str] | None = None,
-    array_column: str | None = None,
-    feature_column: str = "feature",
-    value_column: str = "value",
-    schema: str | None = None,
-    nulls: str = "error",
-    group_column: str | None = None,
-    catalog: str | None = None,
-) -> Source:
-    """Check the table and columns exist and are numeric; fill in the default feature columns (the
-    numeric columns but the id and the group; a table whose one numeric column is an array: the array
-    layout)."""
+def resolve_source(db: Backend, table: str, id_column: str, **options: Unpack[SourceOptions]) -> Source:
+    """The input ``table`` as a :class:`~sqlrp.core.layout.Source`, checked and with its blanks filled
+    (:func:`fill_source`).
+
+    :param db: the connection.
+    :param table: a table or view (on DuckDB also a file or glob).
+    :param id_column: the column copied to the output as each row's key.
+    :param options: :class:`~sqlrp.core.layout.SourceOptions` -- ``layout``, ``columns``,
+        ``array_column``, ``feature_column``, ``value_column``, ``schema``, ``catalog``, ``nulls``,
+        ``group_column``.
+    """
     table_name(table)
-    names = (table, id_column, schema, catalog, group_column, array_column, feature_column, value_column)
-    for name in (*names, *(columns or ())):
+    unknown = sorted(set(options) - set(SOURCE_OPTIONS))
+    if unknown:
+        raise TypeError(f"resolve_source() got an unexpected keyword argument {unknown[0]!r}")
+    return fill_source(db, Source(table, id_column, **options))  # type: ignore[arg-type]
+
+
+def fill_source(db: Backend, wanted: Source) -> Source:
+    """Check the table and columns of ``wanted`` exist and are numeric, and fill its blanks: the wide
+    layout's feature columns (the numeric columns but the id and the group; a table whose one numeric
+    column is an array: the array layout), the array layout's column."""
+    table, id_column, group_column = wanted.table, wanted.id_column, wanted.group_column
+    table_name(table)
+    names = (table, id_column, wanted.schema, wanted.catalog, group_column, wanted.array_column)
+    for name in (*names, wanted.feature_column, wanted.value_column, *wanted.columns):
         if name is not None:
             ident(name)  # refuses a NUL before the lookup (C engines end a name there)
-    found = _Table(db, table, schema, catalog)
+    found = _Table(db, table, wanted.schema, wanted.catalog)
     found.need(id_column, "id")
     if group_column is not None:
         found.need(group_column, "group")
-    base = Source(table, id_column, schema=schema, nulls=nulls, group_column=group_column, catalog=catalog)
-    if layout == "wide":
-        chosen = _wide_columns(db, found, columns, {id_column, group_column}, id_column)
+    if wanted.layout != "long":  # the long layout's own columns: unused here, kept at their defaults
+        wanted = dataclasses.replace(wanted, feature_column="feature", value_column="value")
+    if wanted.layout == "wide":
+        chosen = _wide_columns(db, found, wanted.columns, {id_column, group_column}, id_column)
         if isinstance(chosen, str):  # one embedding column and nothing else numeric: the array layout
-            return dataclasses.replace(base, layout="array", array_column=chosen)
-        return dataclasses.replace(base, columns=tuple(chosen))
-    if layout == "array":
+            return dataclasses.replace(wanted, layout="array", columns=(), array_column=chosen)
+        return dataclasses.replace(wanted, columns=tuple(chosen), array_column=None)
+    if wanted.layout == "array":
+        array_column = wanted.array_column
         if array_column is None:
             arrays = [c.name for c in found.info.values() if c.numeric_array]
             if len(arrays) != 1:
@@ -83,16 +92,13 @@ def resolve_source(
                 f"column {array_column!r} of {found.where} has type {found.info[array_column].type}, "
                 "not a numeric array (DuckDB DOUBLE[] / PostgreSQL float8[])"
             )
-        return dataclasses.replace(base, layout="array", array_column=array_column)
-    if layout == "long":
-        if not found.need(feature_column, "feature").numeric:
-            raise InputError(f"the feature column {feature_column!r} must hold integer feature indices 0..d-1")
-        if not found.need(value_column, "value").numeric:
-            raise InputError(
-                f"the value column {value_column!r} has type {found.info[value_column].type}, not a number"
-            )
-        return dataclasses.replace(base, layout="long", feature_column=feature_column, value_column=value_column)
-    raise InvalidParameter(f"unknown layout {layout!r}; choose wide, long or array")
+        return dataclasses.replace(wanted, columns=(), array_column=array_column)
+    feature_column, value_column = wanted.feature_column, wanted.value_column
+    if not found.need(feature_column, "feature").numeric:
+        raise InputError(f"the feature column {feature_column!r} must hold integer feature indices 0..d-1")
+    if not found.need(value_column, "value").numeric:
+        raise InputError(f"the value column {value_column!r} has type {found.info[value_column].type}, not a number")
+    return dataclasses.replace(wanted, columns=(), array_column=None)
 
 
 class _Table:
@@ -210,8 +216,6 @@ def check_text_column(db: Backend, table: str, name: str, sql_type: str) -> None
     )
 
 
-SOURCE_OPTIONS = ("layout", "columns", "array_column", "feature_column", "value_column", "schema", "nulls",
-                   "group_column", "catalog")  # fmt: skip
 
 
 def input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
@@ -280,7 +284,8 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
 
     Wide and array layouts on engines whose float sums overflow to infinity (DuckDB) first add up
     each row's features -- NULL if one is NULL, NaN if one is NaN -- and look feature by feature only
-    if some sum is: 200,000 x 784 in 0.1 s instead of 0.3 s (``bench/run.py``, ``sqlrp_check``)."""
+    if some sum is: one sum per row costs less than a test per feature (``bench/run.py``,
+    ``sqlrp_check``; docs/benchmarks.md, "Pipeline")."""
     d = projection if isinstance(projection, int) else projection.d
     dialect = db.sql_dialect
     table: exp.Expression = table_ref(source)
@@ -354,7 +359,7 @@ def any_of(conditions: list[exp.Expression]) -> exp.Expression:
 def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, condition: exp.Expression) -> list:
     """Up to five rows (their key) meeting ``condition``; none, in the usual case, after one count.
     The count comes first because PostgreSQL plans ``... LIMIT 5`` serially and ``count(*)`` with
-    parallel workers (clean 50,000 x 784 table: 0.60 s -> 0.33 s, ``bench.probes pg-check``)."""
+    parallel workers (``PYTHONPATH=. python -m bench.probes pg-check``)."""
     dialect = db.sql_dialect
     count = exp.select(exp.Count(this=exp.Star())).from_(table, copy=False).where(condition, copy=False)
     if not db.fetchall(dialect.render(count))[0][0]:
@@ -397,7 +402,7 @@ def _suspect_rows(
 
 def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], array_length: int | None = None) -> None:
     """Fail if a projected value is not finite.  Finite features can still overflow: three values of
-    1e308 in one sum are infinity on DuckDB, without an error (``tests/test_reliability.py``), where
+    1e308 in one sum are infinity on DuckDB, without an error (``tests/reliability/test_reliability.py``), where
     PostgreSQL raises; the check runs on every engine.  Run on the written table inside the caller's
     transaction (or before the staged table is swapped in), so that a failure leaves nothing behind.
     ``array_length``: ``names`` is one array column of that many values (each read by its index)."""

@@ -10,6 +10,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 from sqlglot import exp
@@ -19,13 +20,14 @@ from ..compiler import Source, col, ident
 from ..core import files
 from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
 from ..core.lazy import pd
+from ..core.options import refuse_unknown
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
 from ..pipeline.frames import table_name
 from ..pipeline.materialise import output_table
 from ..pipeline.sources import check_source, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
-from .calibrate import QUERIES, TARGET, calibrate
+from .calibrate import QUERIES, TARGET, Aim, calibrate
 from .fresh import id_type, refresh
 from .index import (
     FORMAT,
@@ -87,54 +89,78 @@ class IndexSpec:
             )
 
 
-def build_index(
-    db: Backend,
-    table: str,
-    id_column: str,
-    name: str,
-    *,
-    lists: int | None = None,
-    bits: int | None = None,
-    probes: int | None = None,
-    metric: str = "euclidean",
-    seed: int = 0,
-    sample: int | None = None,
-    incremental: bool = False,
-    replace: bool = False,
-    check: bool = True,
-    layout: str = "wide",
-    columns: list[str] | None = None,
-    array_column: str | None = None,
-    schema: str | None = None,
-    catalog: str | None = None,
-    nulls: str = "error",
-    recall: float = TARGET,
-    calibration_queries: int = QUERIES,
-    progress: bool = False,
-) -> Index:
-    """Index ``table`` for similarity search (module docstring): ``lists`` inverted lists (default
-    :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``) trained by k-means on ``sample`` rows
-    (default 40 a list, at most 100,000), and ``bits``-bit RaBitQ codes (a power of two >= d; default
-    :func:`~sqlrp.search.rotation.rotation_size`, 256 for d = 128).  ``probes`` sets the lists a search
-    probes by default; ``metric`` is ``euclidean`` or ``angular`` (cosine distance).
+class IndexOptions(TypedDict, total=False):
+    """:func:`build_index`'s options: the index itself (:class:`IndexSpec`, with its defaults), the input
+    (its layout and columns, :class:`~sqlrp.core.layout.SourceOptions`' names) and how it is written."""
+
+    #: inverted lists (default :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``), trained by
+    #: k-means on ``sample`` rows (default 40 a list, at most 100,000)
+    lists: int | None
+    sample: int | None
+    #: bits of the RaBitQ codes: a power of two >= d (default :func:`~sqlrp.search.rotation.rotation_size`)
+    bits: int | None
+    #: the lists a search probes when calibration is off
+    probes: int | None
+    #: ``euclidean`` or ``angular`` (cosine distance)
+    metric: str
+    seed: int
+    #: the Recall@10 the calibrated defaults reach, measured on ``calibration_queries`` rows (0: none)
+    recall: float
+    calibration_queries: int
+    #: the input: ``wide`` or ``array``; the feature columns or the array column; where the table is; NULLs
+    layout: str
+    columns: list[str] | None
+    array_column: str | None
+    schema: str | None
+    catalog: str | None
+    nulls: str
+    #: refresh an existing index from its table (same centroids), or rebuild it
+    incremental: bool
+    replace: bool
+    #: refuse NULL, NaN or infinite features; a progress bar on stderr
+    check: bool
+    progress: bool
+
+
+#: the input options an index reads, and their defaults
+INDEX_INPUTS = {
+    "layout": "wide", "columns": None, "array_column": None, "schema": None, "catalog": None, "nulls": "error",
+}  # fmt: skip
+
+
+def build_index(db: Backend, table: str, id_column: str, name: str, **options: Unpack[IndexOptions]) -> Index:
+    """Index ``table`` for similarity search (module docstring): inverted lists trained by k-means on a
+    sample, and RaBitQ codes of every row.
 
     One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
     are staged and swapped in and the registry row written last: :func:`_build_staged`).
-    ``incremental=True`` refreshes an existing index from its table (new, changed and deleted rows;
-    same centroids); ``replace=True`` rebuilds it.
 
     The defaults a search uses are measured on the table itself (:mod:`sqlrp.search.calibrate`):
     ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
     are searched, and the probing rule and candidates that reach Recall@10 ``recall`` are stored.
-    ``progress`` shows a bar on stderr (:mod:`sqlrp.search.progress`)."""
+
+    :param db: the connection.
+    :param table: the table to index (wide or array layout; on DuckDB also a file or glob).
+    :param id_column: the rows' key.
+    :param name: the index's name.
+    :param options: :class:`IndexOptions` -- the index (``lists``, ``bits``, ``probes``, ``metric``,
+        ``seed``, ``sample``, ``recall``, ``calibration_queries``), the input (``layout``, ``columns``,
+        ``array_column``, ``schema``, ``catalog``, ``nulls``), ``incremental`` (refresh an existing index
+        from its table: new, changed and deleted rows; same centroids), ``replace`` (rebuild it),
+        ``check``, ``progress`` (a bar on stderr, :mod:`sqlrp.search.progress`).
+    :returns: the index.
+    """
+    refuse_unknown("build_index", options, IndexOptions.__annotations__)
+    given: dict = dict(options)
+    spec = IndexSpec(**{key: given.pop(key) for key in IndexSpec.__dataclass_fields__ if key in given})
+    inputs = {key: given.pop(key, default) for key, default in INDEX_INPUTS.items()}
+    incremental, replace = given.get("incremental", False), given.get("replace", False)
+    check, progress = given.get("check", True), given.get("progress", False)
     table_name(table)  # a frame's index would outlive it
     if incremental and replace:
         raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
-    spec = IndexSpec(lists, bits, probes, metric, seed, sample, recall, calibration_queries)
-    inputs = dict(layout=layout, columns=columns, array_column=array_column, schema=schema, catalog=catalog)
-    inputs["nulls"] = nulls
     check_engine(db)
-    Registry(db)
+    Registry.of(db)
     existing = registry_row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
         raise ProjectionExists(
@@ -185,17 +211,8 @@ def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
     def measure(built: Index) -> None:  # the defaults, measured on the written index (calibrate.py)
         nonlocal index
         steps.start("calibrating")
-        found = calibrate(
-            db,
-            built.layout,
-            centroids,
-            rows,
-            drawn_rows,
-            int(spec.seed),
-            spec.recall,
-            spec.calibration_queries,
-            spec.probes and int(P),
-        )
+        aim = Aim(spec.recall, spec.calibration_queries, spec.probes and int(P))
+        found = calibrate(db, built.layout, centroids, rows, drawn_rows, int(spec.seed), aim)
         if found is not None:
             params["calibration"] = found.to_json()
             params["probes"] = found.floor
@@ -235,17 +252,7 @@ def _read(  # noqa: PLR0913 - _build's
     schema, catalog = inputs["schema"], inputs["catalog"]
     if schema is None and catalog is None and files.file_format(table) is not None and files.matching(table):
         table = files.absolute(table)  # a file is kept by its absolute path: searched later from anywhere
-    source = resolve_source(
-        db,
-        table,
-        id_column,
-        inputs["layout"],
-        inputs["columns"],
-        inputs["array_column"],
-        schema=schema,
-        nulls=inputs["nulls"],
-        catalog=catalog,
-    )
+    source = resolve_source(db, table, id_column, **{**inputs, "schema": schema, "catalog": catalog})
     if source.layout == "long":
         raise InvalidParameter("indexes read the wide or array layout (the re-ranking needs every feature)")
     _check_name(db.sql_dialect, name, source)

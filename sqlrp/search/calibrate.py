@@ -188,19 +188,23 @@ def _recall_by_candidates(cands, truth: dict, top: int, steps: list[int]) -> lis
     return list(scores / max(len(truth), 1))
 
 
+@dataclass(frozen=True)
+class Aim:
+    """What a calibration aims at: Recall@10 ``target`` measured on ``queries`` of the table's rows; with
+    ``fixed_probes`` (the probes a user set) only the candidates are chosen."""
+
+    target: float = TARGET
+    queries: int = QUERIES
+    fixed_probes: int | None = None
+
+
 def calibrate(
-    db: Backend,
-    layout: IndexLayout,
-    centroids: Lists,
-    rows: int,
-    sample: int,
-    seed: int,
-    target: float = TARGET,
-    queries: int = QUERIES,
-    fixed_probes: int | None = None,
+    db: Backend, layout: IndexLayout, centroids: Lists, rows: int, sample: int, seed: int, aim: Aim = Aim()
 ) -> Calibration | None:
-    """Measure the index on ``queries`` of its table's rows (module docstring) and choose its
-    defaults; ``None`` when the table is too small to measure (``rows <= K + 1``)."""
+    """Measure the index on ``aim.queries`` of its table's ``rows`` (module docstring; the first
+    ``sample`` trained the centroids, drawn with ``seed``) and choose its defaults; ``None`` when the
+    table is too small to measure (``rows <= K + 1``)."""
+    target, queries, fixed_probes = aim.target, aim.queries, aim.fixed_probes
     if not 0 < target <= 1:
         raise InvalidParameter(f"recall must be in (0, 1], got {target!r}")
     if rows <= TOP + 1 or queries <= 0:

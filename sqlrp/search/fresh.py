@@ -6,6 +6,7 @@ The module docstring of :mod:`sqlrp.search.index` says what the fingerprint is."
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 
 from sqlglot import exp
@@ -14,7 +15,7 @@ from ..backends import Backend
 from ..compiler import Source, col, ident
 from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
-from ..pipeline.sources import check_source, describe, resolve_source
+from ..pipeline.sources import check_source, describe, fill_source
 from .index import Index, StaleIndex, create_as, staging_name, unique_ids
 from .rows import fingerprint, fingerprint_select, rows_select
 from .sql import HASH, ID, feature_rows
@@ -84,17 +85,8 @@ def refresh(db: Backend, index: Index, check: bool) -> Index:
     """Bring ``index`` up to date with its table (module docstring), in one transaction."""
     dialect = db.sql_dialect
     src = index.source
-    source = resolve_source(
-        db,
-        src.table,
-        src.id_column,
-        src.layout,
-        src.columns or None,
-        src.array_column,
-        schema=src.schema,
-        nulls=src.nulls,
-        catalog=src.catalog,
-    )
+    wanted = Source(src.table, src.id_column, src.layout, src.columns, src.array_column)
+    source = fill_source(db, dataclasses.replace(wanted, schema=src.schema, nulls=src.nulls, catalog=src.catalog))
     changed = id_type_change(db, index, source)
     if changed:
         raise StaleIndex(f"cannot refresh: {changed}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from typing import TypedDict, Unpack
 
 import numpy as np
 from sqlglot import exp
@@ -19,6 +20,7 @@ from ..backends import Backend
 from ..compiler import Source, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.lazy import pd
+from ..core.options import refuse_unknown
 from ..pipeline import targets
 from ..pipeline.frames import is_frame
 from ..pipeline.materialise import output_table, staged
@@ -33,6 +35,36 @@ from .sql import check_search
 from .staged import run_search, staged_engine, staged_search
 
 
+class SearchOptions(TypedDict, total=False):
+    """:func:`search`'s options besides ``top`` and ``into``."""
+
+    #: re-rank this many of the codes' best exactly (default: the index's calibrated rule, else ``30 * top``)
+    candidates: int | None
+    #: probe this many nearest lists (default: the index's calibrated rule)
+    probes: int | None
+    #: ``euclidean`` or ``angular`` (default: the index's)
+    metric: str | None
+    #: with ``into``: replace an existing table
+    replace: bool
+    #: where the query table is
+    schema: str | None
+    catalog: str | None
+    #: refuse NULL, NaN or infinite query features
+    check: bool
+    #: brute force instead: every query against every row (the ground truth and the speed baseline)
+    exact: bool
+    #: refuse an index older than its table instead of warning
+    strict: bool
+    #: a progress bar on stderr
+    progress: bool
+
+
+SEARCH_DEFAULTS: SearchOptions = {
+    "candidates": None, "probes": None, "metric": None, "replace": False, "schema": None, "catalog": None,
+    "check": True, "exact": False, "strict": False, "progress": False,
+}  # fmt: skip
+
+
 def search(
     db: Backend,
     index: str,
@@ -40,17 +72,8 @@ def search(
     query_id_column: str,
     *,
     top: int = 10,
-    candidates: int | None = None,
-    probes: int | None = None,
-    metric: str | None = None,
     into: str | None = None,
-    replace: bool = False,
-    schema: str | None = None,
-    catalog: str | None = None,
-    check: bool = True,
-    exact: bool = False,
-    strict: bool = False,
-    progress: bool = False,
+    **options: Unpack[SearchOptions],
 ) -> pd.DataFrame | None:
     """The ``top`` nearest indexed rows of every row of ``query_table``, as ``(query_id, id, rank,
     distance)`` ordered by query and rank (a DataFrame, or with ``into`` a table).
@@ -61,34 +84,41 @@ def search(
     columns (or array column) and its own id column.  The index is checked against its table first
     (:func:`check_fresh`; ``strict=True`` refuses a stale index).
 
-    ``exact=True`` answers by brute force instead (:func:`~sqlrp.search.query.exact_select`: every query
-    against every row, in the engine's strongest single statement): the ground truth a search's
-    recall is measured against, and the baseline of its speed.  ``progress`` shows a bar on stderr.
-    ``query_table`` may be a pandas or polars DataFrame or an Arrow table, registered for the call."""
+    :param db: the connection.
+    :param index: the index's name (:func:`sqlrp.build_index`).
+    :param query_table: the queries: a table, or a pandas or polars DataFrame or an Arrow table
+        (registered for the call).
+    :param query_id_column: the queries' key.
+    :param top: the neighbours per query.
+    :param into: write the result to this table instead of returning it.
+    :param options: :class:`SearchOptions` -- ``candidates``, ``probes``, ``metric``, ``replace``,
+        ``schema``, ``catalog``, ``check``, ``exact`` (brute force, :func:`~sqlrp.search.query.exact_select`:
+        every query against every row, in the engine's strongest single statement -- the ground truth a
+        search's recall is measured against, and the baseline of its speed), ``strict``, ``progress``.
+    :returns: the neighbours, or ``None`` with ``into``.
+    """
+    refuse_unknown("search", options, SearchOptions.__annotations__)
     if is_frame(query_table):
         with db.frame_table(query_table) as name:
-            return search(
-                db, index, name, query_id_column, top=top, candidates=candidates, probes=probes, metric=metric,
-                strict=strict, into=into, replace=replace, schema=schema, catalog=catalog, check=check,
-                exact=exact, progress=progress,
-            )  # fmt: skip
-    with Steps(progress, f"search {index}", ["checking the table", "searching"]) as steps:
+            return search(db, index, name, query_id_column, top=top, into=into, **options)
+    o: dict = {**SEARCH_DEFAULTS, **options}
+    with Steps(o["progress"], f"search {index}", ["checking the table", "searching"]) as steps:
         return _search(
             db,
             index,
             query_table,
             query_id_column,
             top,
-            candidates,
-            probes,
-            metric,
+            o["candidates"],
+            o["probes"],
+            o["metric"],
             into,
-            replace,
-            schema,
-            catalog,
-            check,
-            exact,
-            strict,
+            o["replace"],
+            o["schema"],
+            o["catalog"],
+            o["check"],
+            o["exact"],
+            o["strict"],
             steps,
         )
 
@@ -244,7 +274,7 @@ def _query_source(
     d = idx.d
     if idx.source.layout == "array":
         queries = resolve_source(
-            db, table, id_column, "array", array_column=idx.source.array_column, schema=schema, catalog=catalog
+            db, table, id_column, layout="array", array_column=idx.source.array_column, schema=schema, catalog=catalog
         )
         got = infer_d(db, queries)
         if got != d:
@@ -259,7 +289,7 @@ def _query_source(
             f"{', ...' if d > 5 else ''}) but query table {table!r} has {len(numeric.columns)} numeric "
             f"columns and lacks {', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}"
         )
-    return resolve_source(db, table, id_column, "wide", idx.source.columns, schema=schema, catalog=catalog)
+    return resolve_source(db, table, id_column, columns=idx.source.columns, schema=schema, catalog=catalog)
 
 
 def _warn_far(far: list, total: int, cal: Calibration, candidates: int) -> None:

@@ -23,6 +23,8 @@ data gives the same lists, codes, candidates and ranks, bit for bit.
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import numpy as np
 from sqlglot import exp
 
@@ -44,6 +46,7 @@ from .sql import (
     WORD,
     G,
     IndexLayout,
+    Probing,
     best_per,
     centroids,
     check_search,
@@ -53,6 +56,7 @@ from .sql import (
     named,
     nearest,
     pair_distance,
+    probing,
     rerank_rows,
     result_select,
     squared_distance,
@@ -103,13 +107,10 @@ def search_select(
     layout: IndexLayout,
     queries: Source,
     dialect: SqlrpDialect,
-    top: int = 10,
-    candidates: int = 100,
-    probes: int = 8,
-    ratio: float | None = None,
-    cap: int | None = None,
+    *,
     ranked: bool = False,
     staged: bool = False,
+    **options: Unpack[Probing],
 ) -> exp.Select:
     """The whole search, one ``SELECT`` of ``(query_id, id, rank, distance)`` ordered by query and
     rank.  ``queries`` must hold the same features as the index's table (its own id column).
@@ -117,7 +118,8 @@ def search_select(
     ``ranked`` returns every candidate instead, ``(_qid, _id, _erank, _d)``: its rank by the
     estimate and its exact distance (what the calibration measures recall from).  ``staged``
     leaves out the two common table expressions ``_sqlrp_q`` and ``_sqlrp_planes``: the caller
-    writes them as tables first (:mod:`sqlrp.search.staged`)."""
+    writes them as tables first (:mod:`sqlrp.search.staged`).  ``options``: :class:`~.sql.Probing`."""
+    top, candidates, probes, ratio, cap = probing(options)
     check_search(top, candidates, probes, layout.metric)
     d = layout.d
     leaves = centroids(layout.lists, LIST, d, dialect)

@@ -6,13 +6,14 @@ the SQL's lists, codes, candidates and ranks bit for bit (the parity tests)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 import numpy as np
 
 from ..core.lazy import pd
 from .ivf import Lists, assign, estimates, query_planes, reference_codes
 from .rotation import rotate
-from .sql import RESULT_COLUMNS, check_search
+from .sql import RESULT_COLUMNS, Probing, check_search, probing
 
 
 def normalise(X: np.ndarray) -> np.ndarray:
@@ -41,16 +42,13 @@ def reference_search(
     query_ids: Sequence,
     lists: Lists,
     signs: np.ndarray,
-    top: int = 10,
-    candidates: int = 100,
-    probes: int = 8,
     metric: str = "euclidean",
-    ratio: float | None = None,
-    cap: int | None = None,
+    **options: Unpack[Probing],
 ) -> pd.DataFrame:
     """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
     lists (adaptive with ``ratio`` and ``cap``: :func:`probe_counts`), codes, estimates, candidates
-    (ties by id) and exact ranks."""
+    (ties by id) and exact ranks.  ``options``: :class:`~.sql.Probing`."""
+    top, candidates, probes, ratio, cap = probing(options)
     check_search(top, candidates, probes, metric)
     ids = np.asarray(ids)
     X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)

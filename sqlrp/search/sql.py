@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 from sqlglot import exp
@@ -67,6 +68,31 @@ class IndexLayout:
     def word(self, w: int, bits: Sequence[exp.Expression], dialect: SqlrpDialect) -> exp.Expression:
         """Word ``w`` of ``bits`` (conditions, one a code bit) packed as the dialect's code word."""
         return pack_word(bits[w * self.word_bits : (w + 1) * self.word_bits], dialect.code_word_type(self.word_bits))
+
+
+class Probing(TypedDict, total=False):
+    """How a search probes and re-ranks (defaults: :data:`PROBING`): the ``top`` neighbours, from the
+    ``candidates`` best estimates, in the ``probes`` nearest lists -- or adaptively, every list within
+    ``ratio`` times the nearest one's distance, ``probes`` at least and ``cap`` at most
+    (:func:`sqlrp.search.query.probe_adaptive`)."""
+
+    top: int
+    candidates: int
+    probes: int
+    ratio: float | None
+    cap: int | None
+
+
+PROBING: Probing = {"top": 10, "candidates": 100, "probes": 8, "ratio": None, "cap": None}
+
+
+def probing(options: Probing) -> tuple[int, int, int, float | None, int | None]:
+    """``(top, candidates, probes, ratio, cap)`` of ``options`` with the defaults, checked by name."""
+    unknown = sorted(set(options) - set(PROBING))
+    if unknown:
+        raise TypeError(f"unexpected search option {unknown[0]!r}")
+    o = {**PROBING, **options}
+    return o["top"], o["candidates"], o["probes"], o["ratio"], o["cap"]
 
 
 def check_search(top: int, candidates: int, probes: int | None, metric: str) -> None:

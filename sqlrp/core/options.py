@@ -1,0 +1,170 @@
+"""The keyword options of the API's functions, typed: each a ``TypedDict`` that a function takes as
+``**options: Unpack[...]`` (PEP 692), so that editors and type checkers know every name and type while
+the parameters a call always needs stay in the signature.
+
+Each group is the keyword form of one spec, and the functions build the spec from it once:
+:class:`~sqlrp.core.layout.SourceOptions` (beside :class:`~sqlrp.core.layout.Source`: where the rows
+come from), :class:`MethodOptions` (a new projection's method parameters, as the methods' own
+signatures declare them: ``tests/interface`` checks the two agree), :class:`OutputOptions`
+(:class:`~sqlrp.core.layout.Output`), :class:`FormulationOptions` (:class:`~sqlrp.core.layout.Formulation`),
+:class:`TargetOptions` (:class:`~sqlrp.core.layout.Target`).  :func:`refuse_unknown` gives a misspelt
+name the error Python gives a misspelt keyword argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from .layout import SourceOptions
+
+
+class MethodOptions(TypedDict, total=False):
+    """A new projection's method parameters (:mod:`sqlrp.methods`; each method takes its own)."""
+
+    #: Achlioptas sparsity: ``auto`` (from the data's kurtosis), ``sqrt`` or a number >= 1
+    s: float | str
+    #: p-rp: sign matrices summed; its modified kernel ``(x.y)^2 - (x^2).(y^2)``
+    m: int
+    modified: bool
+    #: pk-rp, maclaurin, craftmap: the polynomial degree
+    degree: int
+    #: pk-rp, cbp: products summed per output; random vectors (default ``g * t * k``); their distribution
+    t: int
+    p: int | None
+    distribution: str
+    #: pk-rp: the index scheme, ``distinct`` or ``balanced``
+    index: str
+    #: the constant of the inhomogeneous kernel ``(x.y + c)^degree``
+    c: float
+    #: maclaurin: the degree distribution's base, truncation and sampling
+    base: float
+    truncate: bool
+    sampling: str
+    #: craftmap: the up-projection method, its dimension, the down-projection's sparsity (the up method's
+    #: own options are passed on to it)
+    up: str
+    up_k: int | None
+    down_s: float | str
+    #: the features' kurtosis, when known (``s = auto`` reads it)
+    kurtosis: float | None
+
+
+class OutputOptions(TypedDict, total=False):
+    """The output's form (:class:`~sqlrp.core.layout.Output`)."""
+
+    #: ``wide`` (columns ``{prefix}0 ..``) or ``array`` (one column named ``prefix``)
+    output: str
+    prefix: str
+    #: ``float64`` or ``float32`` (default: as the input)
+    dtype: str | None
+
+
+class PlanOptions(SourceOptions, MethodOptions, OutputOptions, total=False):
+    """:func:`sqlrp.plan`'s options: the input, a new projection's parameters, the output."""
+
+    #: a new projection's input dimension (default: the table's)
+    d: int | None
+    #: store a new projection under this name
+    save_as: str | None
+    #: centre and scale every feature in SQL before projecting
+    standardize: bool
+    #: ``False``: a new, unnamed projection is kept in the plan only
+    store: bool
+
+
+class FormulationOptions(TypedDict, total=False):
+    """How the projection is written as SQL (:class:`~sqlrp.core.layout.Formulation`)."""
+
+    #: where the matrix comes from: ``auto``, ``registry``, ``values`` or a table holding it
+    matrix: str
+    #: ``auto`` (the compiler's measured choice), ``inline`` / ``pairs`` / ``mailman`` /
+    #: ``list_transform`` (wide, array) or ``join`` / ``lookup`` (long)
+    strategy: str
+    #: mailman's block size (default: chosen)
+    block: int | None
+    #: refuse NULL, NaN or infinite features and overflowing outputs
+    check: bool
+
+
+class TargetOptions(TypedDict, total=False):
+    """Where the rows go, besides ``into`` (:class:`~sqlrp.core.layout.Target`)."""
+
+    #: with ``into``: a view instead of a table; replace an existing one; add only the ids not there yet
+    view: bool
+    replace: bool
+    incremental: bool
+    #: rows back: in chunks of at most this many; ``ORDER BY`` the key; ``pandas``, ``arrow``, ``polars``, ``numpy``
+    chunk_rows: int | None
+    ordered: bool
+    output_format: str
+    #: with ``into``: a progress bar (``True``) or that many id-range batches (an integer)
+    progress: bool | int
+
+
+class ProjectOptions(PlanOptions, FormulationOptions, TargetOptions, total=False):
+    """:func:`sqlrp.project`'s options: the plan's, the formulation's and the target's."""
+
+
+class TuneOptions(SourceOptions, total=False):
+    """:func:`sqlrp.tune`'s options besides ``k`` and ``name`` (defaults: :data:`TUNE_DEFAULTS`)."""
+
+    #: rows of the seeded training sample
+    sample: int
+    #: the tuned matrix's sparsity: ``auto``, ``sqrt`` or a number >= 1
+    s: float | str
+    #: DT-RP's iterations; the seed of the sample and of the search
+    iterations: int
+    seed: int | None
+    #: replace a stored projection of that name
+    replace: bool
+    #: ``dt-rp`` (002 Section 3) or ``best-of-n`` (the best of ``draws`` Achlioptas matrices, 002 Section 4.2)
+    baseline: str
+    draws: int
+
+
+TUNE_DEFAULTS: TuneOptions = {
+    "sample": 500, "s": "auto", "iterations": 4000, "seed": 0, "replace": False, "baseline": "dt-rp", "draws": 20,
+}  # fmt: skip
+
+
+class EvaluateOptions(SourceOptions, total=False):
+    """:func:`sqlrp.evaluate`'s options besides the table and ``out`` (defaults: :data:`EVALUATE_DEFAULTS`)."""
+
+    #: rows of the seeded sample; the first ``queries`` of them are Recall@``recall_k`` queries
+    sample: int
+    queries: int
+    recall_k: int
+    seed: int
+    #: the k of the distortion-versus-k curve
+    ks: list[int] | None
+    #: the distortion's feature space: ``projection`` (the kernel the projection approximates), ``None``
+    #: (the input space), a kernel's name or a :class:`sqlrp.evaluation.metrics.Kernel`
+    kernel: Any
+    #: a label column: nearest-neighbour accuracies too
+    label_column: str | None
+    #: the same metrics computed in SQL as well
+    in_sql: bool
+
+
+EVALUATE_DEFAULTS: EvaluateOptions = {
+    "sample": 300, "queries": 100, "recall_k": 5, "seed": 0, "ks": None, "kernel": "projection",
+    "label_column": None, "in_sql": True,
+}  # fmt: skip
+
+
+def names(*kinds: type) -> tuple[str, ...]:
+    """The option names of the ``TypedDict`` classes ``kinds``, in order."""
+    return tuple(dict.fromkeys(name for kind in kinds for name in kind.__annotations__))
+
+
+def refuse_unknown(where: str, options: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    """``TypeError`` for a name not ``allowed``, worded as Python words a misspelt keyword argument."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def take(options: dict[str, Any], *keys: str) -> tuple[Any, ...]:
+    """Pop ``keys`` from ``options`` (filled with defaults first), in order; the rest stays."""
+    return tuple(options.pop(key) for key in keys)
