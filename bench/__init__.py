@@ -1,1 +1,2 @@
-"""Benchmarks (``python bench/run.py --smoke`` / ``python bench/run.py``); not part of the package."""
+"""Benchmarks (``PYTHONPATH=. python bench/run.py --smoke`` / ``PYTHONPATH=. python bench/run.py``, from the
+repository's root, which holds ``testkit/``); not part of the package."""

@@ -59,22 +59,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import kernel_peers  # noqa: E402
-
-from sqlrp.methods import (  # noqa: E402
+from bench import kernel_peers
+from sqlrp.methods import (
     expected_distortion,
     make_projection,
-    reference,  # noqa: E402
+    reference,
 )
-from sqlrp.methods.distortion import kernel_distortion  # noqa: E402
-from sqlrp.methods.sparsity import data_sparsity, kurtosis_of, sample_kurtosis_of  # noqa: E402
+from sqlrp.methods.distortion import kernel_distortion
+from sqlrp.methods.sparsity import data_sparsity, kurtosis_of, sample_kurtosis_of
 
 K = 160
 KINDS = ("dense", "sparse_binary", "raw_counts", "wide")

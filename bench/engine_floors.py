@@ -40,18 +40,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from engines import make_table  # noqa: E402
-
-import sqlrp  # noqa: E402
-from sqlrp.methods import make_projection  # noqa: E402
+import sqlrp
+from bench.engines import make_table
+from sqlrp.methods import make_projection
 
 D, K = 784, 200
 

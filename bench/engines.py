@@ -23,21 +23,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+import sqlrp
+from sqlrp.compiler import ident
+from sqlrp.dialects import get_dialect
+from sqlrp.methods import make_projection
 
-import sqlrp  # noqa: E402
-from sqlrp.compiler import ident  # noqa: E402
-from sqlrp.dialects import get_dialect  # noqa: E402
-from sqlrp.methods import make_projection  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 ENGINES = ("duckdb", "postgres", "spark", "clickhouse", "sqlite")
 
@@ -94,7 +91,7 @@ def connect(engine: str, stack: list):
     if engine == "postgres":
         url = os.environ.get("SQLRP_PG_URL")
         if not url:
-            from pgserver import TempPostgres
+            from testkit.pgserver import TempPostgres
 
             server = TempPostgres()
             url = server.start()

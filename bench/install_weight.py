@@ -1,7 +1,7 @@
 """The light core, measured on a clean virtual environment (issue 14).
 
-    python bench/install_weight.py                 # builds a venv in a temporary folder (needs the package index)
-    python bench/install_weight.py --venv /tmp/v   # reuse (or keep) that venv
+    PYTHONPATH=. python bench/install_weight.py                # builds a venv in a temporary folder (package index)
+    PYTHONPATH=. python bench/install_weight.py --venv /tmp/v  # reuse (or keep) that venv
 
 Builds a venv with ``pip install <this repo>`` (the core: duckdb, numpy, pandas, sqlglot, tqdm) and
 measures, in that venv:

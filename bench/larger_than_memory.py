@@ -37,8 +37,7 @@ def peak_mb() -> float:
 
 
 def child(step: str, path: str, rows: int, d: int, k: int, threads: int, memory_limit: str, chunk: int) -> dict:
-    sys.path.insert(0, str(ROOT))
-    import sqlrp
+    import sqlrp  # the checkout's: main() runs this child with PYTHONPATH set to the repository
 
     t0 = time.perf_counter()
     out: dict = {"step": step}

@@ -22,7 +22,7 @@ memory read with ``os.wait4`` (the data is made in another child, so this proces
 Cases: ``wide`` -- Parquet of ``d`` FLOAT columns -> Parquet; ``array`` -- Parquet of one ``FLOAT[d]``
 column (pyarrow's fixed-size list, one row group as pyarrow writes 200,000 rows) -> Parquet; ``duckdb``
 -- the wide rows as a table in a DuckDB file -> a table; ``postgres`` -- the same as ``real`` columns in
-a throw-away PostgreSQL server (``tests/pgserver.py``) -> a table.  Targets: sqlrp within 1.15x of the
+a throw-away PostgreSQL server (``testkit/pgserver.py``) -> a table.  Targets: sqlrp within 1.15x of the
 hand-run SQL, and faster than both by-hand routes on the Parquet cases.  The contenders of a case run
 alternately, ``--repeat`` rounds; the best time and the largest peak of each are printed.  Beside each
 ratio, its floor from start-up alone (:func:`start_up`: importing NumPy, sqlglot and sqlrp and building
@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # pgserver
 
 HAND = """
 import sys
@@ -240,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = args.cases.split(",")
         urls: dict[str, str | None] = {"wide": None, "array": None, "duckdb": "duckdb:///emb.db"}
         if "postgres" in cases:
-            from pgserver import PostgresUnavailable, TempPostgres
+            from testkit.pgserver import PostgresUnavailable, TempPostgres
 
             try:
                 server = TempPostgres()

@@ -11,17 +11,10 @@ pandas in the same run.  Arrow comes from DuckDB without a pandas copy, polars r
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from engines import make_table  # noqa: E402
-
-import sqlrp  # noqa: E402
+import sqlrp
+from bench.engines import make_table
 
 
 def main(argv: list[str] | None = None) -> int:

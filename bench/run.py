@@ -36,19 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
+import sqlrp
+from sqlrp import api
+from sqlrp.compiler import Source
+from sqlrp.compiler.strategies import choose
+from sqlrp.methods import make_projection
+from sqlrp.pipeline.plan import Plan, pairs_for
+from sqlrp.registry.store import Registry
+from testkit.frames import wide_frame
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import sqlrp  # noqa: E402
-from sqlrp import api  # noqa: E402
-from sqlrp.compiler import Source  # noqa: E402
-from sqlrp.compiler.strategies import choose  # noqa: E402
-from sqlrp.methods import make_projection  # noqa: E402
-from sqlrp.registry.store import Registry  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-from conftest import wide_frame  # noqa: E402
 
 FULL = {
     "mnist": dict(n=200_000, d=784, k=200),
@@ -184,9 +181,9 @@ def dense_case(cfg: dict, s: float | str, name: str, inline_ok: bool = True) -> 
     auto = choose(proj, src, "duckdb")
     if auto == "pairs":  # a stored projection keeps its plan: the next process reads it back
         stored = api.create_projection(db, "bench_stored", "achlioptas", d, k, seed=0, s=s)
-        Registry(db).pairs_plan(stored, "duckdb")
+        pairs_for(db, Plan(stored, src), db.sql_dialect, "pairs")  # planned once, stored beside it
         sec["sqlrp_plan_stored"] = timed(
-            lambda: Registry(db).pairs_plan(api.load_projection(db, "bench_stored"), "duckdb")
+            lambda: Registry.of(db).load_pairs(api.load_projection(db, "bench_stored"), "duckdb")
         )
     for strategy in ("inline", "mailman", "pairs"):
         if strategy == "inline" and not inline_ok:
@@ -271,7 +268,7 @@ def cifar_case(cfg: dict) -> dict:
 
 
 def postgres_case(cfg: dict) -> dict:
-    from pgserver import TempPostgres
+    from testkit.pgserver import TempPostgres
 
     n, d, k = cfg["n"], cfg["d"], cfg["k"]
     server = TempPostgres()
@@ -401,8 +398,7 @@ def file_db_case(cfg: dict) -> dict:
 def photo_patches(n: int, side: int) -> np.ndarray:
     """``n`` standardised ``side x side`` grey patches of scikit-learn's two bundled photographs:
     real image data of MNIST's width (side 28: d = 784) that needs no download."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    from kernel_frontier import image_patches, standardise
+    from examples.kernel_frontier import image_patches, standardise
 
     return standardise(image_patches(side, n))
 
@@ -422,8 +418,9 @@ def kernel_case(cfg: dict, degree: int) -> dict:
     Gaussian, p = 3000, t = 10; ``bench/kernel_peers.py``, numba), sqlrp's NumPy reference on the same
     matrix, and scikit-learn's ``PolynomialCountSketch`` and ``Nystroem`` at the same k, each with
     its mean distortion on the same 400 rows of standardised photo patches."""
-    import kernel_peers
     from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch
+
+    from bench import kernel_peers
 
     n, side, k = cfg["n"], cfg["side"], cfg["k"]
     X = photo_patches(n, side)
@@ -470,7 +467,7 @@ def kernel_case(cfg: dict, degree: int) -> dict:
 def p_rp_case(cfg: dict) -> dict:
     """P-RP m = 10 (s = 3, the default) into a DuckDB table against the same matrix in memory
     (000 Eq. 13; ``bench/kernel_peers.py``: dense BLAS and scipy.sparse, the faster is the peer)."""
-    import kernel_peers
+    from bench import kernel_peers
 
     n, side, k = cfg["n"], cfg["side"], cfg["k"]
     X = photo_patches(n, side)

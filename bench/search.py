@@ -55,10 +55,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-
-from search_peers import (  # noqa: E402
+import sqlrp
+from bench.search_peers import (
     FaissHNSW,
     FaissIVF,
     FaissLSH,
@@ -69,10 +67,10 @@ from search_peers import (  # noqa: E402
     photo_patches,
     spectrum_table,
 )
+from sqlrp.search.fresh import check_fresh
+from sqlrp.search.index import default_candidates
 
-import sqlrp  # noqa: E402
-from sqlrp.search.fresh import check_fresh  # noqa: E402
-from sqlrp.search.index import default_candidates  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 K = 10
 

@@ -1,7 +1,7 @@
 """The similarity search benchmark's data, exact truth and in-memory peers.
 
-    python bench/search_peers.py --smoke        # mixture 20,000 x 128 (100 clusters, 100 queries), and digits
-    python bench/search_peers.py --n 1000000    # default n = 100,000 (1,000 clusters, 1,000 queries)
+    PYTHONPATH=. python bench/search_peers.py --smoke  # mixture 20,000 x 128 (100 clusters, 100 queries), and digits
+    PYTHONPATH=. python bench/search_peers.py --n 1000000  # default n = 100,000 (1,000 clusters, 1,000 queries)
 
 Data:
 

@@ -55,12 +55,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import sqlrp  # noqa: E402
-from sqlrp import api  # noqa: E402
-from sqlrp.compiler.strategies import choose  # noqa: E402
+import sqlrp
+from sqlrp import api
+from sqlrp.compiler.strategies import choose
 
 
 def best(fn: Callable[[], object], runs: int) -> float:

@@ -45,23 +45,17 @@ import argparse
 import contextlib
 import dataclasses
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import numpy as np
+from sqlglot import exp
 
-import numpy as np  # noqa: E402
-from engines import feature_numpy, make_table  # noqa: E402
-from sqlglot import exp  # noqa: E402
-
-import sqlrp  # noqa: E402
-from sqlrp.compiler import col  # noqa: E402
-from sqlrp.core.nodes import Inputs, SignedSum  # noqa: E402
-from sqlrp.dialects import get_dialect  # noqa: E402
-from sqlrp.dialects.spark import HUGE_METHOD_LIMIT  # noqa: E402
+import sqlrp
+from bench.engines import feature_numpy, make_table
+from sqlrp.compiler import col
+from sqlrp.core.nodes import Inputs, SignedSum
+from sqlrp.dialects import get_dialect
+from sqlrp.dialects.spark import HUGE_METHOD_LIMIT
 
 D, K = 784, 200
 

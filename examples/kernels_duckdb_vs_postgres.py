@@ -42,8 +42,8 @@ def main() -> None:
     server = None
     url = args.pg_url
     if url is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from pgserver import TempPostgres
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's testkit/
+        from testkit.pgserver import TempPostgres
 
         server = TempPostgres()
         url = server.start()

@@ -1,19 +1,22 @@
-"""Shared fixtures: a DuckDB in memory and a real PostgreSQL server started for the session.
+"""Shared fixtures of every folder of tests/: a DuckDB in memory, a real PostgreSQL server and one
+Spark local[2] session started for the session (the helpers the tests and the benchmarks share are
+in ``testkit/``).
 
-Under ``CI=true`` a PostgreSQL that cannot be started fails the run instead of skipping.
+Under ``CI=true`` a PostgreSQL or a Spark that cannot be started fails the run instead of skipping.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 import uuid
 
 import numpy as np
-import pandas as pd
 import pytest
-from pgserver import PostgresUnavailable, TempPostgres
 
 import sqlrp
+from testkit.pgserver import PostgresUnavailable, TempPostgres
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -66,6 +69,32 @@ def db(request):
     return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
 
 
+#: the C1 compiler only and the serial collector: a JVM that starts and runs small jobs faster on two
+#: cores (measured: the suite's wall time, see the report); not for real workloads
+SPARK_FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+@pytest.fixture(scope="session")
+def spark_db():
+    """One ``SparkBackend.from_master("local[2]")`` for every Spark test of the session
+    (``tests/engines/test_engine_spark.py``, the fuzzer's Spark run in ``tests/fuzz/``); starting
+    Spark takes 10-20 s."""
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # before the JVM starts: every Spark socket on loopback
+    try:
+        from sqlrp.backends.spark import SparkBackend
+
+        started = time.perf_counter()
+        db = SparkBackend.from_master("local[2]", conf={"spark.driver.extraJavaOptions": SPARK_FAST_START})
+        db.fetchall("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+        if IN_CI:
+            pytest.fail(f"CI=true and Spark could not be started: {type(exc).__name__}: {exc}")
+        pytest.skip(f"Spark unavailable (CI would fail here): {type(exc).__name__}: {exc}")
+    print(f"\nSpark local[2] started in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    yield db
+    db.close()
+
+
 @pytest.fixture(scope="session")
 def digits():
     from sklearn.datasets import load_digits
@@ -73,23 +102,7 @@ def digits():
     return load_digits().data.astype(np.float64)
 
 
-def wide_frame(X: np.ndarray, names: list[str] | None = None, id_name: str = "id") -> pd.DataFrame:
-    names = names or [f"f{i}" for i in range(X.shape[1])]
-    df = pd.DataFrame(X, columns=names)
-    df.insert(0, id_name, np.arange(len(X), dtype=np.int64))
-    return df
-
-
-def long_frame(X: np.ndarray) -> pd.DataFrame:
-    rows, cols = np.nonzero(X)
-    return pd.DataFrame({"id": rows.astype(np.int64), "feature": cols.astype(np.int64), "value": X[rows, cols]})
-
-
-def array_frame(X: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"id": np.arange(len(X), dtype=np.int64), "x": list(X)})
-
-
-# the differential fuzzer's hypothesis profiles (tests/fuzz_tables.py; docs/tests.md)
-from fuzz_tables import register_profiles  # noqa: E402
+# the differential fuzzer's hypothesis profiles (testkit/fuzz_tables.py; docs/tests.md)
+from testkit.fuzz_tables import register_profiles  # noqa: E402
 
 register_profiles()

@@ -1,9 +1,9 @@
-"""What every probe shares: the repository's root on the path (the test helpers, ``bench/run.py``'s
-tables) and the timers."""
+"""What every probe shares: the repository's root, a wide table and the timers (run from the
+repository's root: ``PYTHONPATH=. python -m bench.probes NAME``, which finds ``testkit`` and
+``bench.run``'s tables)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -11,9 +11,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-for path in (ROOT, ROOT / "tests", ROOT / "bench"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
 
 
 def seconds(fn) -> float:
@@ -28,6 +25,6 @@ def best(fn, runs: int = 3) -> float:
 
 
 def wide(n: int, d: int, seed: int = 0) -> pd.DataFrame:
-    from conftest import wide_frame
+    from testkit.frames import wide_frame
 
     return wide_frame(np.random.default_rng(seed).standard_normal((n, d)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -170,8 +171,7 @@ def progress(n: int = 200_000, d: int = 784) -> None:
     """DuckDB, n x d -> 200 with s = 3 (pairs, planned before timing): materialising without a bar,
     with ``progress=True`` (one statement, DuckDB's ``query_progress``), and in 10 id-range batches
     (each planned anew; a batch inside one row group runs on one thread)."""
-    from run import make_dense
-
+    from bench.run import make_dense
     from sqlrp import api
 
     db = sqlrp.connect(threads=2)
@@ -200,8 +200,7 @@ def floor(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     Both on 2 threads.  Against scikit-learn on column-major input and the round trip, this bound
     decides whether the s = sqrt(d) targets are reachable with any SQL that DuckDB runs as one
     vector per expression node."""
-    from run import make_dense, sklearn_sparse, write_back
-
+    from bench.run import make_dense, sklearn_sparse, write_back
     from sqlrp import api
     from sqlrp.compiler.pairs import signs_of
 
@@ -334,11 +333,11 @@ def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     times each so both see the same machine."""
     import copy
 
-    from run import make_dense
-
+    from bench.run import make_dense
     from sqlrp import api
+    from sqlrp.compiler import compile_statements
     from sqlrp.compiler.pairs import plan_pairs, plan_pairs_transposed
-    from sqlrp.compiler.strategies import remember_pairs
+    from sqlrp.core.layout import Formulation, Target
 
     db = sqlrp.connect(threads=2)
     make_dense(db, n, d)
@@ -348,9 +347,10 @@ def orientation(n: int = 200_000, d: int = 784, k: int = 200) -> None:
         queries = {}
         for label, planner in (("on the matrix", plan_pairs), ("transposed", plan_pairs_transposed)):
             proj = copy.deepcopy(base)
-            plan = planner(proj.linear)
-            remember_pairs(proj.linear, "duckdb", plan)
-            sql = api.compile_projection(db, api.plan(db, "t", "id", proj), into="o", strategy="pairs")
+            plan = planner(proj.linear)  # handed to the compiler in the plan's formulation
+            how = Formulation(matrix="values", strategy="pairs", pairs=plan)
+            planned = dataclasses.replace(api.plan(db, "t", "id", proj), how=how)
+            sql = compile_statements(planned, "duckdb", Target(into="o")).main
             queries[f"{label} ({plan.additions:,} additions)"] = sql
         spent: dict[str, list[float]] = {label: [] for label in queries}
         for _ in range(3):

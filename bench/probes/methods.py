@@ -62,17 +62,17 @@ def kernel_floor(n: int = 50_000, side: int = 28, k: int = 160) -> None:
       scikit-learn's PolynomialCountSketch in the same run, and sqlrp's own run.  Best of 2 each."""
     import dataclasses
 
-    import kernel_peers
-    from run import photo_patches
     from sklearn.kernel_approximation import PolynomialCountSketch
 
+    from bench import kernel_peers
+    from bench.run import photo_patches
     from sqlrp import api
     from sqlrp.compiler import Source
 
     X = photo_patches(n, side)
     d = X.shape[1]
     db = sqlrp.connect(threads=2)
-    from conftest import wide_frame
+    from testkit.frames import wide_frame
 
     db.write_dataframe("t", wide_frame(X))
     proj = make_projection("pk-rp", d, k, seed=0)

@@ -37,7 +37,8 @@ def pg_tables(n: int):
     """A throw-away PostgreSQL server holding the same n x 784 rows twice: ``wide`` (784 float8
     columns) and ``arr`` (one float8[] column, TOASTed); yields a connected sqlrp backend."""
     import psycopg
-    from pgserver import TempPostgres
+
+    from testkit.pgserver import TempPostgres
 
     server = TempPostgres()
     url = server.start()
@@ -127,7 +128,7 @@ def pg_fence(n: int = 20_000) -> None:
 def pg_wide(n: int, d: int):
     """A throw-away PostgreSQL server with one wide table ``t`` of n x d float8 features, vacuumed
     and analysed; yields a connected sqlrp backend."""
-    from pgserver import TempPostgres
+    from testkit.pgserver import TempPostgres
 
     server = TempPostgres()
     url = server.start()
@@ -203,9 +204,8 @@ def pg_copy(d: int = 784, k: int = 200) -> None:
     """Storing a projection on PostgreSQL (issue 14): d = 784, k = 200, s = 1 (156,800 matrix rows)
     through sqlrp's COPY, as one block of COPY text (what ``insert_frame`` does for numeric frames)
     against a ``write_row`` per row (what it did), best of 3 each, in turn."""
-    from pgserver import TempPostgres
-
     from sqlrp.backends import postgres
+    from testkit.pgserver import TempPostgres
 
     server = TempPostgres()
     url = server.start()
@@ -238,7 +238,7 @@ def pg_read(n: int = 50_000, k: int = 200) -> None:
     bigint id, ``SELECT * ... ORDER BY id`` into a DataFrame through binary COPY parsed by NumPy
     (``query_df`` now) against ``fetchall()`` tuples (what it did), best of 3 each, in turn; the two
     frames are compared."""
-    from pgserver import TempPostgres
+    from testkit.pgserver import TempPostgres
 
     server = TempPostgres()
     url = server.start()

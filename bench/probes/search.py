@@ -15,7 +15,8 @@ def search_exact(n: int = 200_000, queries: int = 100) -> None:
     ``min_by(id, (distance, id), K)``, ties by id) against the one statement a user writes,
     ``min_by(id, array_distance(b.v, q.v), 10)`` (no tie rule), on the same tables.  Seconds per query."""
     import pyarrow as pa
-    from search_peers import embedding_like
+
+    from bench.search_peers import embedding_like
 
     X, Q = embedding_like(n, 128, queries)
     db = sqlrp.connect(threads=2)
@@ -45,8 +46,7 @@ def rabitq(n: int = 200_000, lists: int = 448, probes: int = 32, queries: int = 
     in a throw-away script, before this one, measured a sparse Achlioptas projection of the
     residuals, s = sqrt(d), far worse: 0.611 at C = 200 with 128 bits against 0.870 for a dense
     orthogonal rotation; so the rotation is orthogonal.)"""
-    from search_peers import embedding_like
-
+    from bench.search_peers import embedding_like
     from sqlrp.search.ivf import estimates, query_planes, reference_codes, train_lists
     from sqlrp.search.rotation import rotate, rotation_signs
 

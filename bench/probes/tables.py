@@ -10,13 +10,13 @@ import numpy as np
 
 import sqlrp
 
-from .common import ROOT, best, wide
+from .common import best, wide
 
 
 def roundtrip(n: int = 200_000, d: int = 784, k: int = 200) -> None:
     """The round trip's parts (s = sqrt(d)), each timed twice: the first touch of new memory is slow
     on this machine.  Fetching as a DataFrame gives a column-major float block for free."""
-    from run import make_dense, sklearn_sparse, write_back
+    from bench.run import make_dense, sklearn_sparse, write_back
 
     db = sqlrp.connect(threads=2)
     make_dense(db, n, d)
@@ -93,9 +93,8 @@ def highd(rows: int = 64, d: int = 6830, k: int = 160) -> None:
     import subprocess
     import tempfile
 
-    sys.path.insert(0, str(ROOT / "examples"))
-    from conftest import wide_frame
-    from kernel_frontier import image_patches, standardise
+    from examples.kernel_frontier import image_patches, standardise
+    from testkit.frames import wide_frame
 
     X = standardise(image_patches(83, rows))[:, :d]
     frame = wide_frame(X)

@@ -465,8 +465,10 @@ def modules_page() -> str:
         "| `sql/` | static SQL for users, installed as `sqlrp.sql` |",
         "| `bench/` | the benchmarks ([Benchmarks](../benchmarks.md); `bench/README.md` lists every command) |",
         "| `examples/` | quickstart, Table 1 of paper 000 (kernels), DT-RP against RP (`examples/README.md`) |",
-        "| `tests/` | parity (SQL against NumPy, every engine, layout and strategy), bad input, kernels, evaluation, "
-        "DT-RP, streaming and incremental runs, CLI, search, docs ([Tests](../tests.md)) |",
+        "| `tests/` | the tests, one folder per concern: engines, projection, search, io, interface, reliability, "
+        "fuzz ([Tests](../tests.md)) |",
+        "| `testkit/` | the helpers the tests and the benchmarks share (PostgreSQL and Spark servers, frames, the "
+        "cross-engine matrix, the fuzzer's parts); used from a checkout, not installed |",
         "| `docs/` | this site; `docs/hooks/` generates its reference pages |",
         "",
     ]
