@@ -69,40 +69,43 @@ def add_table(
     )
     p.add_argument("--input", help="input file or glob, whatever its ending (read by DuckDB; instead of --table)")
     p.set_defaults(table_required=table_required)
-    p.add_argument("--schema", help="schema of the input (and output) tables")
-    p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table")
     p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
-    p.add_argument(
-        "--layout",
-        choices=layouts,
-        default="wide",
-        help="wide: a column per feature; array: one LIST/ARRAY column"
-        + ("; long: (id, feature, value) rows" if "long" in layouts else ""),
+    add_input(
+        p,
+        p.add_argument("--schema", help="schema of the input (and output) tables"),
+        p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table"),
+        p.add_argument(
+            "--layout",
+            choices=layouts,
+            default="wide",
+            help="wide: a column per feature; array: one LIST/ARRAY column"
+            + ("; long: (id, feature, value) rows" if "long" in layouts else ""),
+        ),
+        p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)"),
+        p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)"),
+        p.add_argument("--array-column", help="array layout: the LIST/ARRAY column"),
+        p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0"),
     )
-    p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)")
-    p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)")
-    p.add_argument("--array-column", help="array layout: the LIST/ARRAY column")
     if "long" in layouts:
-        p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)")
-        p.add_argument("--value-column", default="value", help="long layout: value column")
-    p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0")
+        add_input(
+            p,
+            p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)"),
+            p.add_argument("--value-column", default="value", help="long layout: value column"),
+        )
+
+
+def add_input(p: argparse.ArgumentParser, *options: argparse.Action) -> None:
+    """Mark ``options`` (the actions ``add_argument`` returned) as the input's: each a field of
+    :class:`sqlrp.Source` (:class:`sqlrp.core.layout.SourceOptions`) under its own name, read back by
+    :func:`input_options` (``--columns`` and the repeatable ``--column`` as one list)."""
+    p.set_defaults(input_dests=(*(p.get_default("input_dests") or ()), *(option.dest for option in options)))
 
 
 def input_options(args: argparse.Namespace) -> dict:
-    """The input's options as every command that reads a table forwards them (``add_table``): the
-    fields of :class:`sqlrp.Source` but the table and the id column, read off the command line here
-    only."""
-    return dict(
-        layout=args.layout,
-        columns=feature_columns(args),
-        array_column=args.array_column,
-        feature_column=getattr(args, "feature_column", "feature"),  # long layout only (not index's)
-        value_column=getattr(args, "value_column", "value"),
-        schema=args.schema,
-        nulls=args.nulls,
-        group_column=getattr(args, "group_column", None),
-        catalog=args.catalog,
-    )
+    """The input's options as every command that reads a table forwards them: exactly those
+    :func:`add_input` marked, read off the command line here only."""
+    given = {dest: getattr(args, dest) for dest in args.input_dests if dest not in ("columns", "column")}
+    return {**given, "columns": feature_columns(args)}
 
 
 def add_source(p: argparse.ArgumentParser) -> None:
@@ -117,7 +120,7 @@ def add_source(p: argparse.ArgumentParser) -> None:
     add_method_params(p)
     p.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
     p.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
-    p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)")
+    add_input(p, p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)"))
     p.add_argument(
         "--standardize", action="store_true", help="centre and scale every feature in SQL first (wide/array)"
     )

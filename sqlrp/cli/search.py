@@ -61,10 +61,6 @@ def add_index(sub: Any) -> None:
     p.set_defaults(func=cmd_index)
 
 
-#: what ``build_index`` takes of the input's options (its rows are dense vectors: no long layout, no pooling)
-_INDEX_INPUT = ("layout", "columns", "array_column", "schema", "catalog", "nulls")
-
-
 def cmd_index(args: argparse.Namespace) -> int:
     with connect_args(args) as db:
         index = build_index(
@@ -73,7 +69,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             args.id_column,
             progress=sys.stderr.isatty(),  # on a terminal only, as project's bar
             **handed_on(args),
-            **{key: value for key, value in input_options(args).items() if key in _INDEX_INPUT},
+            **input_options(args),  # add_table(layouts=("wide", "array")): no long layout, no pooling
         )
         print(("refreshed " if args.incremental else "") + describe_index(index), file=sys.stderr)
     return 0
