@@ -10,7 +10,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict, Unpack
+from typing import Unpack
 
 import numpy as np
 from sqlglot import exp
@@ -19,6 +19,7 @@ from ..backends import Backend
 from ..compiler import Source, col, ident
 from ..core import files
 from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
+from ..core.layout import SOURCE_OPTIONS, SourceOptions
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..dialects import SqlrpDialect
@@ -89,9 +90,10 @@ class IndexSpec:
             )
 
 
-class IndexOptions(TypedDict, total=False):
+class IndexOptions(SourceOptions, total=False):
     """:func:`build_index`'s options: the index itself (:class:`IndexSpec`, with its defaults), the input
-    (its layout and columns, :class:`~sqlrp.core.layout.SourceOptions`' names) and how it is written."""
+    (:class:`~sqlrp.core.layout.SourceOptions`; an index reads the wide or array layout, unpooled) and
+    how it is written."""
 
     #: inverted lists (default :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``), trained by
     #: k-means on ``sample`` rows (default 40 a list, at most 100,000)
@@ -107,13 +109,6 @@ class IndexOptions(TypedDict, total=False):
     #: the Recall@10 the calibrated defaults reach, measured on ``calibration_queries`` rows (0: none)
     recall: float
     calibration_queries: int
-    #: the input: ``wide`` or ``array``; the feature columns or the array column; where the table is; NULLs
-    layout: str
-    columns: list[str] | None
-    array_column: str | None
-    schema: str | None
-    catalog: str | None
-    nulls: str
     #: refresh an existing index from its table (same centroids), or rebuild it
     incremental: bool
     replace: bool
@@ -122,10 +117,12 @@ class IndexOptions(TypedDict, total=False):
     progress: bool
 
 
-#: the input options an index reads, and their defaults
+#: the input options an index reads, and their defaults: the Source's, but the long layout's and pooling
 INDEX_INPUTS = {
-    "layout": "wide", "columns": None, "array_column": None, "schema": None, "catalog": None, "nulls": "error",
-}  # fmt: skip
+    name: field.default
+    for name, field in Source.__dataclass_fields__.items()
+    if name in SOURCE_OPTIONS and name not in ("feature_column", "value_column", "group_column")
+}
 
 
 def build_index(db: Backend, table: str, id_column: str, name: str, **options: Unpack[IndexOptions]) -> Index:
@@ -154,18 +151,19 @@ def build_index(db: Backend, table: str, id_column: str, name: str, **options: U
     given: dict = dict(options)
     spec = IndexSpec(**{key: given.pop(key) for key in IndexSpec.__dataclass_fields__ if key in given})
     inputs = {key: given.pop(key, default) for key, default in INDEX_INPUTS.items()}
-    incremental, replace = given.get("incremental", False), given.get("replace", False)
-    check, progress = given.get("check", True), given.get("progress", False)
+    incremental, replace = given.pop("incremental", False), given.pop("replace", False)
+    check, progress = given.pop("check", True), given.pop("progress", False)
+    if given:  # the long layout's columns, or pooling
+        raise InvalidParameter(f"an index reads the wide or array layout, one row a vector: no {', '.join(given)}")
     table_name(table)  # a frame's index would outlive it
     if incremental and replace:
-        raise InvalidParameter("incremental refreshes an index and replace rebuilds it: choose one")
+        raise InvalidParameter("--incremental refreshes an index and --replace rebuilds it: choose one")
     check_engine(db)
     Registry.of(db)
     existing = registry_row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
         raise ProjectionExists(
-            f"index {name!r} exists; pass replace=True (--replace) to rebuild it or incremental=True "
-            "(--incremental) to refresh it from its table"
+            f"index {name!r} exists; pass --replace to rebuild it or --incremental to refresh it from its table"
         )
     if incremental and existing is not None:
         with Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps:
