@@ -26,6 +26,11 @@ def feature_columns(args: argparse.Namespace) -> list[str] | None:
     return cols or None
 
 
+def names(value: str) -> tuple[str, ...]:
+    """A comma-separated list of names."""
+    return tuple(c.strip() for c in value.split(",") if c.strip())
+
+
 def sparsity(value: str) -> float | str:
     try:
         return float(value)
@@ -84,6 +89,7 @@ def add_table(
         p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)"),
         p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)"),
         p.add_argument("--array-column", help="array layout: the LIST/ARRAY column"),
+        p.add_argument("--exclude", type=names, help="wide layout: comma-separated columns left out of the features"),
         p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0"),
     )
     if "long" in layouts:

@@ -48,6 +48,8 @@ class Source:
     standardize: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     #: the engine's estimate of the table's rows (``None``: unknown); sets the pairs planner's time
     rows: int | None = None
+    #: wide layout: columns left out of the default features (a label, a year)
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -55,6 +57,7 @@ class Source:
         if self.nulls not in NULL_MODES:
             raise InvalidParameter(f"nulls must be 'error' or 'zero', got {self.nulls!r}")
         object.__setattr__(self, "columns", tuple(self.columns or ()))
+        object.__setattr__(self, "exclude", tuple(self.exclude or ()))
 
 
 class SourceOptions(TypedDict, total=False):
@@ -77,6 +80,8 @@ class SourceOptions(TypedDict, total=False):
     nulls: str
     #: pool the rows of each group (compact bilinear pooling): the group's column
     group_column: str | None
+    #: wide layout: columns left out of the default features (a label, a year)
+    exclude: Sequence[str] | None
 
 
 #: the names of :class:`SourceOptions`, in order

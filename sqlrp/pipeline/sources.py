@@ -36,8 +36,8 @@ def _integers_beside_floats(where: str, columns: list[ColumnInfo]) -> None:
         shown = ", ".join(map(repr, integers[:5])) + (", ..." if len(integers) > 5 else "")
         what = "columns" if len(integers) > 1 else "column"
         warn_caller(
-            f"{where}: integer {what} {shown} read as features beside floating-point ones; name the features "
-            "(--columns, columns=) to leave such a label or key out"
+            f"{where}: integer {what} {shown} read as features beside floating-point ones; leave such a label "
+            "or key out (--exclude, exclude=) or name the features (--columns, columns=)"
         )
 
 
@@ -75,8 +75,13 @@ def fill_source(db: Backend, wanted: Source) -> Source:
         found.need(group_column, "group")
     if wanted.layout != "long":  # the long layout's own columns: unused here, kept at their defaults
         wanted = dataclasses.replace(wanted, feature_column="feature", value_column="value")
+    for name in wanted.exclude:
+        found.need(name, "excluded")
+    if wanted.exclude and (wanted.layout != "wide" or wanted.columns):
+        raise InvalidParameter("--exclude narrows the wide layout's default features: give it without --columns")
     if wanted.layout == "wide":
-        chosen = _wide_columns(db, found, wanted.columns, {id_column, group_column}, id_column)
+        keys = {id_column, group_column, *wanted.exclude}  # left out of the default features
+        chosen = _wide_columns(db, found, wanted.columns, keys, id_column)
         if isinstance(chosen, str):  # one embedding column and nothing else numeric: the array layout
             return dataclasses.replace(wanted, layout="array", columns=(), array_column=chosen)
         return dataclasses.replace(wanted, columns=tuple(chosen), array_column=None)

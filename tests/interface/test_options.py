@@ -77,3 +77,34 @@ def test_no_file_over_450_lines_and_no_function_over_80():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 80
     ]
     assert (long_files, long_functions) == ([], [])
+
+
+def test_exclude_reaches_every_entry_point(duck, tmp_path, capsys):
+    """``exclude`` (a Source field, its resolution, one CLI option) leaves an integer label out of the
+    default features wherever a table is read: ``project``, the CLI and an index."""
+    import numpy as np
+    import pandas as pd
+
+    from sqlrp.cli import main
+    from sqlrp.methods import reference
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    frame = pd.DataFrame({"id": range(40), **{f"f{i}": X[:, i] for i in range(5)}, "label": rng.integers(0, 3, 40)})
+    url = f"duckdb:///{tmp_path / 'x.duckdb'}"
+    db = sqlrp.connect(url)
+    db.write_dataframe("t", frame)
+    got = sqlrp.project(db, "t", "id", k=3, seed=1, exclude=["label"])
+    proj = sqlrp.create_projection(None, None, "achlioptas", d=5, k=3, seed=1, s=np.sqrt(5))
+    assert got.shape == (40, 4)
+    np.testing.assert_allclose(got.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9)
+    index = sqlrp.build_index(db, "t", "id", "ix", exclude=["label"], calibration_queries=0)
+    assert index.source.columns == tuple(f"f{i}" for i in range(5))
+    with pytest.raises(sqlrp.InvalidParameter, match="without"):
+        sqlrp.project(db, "t", "id", k=3, exclude=["label"], columns=["f0"])
+    db.close()
+    out = tmp_path / "o.csv"
+    argv = ["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "3", "--seed", "1"]
+    assert main([*argv, "--exclude", "label", "--into", str(out)]) == 0
+    written = pd.read_csv(out).sort_values("id")
+    np.testing.assert_allclose(written.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9)
