@@ -1,7 +1,8 @@
 """Arrow on the way in and out, for the backends that move data as Arrow (ClickHouse, DataFusion).
 
-- :func:`arrow_column`, :func:`arrow_table`, :func:`ipc_stream`: a DataFrame as Arrow, each column
-  typed by what it holds (:func:`~sqlrp.backends.values.value_kind`), pandas' missing values as NULL;
+- :func:`arrow_column`, :func:`arrow_table`, :func:`ipc_stream`, :func:`typed_stream`: a DataFrame as
+  Arrow, each column typed by what it holds (:func:`~sqlrp.backends.values.value_kind`), pandas'
+  missing values as NULL;
 - :func:`arrow_rows`, :func:`recut_batches`: a result as rows of Python values, or re-cut into tables
   of a given number of rows;
 - :func:`sql_type`, :func:`column_info`: Arrow types in the spelling
@@ -13,7 +14,7 @@ pyarrow is imported inside the functions: importing this module needs no extra.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -92,6 +93,15 @@ def ipc_stream(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
+def typed_stream(
+    df: pd.DataFrame, kind: Callable[[pd.Series], str], column_type: Callable[[str, bool], str], unsigned: bool = False
+) -> tuple[bytes, list[str]]:
+    """``df`` as Arrow IPC stream bytes (:func:`ipc_stream`) and the engine's type of each column: a
+    column is :func:`arrow_column` of ``kind(column)``, its type ``column_type(Arrow type name, has a NULL)``."""
+    arrays = [arrow_column(df.iloc[:, i], kind(df.iloc[:, i]), unsigned) for i in range(df.shape[1])]
+    return ipc_stream(arrow_table(df, arrays)), [column_type(str(a.type), bool(a.null_count)) for a in arrays]
+
+
 def python_value(value: Any) -> Any:
     """An Arrow value as Python gives it, with nanosecond timestamps as ``datetime`` (not pandas')."""
     if isinstance(value, pd.Timestamp):
@@ -166,4 +176,5 @@ __all__ = [
     "python_value",
     "recut_batches",
     "sql_type",
+    "typed_stream",
 ]

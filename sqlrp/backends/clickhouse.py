@@ -7,16 +7,10 @@ placeholders the way the other backends do, so :func:`bind` renders each paramet
 literal (sqlglot's string escaping; ``nan`` / ``inf`` spelled out) in place of the ``?`` tokens that
 stand outside quotes and comments -- user text is never pasted into SQL as SQL.
 
-Behaviours the rest of sqlrp relies on, measured on chdb 4.4 (ClickHouse 26.9):
+ClickHouse's SQL behaviours the rest of sqlrp relies on (NULL casts, overflow, NaN, array indexes,
+joins), its literals, quoting and type names are in :mod:`sqlrp.dialects.clickhouse`.  This module's own,
+measured on chdb 4.4 (ClickHouse 26.9):
 
-- ``CAST(x AS Float64)`` of a NULL fails ("Cannot convert NULL to a non-nullable type"); sqlglot
-  renders ``CAST(x AS DOUBLE)`` as ``CAST(x AS Nullable(Float64))``, which keeps NULLs.
-- Float sums overflow to ``inf`` (``1e308 + 1e308``); integer arithmetic wraps silently
-  (``4294967296 * 4294967296 = 0``); integer literals are the smallest type that holds them
-  (``1`` is UInt8, ``-1`` Int8).
-- ``nan = nan`` is false (IEEE comparison): NaN is found with ``isNaN(x)``.
-- ``arr[i]`` outside the array gives 0, not NULL; aggregates of no rows give 0, not NULL; a LEFT
-  JOIN fills rows without a match with the column defaults (0, '') unless ``join_use_nulls = 1``.
 - Inserting NULL into a non-Nullable column stores the type's default (0) unless
   ``input_format_null_as_default = 0``: :meth:`insert_frame` sets it, so a NULL there is an error.
 - ``projection`` is a keyword in ``CREATE TABLE`` column lists (quoted in the migrations).
@@ -40,20 +34,17 @@ import numpy as np
 from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
-from ..core.nodes import ident
-from .arrow import arrow_column, arrow_rows, arrow_table, ipc_stream
+from ..dialects.clickhouse import bare_type, column_type, element_type, literal, quote, sql_type
+from .arrow import arrow_rows, typed_stream
 from .base import URL, ColumnInfo, NoTransactions, Registration, client_options, missing_table, parse_url
 from .placeholders import bind_literals, quoting_tokens
 from .staging import dropped_on_failure
-from .typenames import NUMBER_NAMES, type_call, unwrapped
 from .values import is_array, missing, recut, value_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 ENGINE = "clickhouse"
-
-_WRAPPERS = ("nullable", "lowcardinality")  # type names around a type: Nullable(Float64)
 
 # a ``?`` outside string literals, quoted identifiers and comments (ClickHouse escapes: \x and doubling)
 _TOKENS = quoting_tokens(backslash=True, backticks=True)
@@ -75,32 +66,7 @@ def _set_session(conn: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# SQL text: literals, placeholders, identifiers, types
-
-
-def literal(value: Any) -> str:
-    """``value`` as a ClickHouse literal: NULL, a number (``nan``, ``inf``, ``-inf`` included), or a
-    string quoted and escaped by sqlglot.  Other types go through ``sqlglot.exp.convert``."""
-    from sqlglot import exp
-
-    if value is None or value is pd.NA:
-        return "NULL"
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and np.isnan(value):
-            return "nan"
-        if isinstance(value, int):
-            text = str(value)
-        elif np.isinf(value):
-            text = "inf" if value > 0 else "-inf"
-        else:
-            text = repr(value)  # the shortest text that reads back as the same double
-        # a negative number gets a space in front: "x -?" must not become the comment "x --1"
-        return f" {text}" if text.startswith("-") else text
-    return exp.convert(value).sql(ENGINE)
+# SQL text (literals, quoting and type names: sqlrp.dialects.clickhouse) and DataFrames to Arrow
 
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
@@ -109,60 +75,21 @@ def bind(sql: str, params: Sequence[Any] | None) -> str:
     return bind_literals(sql, params, _TOKENS, literal, ENGINE)
 
 
-def quote(name: str) -> str:
-    """``name`` as a quoted ClickHouse identifier (sqlrp's own quoting, :func:`sqlrp.compiler.ident`)."""
-    return ident(name).sql(ENGINE)
-
-
-def sql_type(clickhouse_type: str) -> str:
-    """A scalar ClickHouse type in the spelling :func:`~sqlrp.backends.base.is_numeric_type` reads:
-    ``Nullable(Float64)`` -> ``double``, ``Int64`` -> ``bigint``, ``Decimal(10, 2)`` -> ``decimal(10, 2)``.
-    Types that are not numbers keep their ClickHouse name (``String``, ``Bool``, ``DateTime``)."""
-    bare = unwrapped(clickhouse_type, _WRAPPERS)
-    name, args = type_call(bare)
-    mapped = NUMBER_NAMES.get(name.lower())
-    if mapped is None:
-        return bare
-    if mapped == "decimal" and args and name.lower() == "decimal":
-        return f"decimal({args})"
-    return mapped
-
-
 def column_info(name: str, clickhouse_type: str) -> ColumnInfo:
     """A :class:`ColumnInfo` for a column of ClickHouse type ``clickhouse_type``: scalars by
     :func:`sql_type`, ``Array(T)`` with ``element_type = sql_type(T)`` (no fixed length)."""
-    bare = unwrapped(clickhouse_type, _WRAPPERS)
-    outer, inner = type_call(bare)
-    if outer.lower() == "array" and inner:
-        element = sql_type(inner)
-        return ColumnInfo(name, f"{element}[]", element_type=element)
-    return ColumnInfo(name, sql_type(bare))
+    element = element_type(clickhouse_type)
+    if element is None:
+        return ColumnInfo(name, sql_type(clickhouse_type))
+    return ColumnInfo(name, f"{element}[]", element_type=element)
 
 
-# ----------------------------------------------------------------------------------------------
-# DataFrames to Arrow (the bulk-load path of both drivers)
-
-
-#: the ClickHouse type of each Arrow type :func:`clickhouse_column` makes
-_TYPES = {
-    "double": "Float64",
-    "int64": "Int64",
-    "uint64": "UInt64",
-    "bool": "Bool",
-    "timestamp[us]": "DateTime64(6)",
-    "string": "String",
-    "list<item: double>": "Array(Float64)",
-}
-
-
-def clickhouse_column(series: pd.Series) -> tuple[pa.Array, str]:
-    """``series`` as an Arrow array (:func:`~sqlrp.backends.arrow.arrow_column`) and the ClickHouse
-    type of a column that holds it.
-
-    pandas' missing values (NaN, None, ``pd.NA``, ``NaT``) become NULL in a ``Nullable`` column, as
-    DuckDB reads a frame (so sqlrp's NULL check finds them); ``inf`` stays ``inf``.  Lists and arrays
-    become ``Array(Float64)``, which cannot be NULL: a missing array is an :class:`InputError`.  Bytes
-    and time-zoned timestamps are stored as their text; a column with no value as ``Float64``."""
+def _load_kind(series: pd.Series) -> str:
+    """The kind (:func:`~sqlrp.backends.values.value_kind`) ``series`` is loaded as.  pandas' missing
+    values (NaN, None, ``pd.NA``, ``NaT``) become NULL in a ``Nullable`` column, as DuckDB reads a
+    frame (so sqlrp's NULL check finds them); ``inf`` stays ``inf``.  Lists and arrays become
+    ``Array(Float64)``, which cannot be NULL: a missing array is an :class:`InputError`.  Bytes and
+    time-zoned timestamps are stored as their text; a column with no value as ``Float64``."""
     kind = value_kind(series)
     if kind == "array" and not all(is_array(v) for v in series.tolist()):
         raise InputError(
@@ -173,16 +100,13 @@ def clickhouse_column(series: pd.Series) -> tuple[pa.Array, str]:
         kind = "text"
     if kind == "text" and all(missing(v) for v in series.tolist()):
         kind = "double"
-    array = arrow_column(series, kind, unsigned=True)
-    ch_type = _TYPES[str(array.type)]
-    return array, f"Nullable({ch_type})" if array.null_count else ch_type
+    return kind
 
 
 def arrow_stream(df: pd.DataFrame) -> tuple[bytes, list[str]]:
     """``df`` as Arrow IPC stream bytes (ClickHouse input format ``ArrowStream``, which matches
-    columns to the INSERT's by name) and the ClickHouse type of each column."""
-    typed = [clickhouse_column(df.iloc[:, position]) for position in range(df.shape[1])]
-    return ipc_stream(arrow_table(df, [array for array, _ in typed])), [ch_type for _, ch_type in typed]
+    columns to the INSERT's by name) and the ClickHouse type of each column (``column_type``)."""
+    return typed_stream(df, _load_kind, column_type, unsigned=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -231,7 +155,7 @@ class _ClickHouse(NoTransactions):
         if len(types) != len(columns):
             return
         for i, ch_type in enumerate(types):
-            if unwrapped(ch_type, _WRAPPERS).split("(")[0] == "DateTime":
+            if bare_type(ch_type).split("(")[0] == "DateTime":
                 columns[i] = [
                     None if v is None else datetime.fromtimestamp(v, UTC).replace(tzinfo=None) for v in columns[i]
                 ]

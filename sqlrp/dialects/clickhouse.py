@@ -19,15 +19,34 @@ https://clickhouse.com/docs/operations/settings/settings:
 Arrays are 1-based (``arr[1]``).  There are no transactions (``CREATE TABLE ... AS`` is one
 statement: a failure leaves no table; sqlrp materialises under a staging name and renames), every
 ``CREATE TABLE`` needs an ENGINE, ``ARRAY_AGG(x ORDER BY y)`` is rejected, and ``VALUES`` with
-named columns is rendered by sqlglot as ``SELECT ... UNION ALL``.  Float sums overflow to ``inf``
-like DuckDB's.
+named columns is rendered by sqlglot as ``SELECT ... UNION ALL``.
+
+Behaviours the rest of sqlrp relies on, measured on chdb 4.4 (ClickHouse 26.9):
+
+- ``CAST(x AS Float64)`` of a NULL fails ("Cannot convert NULL to a non-nullable type"); sqlglot
+  renders ``CAST(x AS DOUBLE)`` as ``CAST(x AS Nullable(Float64))``, which keeps NULLs.
+- Float sums overflow to ``inf`` (``1e308 + 1e308``) like DuckDB's; integer arithmetic wraps silently
+  (``4294967296 * 4294967296 = 0``); integer literals are the smallest type that holds them
+  (``1`` is UInt8, ``-1`` Int8).
+- ``nan = nan`` is false (IEEE comparison): NaN is found with ``isNaN(x)``.
+- ``arr[i]`` outside the array gives 0, not NULL; aggregates of no rows give 0, not NULL; a LEFT
+  JOIN fills rows without a match with the column defaults (0, '') unless ``join_use_nulls = 1``.
+
+The end of this module is the SQL text :mod:`sqlrp.backends.clickhouse` writes and reads outside the
+compiler: :func:`literal`, :func:`quote`, and ClickHouse's type names (:func:`sql_type`, :func:`column_type`).
 """
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import numpy as np
 from sqlglot import exp
 from sqlglot.dialects.clickhouse import ClickHouse
 
+from ..core.lazy import pd
+from ..core.nodes import ident
 from .base import SqlrpDialect, extend
 
 
@@ -130,3 +149,123 @@ class ClickHouseDialect(SqlrpDialect):
                 exp.Order(expressions=[exp.Ordered(this=exp.Anonymous(this="tuple"))]),
             ]
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# the SQL text the backend writes and reads outside the compiler: literals, identifiers, type names
+
+_WRAPPERS = ("nullable", "lowcardinality")  # type names around a type: Nullable(Float64)
+_CALL = re.compile(r"^\s*(?P<name>\w+)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
+
+#: number types as ClickHouse names them (lower case; ``Double`` and ``Float`` are its aliases) -> the
+#: spelling :func:`sqlrp.backends.base.is_numeric_type` reads (DuckDB's); decimals with their arguments apart
+NUMBER_TYPES = {
+    "float64": "double",
+    "double": "double",
+    "float32": "float",
+    "float": "float",
+    "bfloat16": "float",
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "integer",
+    "int64": "bigint",
+    "int128": "hugeint",
+    "int256": "hugeint",
+    "uint8": "utinyint",
+    "uint16": "usmallint",
+    "uint32": "uinteger",
+    "uint64": "ubigint",
+    "uint128": "uhugeint",
+    "uint256": "uhugeint",
+    "decimal": "decimal",
+    "decimal32": "decimal",
+    "decimal64": "decimal",
+    "decimal128": "decimal",
+    "decimal256": "decimal",
+}
+
+#: the column type that holds each Arrow type a DataFrame column is loaded as, by Arrow's name
+#: (:func:`sqlrp.backends.arrow.arrow_column`)
+COLUMN_TYPES = {
+    "double": "Float64",
+    "int64": "Int64",
+    "uint64": "UInt64",
+    "bool": "Bool",
+    "timestamp[us]": "DateTime64(6)",
+    "string": "String",
+    "list<item: double>": "Array(Float64)",
+}
+
+
+def literal(value: Any) -> str:
+    """``value`` as a ClickHouse literal: NULL, a number (``nan``, ``inf``, ``-inf`` included), or a
+    string quoted and escaped by sqlglot.  Other types go through ``sqlglot.exp.convert``."""
+    if value is None or value is pd.NA:
+        return "NULL"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and np.isnan(value):
+            return "nan"
+        if isinstance(value, int):
+            text = str(value)
+        elif np.isinf(value):
+            text = "inf" if value > 0 else "-inf"
+        else:
+            text = repr(value)  # the shortest text that reads back as the same double
+        # a negative number gets a space in front: "x -?" must not become the comment "x --1"
+        return f" {text}" if text.startswith("-") else text
+    return exp.convert(value).sql("clickhouse")
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted ClickHouse identifier (sqlrp's own quoting, :func:`sqlrp.core.nodes.ident`)."""
+    return ident(name).sql("clickhouse")
+
+
+def type_call(type_name: str) -> tuple[str, str]:
+    """``(name, arguments)`` of a type name ``Name(args)`` (``Decimal(10, 2)``, ``Array(Int64)``), or
+    ``(type_name, "")`` for one without arguments."""
+    m = _CALL.match(type_name)
+    if not m:
+        return type_name.strip(), ""
+    return m["name"], m["args"].strip()
+
+
+def bare_type(type_name: str) -> str:
+    """``type_name`` without the ``Nullable(...)`` and ``LowCardinality(...)`` around it."""
+    name, args = type_call(type_name)
+    while name.lower() in _WRAPPERS and args:
+        type_name = args
+        name, args = type_call(type_name)
+    return type_name.strip()
+
+
+def sql_type(clickhouse_type: str) -> str:
+    """A scalar ClickHouse type in the spelling :func:`~sqlrp.backends.base.is_numeric_type` reads:
+    ``Nullable(Float64)`` -> ``double``, ``Int64`` -> ``bigint``, ``Decimal(10, 2)`` -> ``decimal(10, 2)``.
+    Types that are not numbers keep their ClickHouse name (``String``, ``Bool``, ``DateTime``)."""
+    bare = bare_type(clickhouse_type)
+    name, args = type_call(bare)
+    mapped = NUMBER_TYPES.get(name.lower())
+    if mapped is None:
+        return bare
+    if mapped == "decimal" and args and name.lower() == "decimal":
+        return f"decimal({args})"
+    return mapped
+
+
+def element_type(clickhouse_type: str) -> str | None:
+    """:func:`sql_type` of the element of an ``Array(T)`` (``Nullable`` or not); None for a type that
+    is not an array."""
+    outer, inner = type_call(bare_type(clickhouse_type))
+    return sql_type(inner) if outer.lower() == "array" and inner else None
+
+
+def column_type(arrow_type: str, nullable: bool) -> str:
+    """The ClickHouse type of a column that holds the Arrow type named ``arrow_type``
+    (:data:`COLUMN_TYPES`), ``Nullable(...)`` if it holds a NULL."""
+    name = COLUMN_TYPES[arrow_type]
+    return f"Nullable({name})" if nullable else name

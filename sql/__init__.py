@@ -1,1 +1,0 @@
-"""Static SQL users may read or reuse (installed as ``sqlrp.sql``)."""
