@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -45,18 +44,14 @@ import numpy as np
 from ..backends import Backend, need
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.files import database_files, refuse_files
-from ..core.ir import Combiner, Composed, LinearStage, Projection
+from ..core.ir import Composed, Projection
 from ..core.lazy import pd
+from .file_format import COLUMNS, from_parts, matrix_frame, metadata
 from .store import Registry, stage_names
 
 FORMATS = (".parquet", ".csv")  #: the file endings export and import accept (and JSON_ENDING)
 JSON_ENDING = ".sqlrp.json"  #: one JSON file: the metadata and, under ``entries``, the matrix's columns
-COLUMNS = ("vector", "feature", "weight")  #: the columns of the matrix file, in order
 METADATA_KEY = "sqlrp.projection"  #: Parquet key-value metadata key of the JSON document
-FORMAT_NAME = "sqlrp-projection"
-FORMAT_VERSION = 1
-
-
 def _format(path: Path) -> str:
     if path.name.lower().endswith(JSON_ENDING):
         return "json"
@@ -78,162 +73,6 @@ def sidecar(path: str | os.PathLike[str]) -> Path:
 
 # ----------------------------------------------------------------------------------------------
 # the projection <-> (matrix frame, metadata)
-
-
-def metadata(projection: Projection) -> dict[str, Any]:
-    """Everything about ``projection`` except its matrix entries, as JSON-ready values: method,
-    params, seed, name, d, k, p, nnz, scale, ``vector_bias`` / ``vector_power`` (``None`` where
-    they are the defaults 0 / 1) and the combiner (``"identity"`` for a linear projection, else its
-    four arrays as :class:`sqlrp.core.ir.Combiner` holds them)."""
-    lin, comb = projection.linear, projection.combiner
-    combiner: str | dict[str, list] = "identity"
-    if not comb.is_identity:
-        combiner = {
-            "term_component": comb.term_component.tolist(),
-            "term_weight": comb.term_weight.tolist(),
-            "factor_term": comb.factor_term.tolist(),
-            "factor_vector": comb.factor_vector.tolist(),
-        }
-    return {
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "name": projection.name,
-        "method": projection.method,
-        "params": projection.params,
-        "seed": projection.seed,
-        "d": projection.d,
-        "k": projection.k,
-        "p": lin.p,
-        "nnz": lin.nnz,
-        "scale": float(projection.scale),
-        "vector_bias": None if lin.bias is None else lin.bias.tolist(),
-        "vector_power": None if lin.power is None else lin.power.tolist(),
-        "combiner": combiner,
-    }
-
-
-def matrix_frame(projection: Projection) -> pd.DataFrame:
-    """The linear stage's entries as the frame the matrix file holds: ``vector, feature, weight``,
-    ordered by vector and feature (integers as int32, like the registry's columns)."""
-    lin = projection.linear
-    order = np.lexsort((lin.feature, lin.vector))
-    return pd.DataFrame(
-        {
-            "vector": lin.vector[order].astype(np.int32),
-            "feature": lin.feature[order].astype(np.int32),
-            "weight": lin.weight[order],
-        }
-    )
-
-
-def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file") -> Projection:
-    """The projection ``meta`` (:func:`metadata`) describes, with the entries of ``frame``
-    (:func:`matrix_frame`); :class:`InputError` naming ``where`` if they do not fit together."""
-    if meta.get("format") != FORMAT_NAME:
-        raise InputError(f"{where} holds no sqlrp projection metadata (format {FORMAT_NAME!r})")
-    if meta.get("version") != FORMAT_VERSION:
-        raise InputError(
-            f"{where} is sqlrp projection format version {meta.get('version')!r}; this sqlrp reads version "
-            f"{FORMAT_VERSION}: upgrade sqlrp"
-        )
-    missing = [key for key in ("method", "d", "k", "p", "scale", "combiner") if key not in meta]
-    if missing:
-        raise InputError(f"{where}: the projection metadata lacks {', '.join(missing)}")
-    if list(frame.columns) != list(COLUMNS):
-        raise InputError(
-            f"{where}: the matrix must have exactly the columns {', '.join(COLUMNS)}; it has "
-            f"{', '.join(map(str, frame.columns)) or 'none'}"
-        )
-    if meta.get("nnz") is not None and int(meta["nnz"]) != len(frame):
-        raise InputError(
-            f"{where}: the matrix has {len(frame)} rows but the projection metadata says {meta['nnz']}; "
-            "the matrix file and its metadata do not belong together"
-        )
-    if frame.isna().any().any():
-        raise InputError(f"{where}: the matrix has empty (NULL) values")
-    if not np.all(np.isfinite(frame["weight"].to_numpy(dtype=np.float64))):
-        raise InputError(f"{where}: the matrix has weights that are not finite numbers")
-    if frame.duplicated(["vector", "feature"]).any():
-        raise InputError(f"{where}: the matrix has more than one row for some (vector, feature)")
-    try:
-        d, k = (_count(meta[key], key) for key in ("d", "k"))
-        p = _count(meta["p"], "p", minimum=0)  # 0: a Maclaurin map of degree 0 is its constant term alone
-        scale = meta["scale"]
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be a finite positive number, got {scale!r}")
-        params = meta.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValueError(f"params must be a JSON object, got {type(params).__name__}")
-        vector = _integers(frame["vector"], "vector")
-        feature = _integers(frame["feature"], "feature")
-        if len(vector) and (vector.min() < 0 or vector.max() >= p):
-            raise ValueError(f"vector index out of range [0, p = {p}): {int(vector.max())}")
-        if len(feature) and (feature.min() < 0 or feature.max() >= d):
-            raise ValueError(f"feature index out of range [0, d = {d}): {int(feature.max())}")
-        linear = LinearStage(
-            d=d,
-            p=p,
-            vector=vector,
-            feature=feature,
-            weight=frame["weight"].to_numpy(dtype=np.float64),
-            bias=meta.get("vector_bias"),
-            power=meta.get("vector_power"),
-        )
-        combiner = _combiner(meta["combiner"], k, linear.p)
-    except (ValueError, TypeError, KeyError, OverflowError) as exc:
-        raise InputError(f"{where}: not a valid projection ({exc})") from None
-    return Projection(
-        method=str(meta["method"]),
-        linear=linear,
-        combiner=combiner,
-        scale=float(scale),
-        params=dict(params),
-        seed=meta.get("seed"),
-        name=meta.get("name"),
-    )
-
-
-def _combiner(comb: Any, k: int, p: int) -> Combiner:
-    """The combiner the metadata describes, its factors reading vectors and terms that exist."""
-    if comb == "identity":
-        if k != p:
-            raise ValueError(f"a linear projection has k = p outputs; the metadata says k = {k}, p = {p}")
-        return Combiner.identity(k)
-    if not isinstance(comb, dict):
-        raise ValueError("combiner must be 'identity' or a JSON object")
-    arrays = ("term_component", "term_weight", "factor_term", "factor_vector")
-    combiner = Combiner(k=k, **{key: comb[key] for key in arrays})
-    if len(combiner.factor_vector) and (combiner.factor_vector.min() < 0 or combiner.factor_vector.max() >= p):
-        raise ValueError(f"a combiner factor reads a vector outside [0, p = {p})")
-    terms = combiner.factor_term
-    if len(terms) and (terms.min() < 0 or terms.max() >= combiner.n_terms):
-        raise ValueError("a combiner factor belongs to a term that does not exist")
-    return combiner
-
-
-def _count(value: Any, key: str, minimum: int = 1) -> int:
-    """A metadata count (d, k, p): a whole number >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{key} must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _integers(series: pd.Series, column: str) -> np.ndarray:
-    values = series.to_numpy()
-    if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"column {column} holds an index beyond int64")
-    if values.dtype.kind == "O":
-        values = np.array([int(v) if isinstance(v, (int, np.integer)) else float(v) for v in values])
-    if values.dtype.kind not in "iu":
-        as_float = values.astype(np.float64)
-        if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
-            raise ValueError(f"column {column} must hold whole numbers")
-        values = as_float
-    return values.astype(np.int64)
-
-
-# ----------------------------------------------------------------------------------------------
-# files
 
 
 def write_projection(
@@ -301,7 +140,7 @@ def _refuse_existing(paths: list[Path]) -> None:
     if there:
         raise ProjectionExists(
             f"{' and '.join(map(repr, there))} already exist{'s' if len(there) == 1 else ''}: nothing was written; "
-            "pass replace=True (--replace) to overwrite, or choose another file"
+            "pass --replace to overwrite, or choose another file"
         )
 
 
@@ -354,7 +193,7 @@ def read_projection(path: str | os.PathLike[str]) -> Projection:
         if not isinstance(entries, dict):
             raise InputError(
                 f"{str(source)!r} holds no matrix (its 'entries'): a {JSON_ENDING} file is written by sqlrp "
-                "beside a projected file, or by projections export --to NAME.sqlrp.json"
+                "beside a projected file, or by projections export (--to=NAME.sqlrp.json)"
             )
         try:
             frame = pd.DataFrame({c: entries[c] for c in COLUMNS})
@@ -402,7 +241,15 @@ def export_projection(
     """Write the projection stored as ``name`` in ``db`` to ``path`` (``.parquet``: one file with the
     metadata inside; ``.csv``: the matrix plus ``<path>.json``).  ``name`` may also be a
     :class:`~sqlrp.core.ir.Projection` in memory (``db`` is then not used).  An existing file is refused
-    unless ``replace``.  Returns the files written."""
+    unless ``replace``.  Returns the files written.
+
+    :param db: the connection that stores the projection (``None`` when ``name`` is the projection itself).
+    :param name: the stored projection's name, or a projection in memory.
+    :param path: the file to write: ``.parquet`` (needs ``sqlrp[parquet]``), ``.csv`` (plus ``<path>.json``)
+        or ``.sqlrp.json``.
+    :param replace: overwrite existing files.
+    :returns: the files written (the ``.csv`` and its ``.json`` sidecar, or the one file).
+    """
     if isinstance(name, (Projection, Composed)):
         projection: Projection | Composed = name
     else:
@@ -424,7 +271,14 @@ def import_projection(
     """Store the projection in the file ``path`` (written by :func:`export_projection`) in ``db``'s
     registry as ``name`` (default: the name it was exported under, else the file's stem); an
     existing projection of that name raises :class:`~sqlrp.core.errors.ProjectionExists` unless
-    ``replace``.  Returns the stored projection."""
+    ``replace``.  Returns the stored projection.
+
+    :param db: the connection whose registry stores it.
+    :param path: a ``.parquet``, ``.csv`` (its ``<path>.json`` beside it) or ``.sqlrp.json`` file.
+    :param name: the stored name (default: the name it was exported under, else the file's stem).
+    :param replace: replace a stored projection of that name.
+    :returns: the projection, as stored.
+    """
     projection = read_projection(path)
     target = name or projection.name or Path(path).stem
     Registry.of(db).save(projection, target, replace=replace)

@@ -31,7 +31,7 @@ from ..core.names import scratch_name
 from ..core.params import positive_int, positive_ints, whole
 from ..pipeline import targets
 from ..pipeline.materialise import output_table
-from .index import load_index
+from .index import Index, load_index
 from .lookup import search
 from .reference import result_recall
 from .sql import METRICS
@@ -85,7 +85,22 @@ def evaluate_search(
 ) -> SearchReport:
     """Recall@``top`` of ``search`` on ``index`` for each number of ``candidates`` (default
     :func:`default_candidates`) at the index's default probes, then with every list probed and every
-    row re-ranked, on ``queries`` rows sampled (seeded) from the indexed table."""
+    row re-ranked, on ``queries`` rows sampled (seeded) from the indexed table.
+
+    :param db: the connection holding the index and its table.
+    :param index: the index's name (:func:`sqlrp.build_index`).
+    :param queries: how many rows of the indexed table to sample as queries (at most all of them).
+    :param top: ``K`` of Recall@K, the neighbours asked for per query (at most the table's rows less one).
+    :param candidates: the numbers of rows re-ranked exactly per query to sweep (default ``K, 2K, 5K,
+        10K, ...`` up to the table's size).
+    :param metric: the distance, ``euclidean`` or ``angular``: it must be the index's own (``None``: the
+        index's).
+    :param seed: the seed of the query sample.
+    :param out: a folder to write ``search_metrics.csv``, ``search_metrics.json`` and
+        ``recall_vs_candidates.png`` into (needs ``sqlrp[eval]``; ``None``: nothing written).
+    :returns: the report: one row per setting of probes and candidates with its recall and seconds, the
+        exact brute force's seconds, and the files written.
+    """
     queries = positive_int("queries", queries)  # every count before any work (sqlrp.core.params)
     top = positive_int("top", top)
     candidates = positive_ints("candidates", candidates)
@@ -118,29 +133,7 @@ def evaluate_search(
     sweep.append((idx.lists, len(ids)))  # everything: the exact answer
     try:
         db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=rows)))
-        start = time.perf_counter()
-        exact = search(db, index, sample, src.id_column, top=top + 1, schema=src.schema, exact=True)
-        exact_seconds = time.perf_counter() - start
-        truth = _without_self(exact, top)
-        records = []
-        for probes, c in sweep:
-            start = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # fewer than K found: it shows in the recall
-                found = search(
-                    db,
-                    index,
-                    sample,
-                    src.id_column,
-                    top=top + 1,
-                    candidates=c,
-                    probes=probes,
-                    schema=src.schema,
-                )
-            seconds = time.perf_counter() - start
-            setting = "defaults" if probes is None else f"{probes}"
-            shown = c if c is not None else idx.calibration.default_candidates(top + 1)
-            records.append((setting, shown, result_recall(_without_self(found, top), truth), seconds))
+        records, exact_seconds = _sweep(db, idx, sample, top, sweep)
     finally:
         db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
     table = pd.DataFrame(records, columns=["probes", "candidates", f"recall_at_{top}", "seconds"])
@@ -150,6 +143,32 @@ def evaluate_search(
     if out is not None:
         report.files = write_search_report(report, out)
     return report
+
+
+def _sweep(
+    db: Backend, idx: Index, sample: str, top: int, sweep: list[tuple[int | None, int | None]]
+) -> tuple[list[tuple], float]:
+    """The exact search of the ``sample`` table's rows (its seconds), then one search per ``(probes,
+    candidates)`` of ``sweep`` (``None``: the index's default): its recall against the exact one and
+    its seconds."""
+    src = idx.source
+    start = time.perf_counter()
+    exact = search(db, idx.name, sample, src.id_column, top=top + 1, schema=src.schema, exact=True)
+    exact_seconds = time.perf_counter() - start
+    truth = _without_self(exact, top)
+    records = []
+    for probes, c in sweep:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # fewer than K found: it shows in the recall
+            found = search(
+                db, idx.name, sample, src.id_column, top=top + 1, candidates=c, probes=probes, schema=src.schema
+            )
+        seconds = time.perf_counter() - start
+        setting = "defaults" if probes is None else f"{probes}"
+        shown = c if c is not None else idx.calibration.default_candidates(top + 1)
+        records.append((setting, shown, result_recall(_without_self(found, top), truth), seconds))
+    return records, exact_seconds
 
 
 #: the files :func:`write_search_report` writes into its folder
