@@ -462,7 +462,6 @@ def modules_page() -> str:
         "| folder | what it holds |",
         "|---|---|",
         "| `migrations/` | the registry's versioned DDL per dialect, installed as `sqlrp.migrations` |",
-        "| `sql/` | static SQL for users, installed as `sqlrp.sql` |",
         "| `bench/` | the benchmarks ([Benchmarks](../benchmarks.md); `bench/README.md` lists every command) |",
         "| `examples/` | quickstart, Table 1 of paper 000 (kernels), DT-RP against RP (`examples/README.md`) |",
         "| `tests/` | the tests, one folder per concern: engines, projection, search, io, interface, reliability, "

@@ -86,21 +86,6 @@ def test_kernel_shaped_ir_round_trips(db):
     assert np.allclose(out.drop(columns="id").to_numpy(), sqlrp.transform(proj, X), rtol=1e-9)
 
 
-def test_registry_views_in_sql_folder(db):
-    """The static SQL in sql/ runs on both backends and reads the registry correctly."""
-    from sqlrp.registry.store import _statements
-
-    sqlrp.create_projection(db, "v", "achlioptas", d=40, k=10, s=4, seed=0)
-    sql = (Path(__file__).resolve().parents[2] / "sql" / "registry_views.sql").read_text()
-    for statement in _statements(sql):
-        db.execute(statement)
-    name, nnz, density = db.fetchall("SELECT name, nnz, density FROM sqlrp_projection_summary")[0]
-    p = sqlrp.load_projection(db, "v")
-    assert (name, nnz) == ("v", p.linear.nnz) and density == pytest.approx(p.linear.nnz / 400)
-    signs = db.fetchall("SELECT sum(sign), count(*) FROM sqlrp_signs WHERE projection = 'v'")[0]
-    assert signs == (int(p.linear.weight.sum()), p.linear.nnz)
-
-
 # ---- registry versions: databases made by earlier releases keep working ----
 
 
