@@ -20,7 +20,7 @@ from typing import Any, Unpack
 from .backends import Backend, connect
 from .core.errors import InvalidParameter
 from .core.files import existing_database
-from .core.ir import Projection
+from .core.ir import Composed, Projection
 from .core.layout import Formulation, Target
 from .core.lazy import pd
 from .core.options import (
@@ -85,8 +85,20 @@ def create_projection(
     seed: int | None = 0,
     replace: bool = False,
     **params: Any,
-) -> Projection:
-    """Generate a projection (``d`` inputs, ``k`` outputs) and, if ``db`` is given, store it as ``name``."""
+) -> Projection | Composed:
+    """Generate a projection (``d`` inputs, ``k`` outputs) and, if ``db`` is given, store it as ``name``.
+
+    :param db: the connection whose registry stores it (``None``: generate it only, in memory).
+    :param name: the stored name (needed with ``db``; without, the projection's ``name``).
+    :param method: a method of :data:`sqlrp.methods.METHODS`.
+    :param d: the input dimension, the number of features (required: a whole number >= 1).
+    :param k: the output dimension (required: a whole number >= 1).
+    :param seed: the generator's seed (``None``: fresh entropy, not reproducible).
+    :param replace: replace a stored projection of that name (else
+        :class:`~sqlrp.core.errors.ProjectionExists`).
+    :param params: the method's own parameters (``s`` for ``achlioptas``, ``degree`` for ``maclaurin``, ...).
+    :returns: the projection, stored or not.
+    """
     projection = make_projection(method, d, k, seed=seed, **params)
     projection.name = name
     if db is not None:
@@ -96,24 +108,46 @@ def create_projection(
     return projection
 
 
-def load_projection(db: Backend, name: str) -> Projection:
-    """The projection stored as ``name``."""
+def load_projection(db: Backend, name: str) -> Projection | Composed:
+    """The projection stored as ``name``.
+
+    :param db: the connection whose registry holds it.
+    :param name: the stored name.
+    :returns: the projection (:class:`~sqlrp.core.errors.ProjectionNotFound` if there is none).
+    """
     return registry_of(existing_database(db)).load(name)
 
 
 def list_projections(db: Backend) -> pd.DataFrame:
-    """All stored projections, one row each."""
+    """All stored projections, one row each.
+
+    :param db: the connection whose registry is read.
+    :returns: a DataFrame of ``name``, ``method``, ``d``, ``k``, ``nnz``, ``seed``, ``params`` (JSON) and
+        ``created_at``, ordered by name.
+    """
     return registry_of(existing_database(db)).list()
 
 
 def copy_projection(db: Backend, name: str, to: Backend, new_name: str | None = None, replace: bool = False) -> None:
     """Copy the stored projection ``name`` from ``db`` into the registry of ``to`` (another database),
-    so that both project with the identical matrix."""
+    so that both project with the identical matrix.
+
+    :param db: the connection that stores it.
+    :param name: its stored name there.
+    :param to: the connection to copy it into.
+    :param new_name: its name in ``to`` (default: ``name``).
+    :param replace: replace a projection of that name in ``to`` (else
+        :class:`~sqlrp.core.errors.ProjectionExists`).
+    """
     registry_of(to).save(registry_of(existing_database(db)).load(name), new_name or name, replace=replace)
 
 
 def drop_projection(db: Backend, name: str) -> None:
-    """Delete the stored projection ``name``."""
+    """Delete the stored projection ``name``.
+
+    :param db: the connection whose registry holds it.
+    :param name: the stored name (:class:`~sqlrp.core.errors.ProjectionNotFound` if there is none).
+    """
     registry_of(existing_database(db)).drop(name)
 
 
@@ -138,6 +172,7 @@ def compile_projection(
     :param plan_: :func:`sqlrp.plan`'s result.
     :param dialect: the engine the text is for.
     :param into: ``CREATE TABLE <into> AS`` (``view=True``: a view) instead of a ``SELECT``.
+    :param view: with ``into``: ``CREATE VIEW`` instead of a table.
     :param options: :class:`~sqlrp.core.options.FormulationOptions` -- ``matrix``, ``strategy``, ``block``,
         ``check``.  ``check``: for the engine of ``db`` itself, where it can raise from inside a query
         (DuckDB, PostgreSQL; :mod:`sqlrp.compiler.guard`), the statement refuses a NULL, NaN or
@@ -207,8 +242,11 @@ def project(
 
 
 def migrate(db: Backend) -> list[str]:
-    """Create or upgrade the registry tables of ``db`` (``sqlrp migrate``); returns the names of the
-    migrations applied (none when it is up to date)."""
+    """Create or upgrade the registry tables of ``db`` (``sqlrp migrate``).
+
+    :param db: the connection.
+    :returns: the file names of the migrations applied (none when it is up to date).
+    """
     return Registry(db, migrate=False).migrate()
 
 
@@ -241,7 +279,7 @@ def tune(
     refuse_unknown("tune", options, names(TuneOptions))
     if is_frame(table):
         if name is None:
-            raise InvalidParameter("name the tuned projection (name=): a DataFrame has no name to make one of")
+            raise InvalidParameter("name the tuned projection (--name): a DataFrame has no name to make one of")
         with db.frame_table(table) as registered:
             return tune(db, registered, id_column, k=k, name=name, **options)
     given: dict[str, Any] = {**TUNE_DEFAULTS, **options}

@@ -5,7 +5,7 @@ distortion with the JL floor."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,14 +23,25 @@ def run_demo(
     ks: Sequence[int] = (20, 40, 80, 160),
     seeds: Sequence[int] = (0, 1, 2),
     s: str | float = "auto",
-    echo=print,
+    echo: Callable[[str], object] = print,
 ) -> pd.DataFrame:
-    """Load digits into ``db_path``, project it in SQL for each k and seed, and report distortion."""
+    """Load digits into ``db_path``, project it in SQL for each k and seed, and report distortion.
+
+    :param db_path: the database to write into: a DuckDB file path or any URL :func:`sqlrp.connect` takes.
+        The table ``digits``, one ``digits_rp_k<k>`` per k and the projections ``demo_digits_k<k>_seed<seed>``
+        are (re)written there.
+    :param ks: the output dimensions to try.
+    :param seeds: the seeds of each k's projections; the distortion is averaged over them.
+    :param s: the Achlioptas sparsity (``auto``: ``sqrt(d)``, 8 for the 64 features).
+    :param echo: where the progress and the table are printed (a function of one string).
+    :returns: one row per k: ``k``, ``mean_distortion``, ``sd_over_seeds``, ``jl_floor``
+        (:func:`sqlrp.expected_distortion`) and ``sql_seconds`` (the mean time of one projection in SQL).
+    """
     ks = positive_ints("ks", ks)  # before the file is made (sqlrp.core.params)
     X, _ = load_digits()
     frame = pd.DataFrame(X, columns=[f"pixel_{i}" for i in range(X.shape[1])])
     frame.insert(0, "id", np.arange(len(X), dtype=np.int64))
-    rows = []
+    rows, drawn = [], s
     with connect(db_path) as db:
         registration = type(db).registration
         engine = registration.name if registration is not None else db.dialect
@@ -41,7 +52,8 @@ def run_demo(
             dist, secs = [], []
             for seed in seeds:
                 name = f"demo_digits_k{k}_seed{seed}"
-                create_projection(db, name, "achlioptas", d=X.shape[1], k=k, seed=seed, s=s, replace=True)
+                stored = create_projection(db, name, "achlioptas", d=X.shape[1], k=k, seed=seed, s=s, replace=True)
+                drawn = stored.params.get("s", s)  # auto with no table to measure: sqrt(d)
                 t0 = time.perf_counter()
                 project(db, "digits", "id", name, into=f"digits_rp_k{k}", replace=True)
                 secs.append(time.perf_counter() - t0)
@@ -59,8 +71,9 @@ def run_demo(
     report = pd.DataFrame(rows)
     echo(report.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     written = ", ".join(["digits", *(f"digits_rp_k{k}" for k in ks)])
+    shown = f"auto (sqrt(d) = {float(drawn):g})" if s == "auto" else s
     echo(
-        f"(mean over seeds {list(seeds)}; s = {s}; wrote the tables {written} and {len(ks) * len(seeds)} stored "
+        f"(mean over seeds {list(seeds)}; s = {shown}; wrote the tables {written} and {len(ks) * len(seeds)} stored "
         f"projections demo_digits_k*_seed* to {where})"
     )
     return report

@@ -52,7 +52,16 @@ class Relation:
     """What to project -- ``table`` (a table, a view, a file or glob on DuckDB, or a DataFrame /
     Arrow table), its ``id_column``, the ``projection`` (a stored name, a projection object or file,
     or ``None`` and ``options`` such as ``method``, ``k``, ``seed``) and the other options of
-    :func:`sqlrp.project` -- and where it can go.  Made by :func:`projected`."""
+    :func:`sqlrp.project` -- and where it can go.  Made by :func:`projected`.
+
+    :param db: the connection (:func:`sqlrp.connect`).
+    :param table: a table or view, a file or glob (DuckDB), or a DataFrame / Arrow table.
+    :param id_column: the column copied to the output as each row's key.
+    :param projection: a stored projection's name, a :class:`~sqlrp.core.ir.Projection`, a projection
+        file, or ``None`` for a new one of ``options``' ``method``, ``k`` and ``seed``.
+    :param options: the other options of :func:`sqlrp.project` but the destination's
+        (:class:`ProjectedOptions`).
+    """
 
     db: Backend
     table: Any
@@ -137,7 +146,16 @@ def projected(
     ``.df()``, ``.arrow()``, ``.pl()``, ``.numpy()``, ``.chunks(n)``, ``.to_table(name)``,
     ``.to_view(name)``, ``.to_file(path)`` or ``.sql(dialect)``.  ``options`` are those of
     :func:`sqlrp.project` but the destination's own (``into``, ``view``, ``chunk_rows``,
-    ``output_format``, ...), which the methods take."""
+    ``output_format``, ...), which the methods take.
+
+    ``db``, ``table``, ``id_column``, ``projection``, ``method``, ``k`` and ``seed`` are
+    :func:`sqlrp.project`'s.
+
+    :param options: :class:`ProjectedOptions` -- the input, a new projection's parameters and the output
+        (:class:`~sqlrp.core.options.PlanOptions`), how the SQL is written
+        (:class:`~sqlrp.core.options.FormulationOptions`).
+    :returns: the relation; nothing has run yet.
+    """
     given = sorted(set(options) & set(_DESTINATION))
     if given:
         raise InvalidParameter(

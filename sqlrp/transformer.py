@@ -36,41 +36,41 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     ``transform(X) = X @ components_.T`` with ``components_ = scale * W.T`` (k x d, sparse), where
     ``W`` holds the stored weights and ``scale`` the delayed scale factor (``1 / sqrt(k)``).
 
-    Parameters
-    ----------
-    n_components : int or "auto"
-        Output dimension k; ``"auto"`` uses :func:`johnson_lindenstrauss_min_dim` with ``eps``.
-    method : str
-        ``"achlioptas"`` (sign matrix, entries ``sqrt(s) * {+1, 0, -1}`` with probabilities
-        ``1/(2s), 1 - 1/s, 1/(2s)``; 000 Eq. 2-3) or ``"gaussian"`` (N(0, 1) weights).
-    s : float or "auto"
-        Sparsity for ``achlioptas``: 1 (dense signs), 3 (Achlioptas); ``"auto"``: chosen from the
-        data's kurtosis (Li, Hastie & Church 2006; :mod:`sqlrp.methods.sparsity`), at most sqrt(d).
-    density : float or "auto"
-        scikit-learn's name for the same choice: the share of non-zero entries, ``density = 1 / s``
-        (``0 < density <= 1``); ``"auto"`` leaves it to ``s``.  Giving both is an error.
-    eps : float
-        Distortion allowed by ``n_components="auto"`` (``0 < eps < 1``); as scikit-learn's projections
-        do, a bound larger than the number of features is an error.
-    random_state : int or None
-        Seed of the generator (an int is drawn and recorded when None).
-    projection : Projection or None
-        Use this (e.g. stored, loaded) projection instead of generating one; ``fit`` checks d.
-    prefix : str or None
-        Output feature names ``{prefix}0 .. {prefix}{k-1}`` (``"p"``: the SQL path's column names);
-        ``None`` names them as scikit-learn's projections do, ``sqlrandomprojection0 ...``.
-    dense_output : bool
-        Sparse input gives a sparse result unless this is True (dense input: always dense).
-    compute_inverse_components : bool
-        Compute the pseudo-inverse of ``components_`` at fit (``inverse_components_``, d x k).
-
-    Attributes
-    ----------
-    projection_ : Projection
-        The projection used (stored with :meth:`to_database`).
-    components_ : scipy.sparse.csr_matrix of shape (n_components, n_features)
-        The linear map (linear methods only).
-    n_components_ : int
+    :param n_components: Dimensionality of the target projection space (``k``).  ``"auto"``: adjusted to
+        the number of samples by the Johnson-Lindenstrauss bound (:func:`sqlrp.johnson_lindenstrauss_min_dim`),
+        the quality of the embedding being controlled by ``eps``; otherwise a whole number >= 1 (more
+        than the number of features warns, as scikit-learn's projections do).
+    :param method: ``"achlioptas"`` (sign matrix, entries ``sqrt(s) * {+1, 0, -1}`` with probabilities
+        ``1/(2s), 1 - 1/s, 1/(2s)``; 000 Eq. 2-3) or ``"gaussian"`` (N(0, 1) weights); the kernel methods
+        of :data:`sqlrp.methods.METHODS` take dense input only.
+    :param s: Sparsity for ``achlioptas``: 1 (dense signs), 3 (Achlioptas); ``"auto"``: chosen from the
+        data's kurtosis (Li, Hastie & Church 2006; :mod:`sqlrp.methods.sparsity`), at most ``sqrt(d)``.
+    :param density: Ratio in the range (0, 1] of non-zero components in the random projection matrix:
+        scikit-learn's name for the same choice, ``density = 1 / s`` (``1 / 3.0`` reproduces Achlioptas,
+        2001); ``"auto"`` leaves it to ``s``.  Giving both is an error.
+    :param eps: Parameter to control the quality of the embedding according to the Johnson-Lindenstrauss
+        lemma when ``n_components`` is ``"auto"`` (``0 < eps < 1``); smaller values give a better embedding
+        and more dimensions.  As scikit-learn's projections do, a bound larger than the number of features
+        is an error.
+    :param random_state: Controls the pseudo random number generator used to generate the projection
+        matrix at fit time: pass an int for reproducible output across multiple function calls; ``None``
+        draws an int, recorded as the projection's seed (a ``RandomState`` instance is not taken: the seed
+        is stored with the matrix).
+    :param projection: Use this (e.g. stored, loaded) projection instead of generating one; ``fit``
+        checks its ``d`` against the number of features.
+    :param prefix: Output feature names ``{prefix}0 .. {prefix}{k-1}`` (``"p"``: the SQL path's column
+        names); ``None`` names them as scikit-learn's projections do, ``sqlrandomprojection0 ...``.
+    :param dense_output: If True, ensure that the output of the random projection is a dense numpy array
+        even if the input is sparse; if False, the projected data uses a sparse representation if the
+        input is sparse (dense input: always dense).
+    :param compute_inverse_components: Learn the inverse transform by computing the pseudo-inverse of the
+        components during fit (``inverse_components_``, dense, n_features x n_components; linear methods).
+    :ivar projection_: The projection used (stored with :meth:`to_database`).
+    :ivar components_: Random matrix used for the projection, a CSR sparse matrix of shape
+        (n_components, n_features) (linear methods only).
+    :ivar inverse_components_: Pseudo-inverse of the components, of shape (n_features, n_components);
+        only computed if ``compute_inverse_components`` is True.
+    :ivar n_components_: Concrete number of components computed when ``n_components="auto"``.
     """
 
     def __init__(

@@ -69,6 +69,14 @@ def connect(url: object = None, **options: Any) -> Backend:
     PostgreSQL accepts ``threads=`` (``max_parallel_workers_per_gather``) and ``memory_limit=``
     (``work_mem``) for its own session; Spark takes ``conf=`` (settings of a session sqlrp starts);
     other engines ignore them.
+
+    :param url: a URL (``duckdb:///digits.db``, ``postgresql://...``; any other scheme goes to
+        SQLAlchemy), a file path (by its ending), a connection object (used, never closed), a
+        :class:`~sqlrp.backends.base.Backend` (returned as it is), or ``None`` / ``""``: the default
+        engine (DuckDB) in memory.
+    :param options: the engine's own settings -- ``threads``, ``memory_limit``, ``temp_directory``,
+        ``conf`` as above.
+    :returns: the backend; usable as a context manager, which closes a connection sqlrp opened.
     """
     if isinstance(url, Backend):
         return url

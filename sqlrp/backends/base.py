@@ -13,7 +13,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from sqlglot import exp
 
-from ..core.errors import DRIVER_MODULES, InputError, InvalidParameter, need
+from ..core import files
+from ..core.errors import DRIVER_MODULES, InputError, InvalidParameter, need, text_value
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..dialects import SqlrpDialect, get_dialect
@@ -365,10 +366,16 @@ class NoTransactions(Backend):
         yield
 
 
-def missing_table(table: str, schema: str | None, available: list[str]) -> InputError:
+def missing_table(table: str, schema: str | None, available: list[str], reads_files: bool = False) -> InputError:
+    """The error for a table that is not there, naming the tables that are and, for a dotted name, the
+    schema-qualified reading; ``reads_files`` (DuckDB reads a file named as the table): a name that
+    looks like a file which is not there is named first, with a close name beside it (issue 35)."""
     where = f"{schema}.{table}" if schema else table
     hint = f" Tables here: {', '.join(sorted(available)[:20])}." if available else " The database has no tables."
     if "." in table and schema is None:
         first, _, rest = table.partition(".")
-        hint += f" For a table in another schema, pass --schema {first} --table {rest}."
-    return InputError(f"no table named {where!r}.{hint}")
+        hint += f" For a table in another schema, pass --schema={text_value(first)} with --table={text_value(rest)}."
+    lead = ""
+    if reads_files and schema is None and files.looks_like_a_file(table) and not files.is_remote(table):
+        lead = "" if files.matching(table) else f"{files.no_such_file(table)}, and "
+    return InputError(f"{lead}no table named {where!r}.{hint}")

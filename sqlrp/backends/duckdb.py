@@ -303,7 +303,7 @@ class DuckDBBackend(Backend):
                 self.read_file(table)
                 rows = self._lookup(table, "main", "temp")
         if not rows:
-            raise missing_table(table, schema, self.table_names(schema))
+            raise missing_table(table, schema, self.table_names(schema), reads_files=catalog is None)
         out = []
         for name, dtype in rows:
             m = _ARRAY.match(dtype)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..core.errors import EXIT_USAGE, exit_status, one_line
+from ..core.errors import EXIT_USAGE, cli_words, exit_status, one_line
 from . import evaluate, project, projections, search
 from .options import input_table
 
@@ -56,8 +56,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
     """``warnings.showwarning`` of the command: one line, ``warning: ...``, without Python's source
-    location (a site-packages path and line number mean nothing to the user)."""
-    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+    location (a site-packages path and line number mean nothing to the user); sqlrp's warnings in the
+    command line's words (:func:`~sqlrp.core.errors.cli_words`), as its errors."""
+    print(f"warning: {' '.join(cli_words(message).split())}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,5 +106,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = exit_status(exc)
         if status is None:
             raise  # a defect in sqlrp: the traceback is what a bug report needs
-        print(f"error: {one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)  # sqlrp's own errors in the CLI's words: cli_words
         return status

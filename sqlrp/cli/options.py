@@ -6,9 +6,6 @@ and the checks every command shares: which database, which input table."""
 from __future__ import annotations
 
 import argparse
-import difflib
-import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +13,10 @@ from typing import Any
 from ..backends import connect, default_url, engines_table
 from ..compiler.strategies import STRATEGIES
 from ..core.errors import InputError, InvalidParameter
-from ..core.files import OUTPUTS, file_format, output_format, read_input
+from ..core.files import file_format, looks_like_a_file, no_such_file, output_format, read_input, refuse_file_ending
 from ..core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
 from ..methods import METHODS
+from ..methods.maclaurin import SAMPLINGS
 
 
 def feature_columns(args: argparse.Namespace) -> list[str] | None:
@@ -39,7 +37,10 @@ def sparsity(value: str) -> float | str:
 
 
 #: the one description of ``--s`` (every command that draws a sign matrix)
-S_HELP = "sparsity s >= 1: 1 dense signs, 3 Achlioptas, auto chosen from the data's kurtosis (at most sqrt(d))"
+S_HELP = (
+    "sparsity s >= 1: 1 dense signs, 3 Achlioptas, auto from the data's kurtosis when projecting a table "
+    "(at most sqrt(d)), sqrt(d) without one"
+)
 
 
 def add_s(p: argparse.ArgumentParser, default: str | None = "auto", note: str = "") -> argparse.Action:
@@ -201,6 +202,12 @@ def add_method_params(p: argparse.ArgumentParser) -> None:
         k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors"),
         k.add_argument("--up", choices=["maclaurin", "pk-rp"], help="craftmap: up-projection method"),
         k.add_argument("--up-k", type=arg_positive, help="craftmap: up-projection dimension D (default 4k)"),
+        k.add_argument("--down-s", type=sparsity, help="craftmap: sparsity of the down-projection (default 3)"),
+        k.add_argument("--sampling", choices=SAMPLINGS, help="maclaurin: how degrees are drawn (default support)"),
+        k.add_argument("--base", type=arg_finite, help="maclaurin: base of the geometric or paper law (default 2)"),
+        k.add_argument(
+            "--truncate", action="store_true", default=None, help="maclaurin: the paper's law, N <= degree only"
+        ),
     ]
     p.set_defaults(method_params=tuple(action.dest for action in given))
 
@@ -240,7 +247,7 @@ def need_db(args: argparse.Namespace) -> str:
             return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
         table = getattr(args, "table", None) or ""
         if looks_like_a_file(table) and not Path(table).exists():
-            raise InputError(f"no file {table!r}{_near(table)} (a table in a database needs --db URL)")
+            raise InputError(f"{no_such_file(table)}; a table in a database needs --db URL")
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
     creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
     # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
@@ -260,30 +267,13 @@ def files_only(args: argparse.Namespace) -> bool:
     if not (getattr(args, "input", None) or file_format(table)):
         return False
     into = getattr(args, "into", None)
-    if args.command == "project" and into and output_format(into) is None and looks_like_a_file(into):
-        raise InvalidParameter(
-            f"--into {into!r}: sqlrp writes {', '.join(OUTPUTS)} files, or a table of a database (--db URL)"
-        )
+    if args.command == "project" and into:
+        refuse_file_ending(into, "with --db URL it writes a table, named without a file ending")
     if args.command == "project" and into and output_format(into) is None:
         raise InvalidParameter(
             f"--into {into!r} writes a table: name the database with --db URL, or write a file (--into out.parquet)"
         )
     return True
-
-
-def looks_like_a_file(name: str) -> bool:
-    """A path (a folder in it) or a name with a file ending (``emb.parqet``, ``x.xlsx``)."""
-    return os.sep in name or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{1,7}$", name))
-
-
-def _near(path: str) -> str:
-    """``; did you mean 'emb.parquet'?`` for a file beside ``path`` with a close name, else ``""``."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        return ""
-    names = [f.name for f in folder.iterdir() if f.is_file()][:1000]
-    close = difflib.get_close_matches(Path(path).name, names, n=1, cutoff=0.75)
-    return f"; did you mean {str(folder / close[0]) if str(folder) != '.' else close[0]!r}?" if close else ""
 
 
 def input_table(args: argparse.Namespace) -> None:

@@ -37,7 +37,7 @@ def compile_composed(
 ) -> exp.Select:
     """``second(first(source))`` as one select; ``compile_select`` is the compiler's own entry point."""
     if source.group_column:
-        raise InvalidParameter("pooling (group_column) is not supported for composed projections")
+        raise InvalidParameter("pooling (--group-column) is not supported for composed projections")
     first, second = composed.first, composed.second
     key = source.id_column
     if key.startswith(_STAGE_PREFIX) and key[len(_STAGE_PREFIX) :].isdigit():

@@ -66,8 +66,8 @@ def _mailman_linear(
         exp.alias_(SignedSum.of(inputs, feat, sign), f"_m{q}", quoted=True, copy=False)
         for q, (feat, sign) in enumerate(plan.partials)
     ]
-    # fenced: each partial sum computed once per row (PostgreSQL, parallel plans still allowed:
-    # s = 1, 20,000 x 784 wide, 10.0-11.6 s; 16.5-17.3 s under OFFSET 0; `bench.probes pg-fence`)
+    # fenced: each partial sum computed once per row (PostgreSQL: parallel plans still allowed;
+    # `PYTHONPATH=. python -m bench.probes pg-fence`, figures: docs/benchmarks.md, "Compiler")
     shared = dialect.fence(exp.select(*keys, *used, *partials).from_(src.subquery("src", copy=False), copy=False))
     extended = Inputs([*(col(f"_x{i}") for i in range(projection.d)), *(col(f"_m{q}") for q in range(len(partials)))])
     sums = [SignedSum.of(extended, idx, sign, lin.vector_bias(v)) for v, (idx, sign) in enumerate(plan.terms)]
@@ -83,8 +83,8 @@ def _pairs_linear(
     the outputs sum features and partials.  Where the dialect has ``SELECT * EXCLUDE`` (DuckDB) a
     level names the columns it drops if they are fewer than those it keeps: for d = 784, k = 200 the
     SQL shrinks from 451,000 to 427,000 characters for s = 3 and from 460,000 to 432,000 for s = 1,
-    and DuckDB parses it in 0.29-0.31 s instead of 0.32-0.35 s (``PYTHONPATH=. python
-    bench.probes pairs``, which also counts the carried columns)."""
+    and DuckDB parses it a little faster (``PYTHONPATH=. python -m bench.probes pairs``, which also
+    counts the carried columns; figures: docs/benchmarks.md, "Compiler")."""
     lin = projection.linear
     plan = how.pairs  # decided once, before compiling (strategies.decide)
     if plan is None:

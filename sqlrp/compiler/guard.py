@@ -33,8 +33,7 @@ from sqlglot import exp
 from ..core.ir import Projection
 from ..core.layout import Source
 from ..core.nodes import balanced, col, feature_input
-from ..dialects import SqlrpDialect, get_dialect
-from .strategies import choose
+from ..dialects import SqlrpDialect
 
 #: the start of the text the in-query check raises (sqlrp.api.project recognises it)
 MARKER = "sqlrp input check"
@@ -52,14 +51,6 @@ def guardable(projection: object, source: Source, dialect: SqlrpDialect, strateg
         and source.standardize is None
         and strategy in GUARDED_STRATEGIES
     )
-
-
-def guarded(projection: object, source: Source, dialect: SqlrpDialect | str, strategy: str, matrix: str) -> bool:
-    """:func:`guardable` for the strategy the compiler will choose (:func:`.strategies.choose`)."""
-    dialect = get_dialect(dialect)
-    if not guardable(projection, source, dialect, strategy if strategy != "auto" else "inline"):
-        return False
-    return guardable(projection, source, dialect, choose(projection, source, dialect, strategy, matrix))  # type: ignore[arg-type]
 
 
 def tripped(exc: BaseException) -> bool:
@@ -135,4 +126,4 @@ def output_guard(base: exp.Select, outputs: list[exp.Expression], dialect: Sqlrp
     return exp.select(col("_id")).from_(dialect.fence(inner).subquery("_chk", copy=False)).where(guard, copy=False)
 
 
-__all__ = ["MARKER", "guardable", "guarded", "input_guard", "output_guard", "stop_unless", "tripped", "unused_features"]
+__all__ = ["MARKER", "guardable", "input_guard", "output_guard", "stop_unless", "tripped", "unused_features"]

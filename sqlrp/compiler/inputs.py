@@ -64,7 +64,7 @@ def dense_source(
     )
     if source.layout == "array" and dialect.needs_materialised_array():
         # read each element once per row: unfenced, PostgreSQL would inline `_a[i]` into every sum that
-        # uses feature i (20,000 x 784 -> 200, 2 parallel workers: 1.83 s unfenced, 0.96 s fenced;
-        # `PYTHONPATH=. python -m bench.probes pg-array`)
+        # uses feature i (`PYTHONPATH=. python -m bench.probes pg-array`; figures: docs/benchmarks.md,
+        # "Compiler")
         relation = dialect.fence(relation)
     return relation

@@ -11,17 +11,18 @@ Eq. 2, the linear stage of every method) is computed in one of two forms, whiche
       other weights:  K[v] = list_dot_product(list_select(_xs, I_v), W_v)
 
   where ``I_v`` holds 1-based positions in ``_xs`` (``f + 1`` for ``+x_f``, ``d + f + 1`` for
-  ``-x_f``, the trailing zero for a vector without non-zeros): about 14 ns per non-zero and row.
+  ``-x_f``, the trailing zero for a vector without non-zeros): a cost per non-zero and row
+  (:data:`~.strategies.LIST_ROW_SECONDS`).
 - **dense rows** (denser than about 1 in 12: ``s = 3``, ``s = 1``, Gaussian):
   ``K[v] = list_dot_product(_xs, W_v)`` with ``_xs = x [++ x^2]`` and ``W_v`` the v-th row of the
-  dense matrix: about 1.1 ns per entry and row.
+  dense matrix: a smaller cost per entry and row (:data:`~.strategies.LIST_DENSE_ROW_SECONDS`).
 
 The combiner's products of sums (000 Eq. 13, 003 Eq. 4.11) are positions as well, into
 ``_kw = K ++ [term weights] ++ [0.0]`` (:func:`combiner_constants`).  Every constant travels as
 **one string** cast to a list type (``INTEGER[][]``, ``DOUBLE[][]``, ``STRUCT(i INTEGER[], w
 DOUBLE[])[]``): DuckDB parses one string token and casts it once, so the statement binds in a time
-nearly independent of the matrix (PK-RP degree 2, d = 784, k = 160, 89,385 non-zeros: 0.14 s for
-``EXPLAIN`` of the sums, against 1.45 s for the same lists written as list literals).  It wins on
+nearly independent of the matrix, where the same lists written as list literals are parsed and bound
+element by element (figures: docs/benchmarks.md, "Compiler").  It wins on
 small tables, where binding the ``inline`` query (one sum term per non-zero) dominates, and with
 dense rows well beyond; the rule is :func:`~.strategies.prefers_lists`.
 
@@ -57,9 +58,9 @@ def binding(bind: bool) -> Iterator[dict[str, np.ndarray] | None]:
     """While compiling for a backend that binds constants (DuckDB's Python client: ``binds_constants``),
     dense weight matrices are collected here and read by the statement from a registered relation
     (``SELECT list([c0, .., c{d-1}] ORDER BY _r) FROM <name>``) instead of one long string literal.
-    The string costs DuckDB about 0.15 s to parse per 800,000 entries (P-RP m = 10, d = 500, k = 160:
-    0.43 s against 0.26 s for the whole statement) and Python as much to write; ``sqlrp compile``
-    and views keep the literal, which needs nothing registered."""
+    DuckDB's time to parse the string grows with the dense matrix's entries, and Python spends about
+    as long writing it (figures: docs/benchmarks.md, "Compiler"); ``sqlrp compile`` and views keep the
+    literal, which needs nothing registered."""
     bound: dict[str, np.ndarray] | None = {} if bind else None
     token = _BOUND.set(bound)
     try:

@@ -32,7 +32,7 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
     columns = [col("vector"), col("feature"), col("weight")]
     if matrix == "registry":
         if not projection.name:
-            raise InvalidParameter("the long layout with matrix='registry' needs a stored projection")
+            raise InvalidParameter("the long layout with --matrix=registry needs a stored projection")
         return (
             exp.select(*columns)
             .from_(exp.Table(this=ident(REGISTRY_ENTRY_TABLE)))

@@ -12,7 +12,8 @@ additions.  Partials may pair with features or other partials, which makes a hie
 Measured on d = 784, k = 200 (additions per row; ``PYTHONPATH=. python -m bench.probes pairs``):
 ``s = 3``: 52,186 inline -> 23,249; ``s = 1``: 156,600 -> 26,354; ``s = sqrt(d)``: 5,541 -> 4,577.
 The same greedy on the transposed matrix (:func:`plan_pairs_transposed`) gives plans with fewer,
-longer partials that are read back half as often, and DuckDB runs them faster for wide matrices.
+longer partials that are read back half as often, and DuckDB runs them faster for wide matrices
+(``PYTHONPATH=. python -m bench.probes orientation``; figures: docs/benchmarks.md, "Compiler").
 
 Each partial is then computed as late as possible -- on the last level before its first reader --
 because every level passes on the columns later levels read (:func:`_as_late_as_possible`).  A
@@ -96,8 +97,9 @@ def plan_pairs_transposed(
     outputs' side, and the plan that comes back has fewer and longer partials, read back half as
     often: d = 784, k = 200, s = 3: 23,678 additions (23,249 direct), 5,361 partials (7,737) read
     10,773 times (22,967); s = 1: 24,073 additions (26,354) (``PYTHONPATH=. python -m bench.probes
-    pairs``).  DuckDB, 200,000 rows, three runs each in turn: s = 3 5.63-6.30 s against 6.28-7.19 s,
-    s = 1 5.57-6.12 s against 6.82-7.83 s (``PYTHONPATH=. python -m bench.probes orientation``).
+    pairs``).  Fewer partial columns written and read back make the transposed plan the faster one on
+    DuckDB for both (``PYTHONPATH=. python -m bench.probes orientation``; figures: docs/benchmarks.md,
+    "Compiler").
     :func:`sqlrp.compiler.strategies.best_pairs` plans both and keeps the cheaper.
 
     ``max_partials`` (default ``16 d``, as for :func:`plan_pairs`) and ``min_uses`` apply to the greedy

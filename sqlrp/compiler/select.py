@@ -37,8 +37,8 @@ def _linear_relation(
     1,664 per select; P-RP with m = 30 and k = 160 has 4,800 sums) the sums travel as one array
     ``_kv`` read by subscripts.  Either way the relation is fenced, so each sum is computed once per
     row even when several products use it; PostgreSQL's fence still lets the workers of a parallel
-    plan compute it (P-RP m = 4 on 20,000 x 784 arrays: 35.9-38.6 s, 66.8-66.9 s under ``OFFSET 0``;
-    ``bench.probes pg-fence``)."""
+    plan compute it, where ``OFFSET 0`` made it serial (``PYTHONPATH=. python -m bench.probes
+    pg-fence``; figures: docs/benchmarks.md, "Compiler")."""
     limit = dialect.max_columns
     if limit is None or len(sums) + len(keys.expressions) <= limit:
         rel = keys.select(
@@ -191,6 +191,10 @@ def compile_select(
 ) -> exp.Select:
     """The projection of ``source`` as a sqlglot ``SELECT`` (id column first, then the outputs).
 
+    :param projection: the projection (or composition) to compile.
+    :param source: the input relation and its layout.
+    :param dialect: the engine's dialect, by name or as an object.
+    :param output: the output's form (default: wide columns ``p0 .. p{k-1}``).
     :param how: the formulation (:class:`~sqlrp.core.layout.Formulation`); what it leaves ``auto`` is
         decided here, once (:func:`.strategies.decide`).  ``how.matrix``: ``registry`` joins the stored
         ``sqlrp_linear_entry`` rows, ``values`` inlines the matrix as a ``VALUES`` list, ``auto`` picks
@@ -198,8 +202,9 @@ def compile_select(
         rule, :mod:`.strategies`) or one of ``inline`` / ``pairs`` / ``mailman`` / ``list_transform``
         (wide, array; the last on DuckDB, :mod:`.lists`) and ``join`` / ``lookup`` (long);
         ``how.block`` forces the mailman block size; ``how.guard``: the input and output checks ride
-        along (:mod:`.guard`; only where :func:`.guard.guarded` says so: asked elsewhere, it is refused
+        along (:mod:`.guard`; only where :func:`.guard.guardable` says so: asked elsewhere, it is refused
         rather than left out).
+    :returns: the ``SELECT``, to render with the dialect or to nest in a larger statement.
     """
     dialect = get_dialect(dialect)  # a name resolved at the entry (compose and preprocess pass the object)
     how = how or Formulation()

@@ -14,7 +14,7 @@ from typing import TypedDict, Unpack
 import numpy as np
 from sqlglot import exp
 
-from ..core.errors import EngineLimit
+from ..core.errors import EngineLimit, cli_words
 from ..core.ir import Composed, Projection
 from ..core.layout import Formulation, Output, Source, Target
 from ..core.nodes import col, gc_paused, ident
@@ -45,7 +45,6 @@ class SqlOptions(TypedDict, total=False):
     guard: bool
 
 
-@gc_paused
 def compile_sql(
     projection: Projection | Composed,
     source: Source,
@@ -66,6 +65,7 @@ def compile_sql(
     :param pretty: indented text.
     :param options: :class:`SqlOptions` -- ``into``, ``view``, ``insert``, ``temporary`` (the
         statement), ``matrix``, ``strategy``, ``block``, ``guard`` (the formulation).
+    :returns: the SQL, one statement or a script of them.
     """
     target = Target(**{key: options.pop(key) for key in ("into", "view", "insert", "temporary") if key in options})
     how = Formulation(**options)  # type: ignore[arg-type]
@@ -137,11 +137,11 @@ def _statements(plan: Plan, dialect: SqlrpDialect, target: Target, pretty: bool)
     except EngineLimit as exc:
         if view or not splittable(projection, source, output) or dialect.max_columns_exceeded_by(source):
             hint = (
-                " (long layout: --matrix registry or a table name keeps the SQL small)"
+                " (long layout: --matrix=registry or --matrix=TABLE keeps the SQL small)"
                 if (source.layout == "long" and how.matrix == "values")
                 else ""
             )
-            raise dialect.refuse(f"{str(exc).split(': ', 1)[1]}{hint}") from None
+            raise dialect.refuse(f"{cli_words(exc).split(': ', 1)[1]}{hint}") from None
     assert isinstance(projection, Projection)
     size = max(len(sql.encode()) / (dialect.max_statement_bytes or float("inf")), 1.0)
     if dialect.max_ast_nodes:

@@ -10,8 +10,8 @@ Dense layouts (wide, array):
   ``_m{q}`` of a sub-query, and every output that needs it adds or subtracts that column.  With dense
   signs (``s = 1``, d = 784, k = 200, b = 6) the outputs shrink from 156,800 terms to 26,200 terms
   plus 4,164 partial sums: still additions and subtractions only.  It pays twice in DuckDB: fewer
-  additions per row, and a much smaller expression tree for the planner (whose time grows faster than
-  linearly with the size of an expression: 49 s to plan the inline ``s = 1`` query, 3 s for mailman).
+  additions per row, and a much smaller expression tree for the planner, whose time grows faster than
+  linearly with the size of an expression (figures: docs/benchmarks.md, "Compiler").
 - ``pairs``   -- the general form of that idea (:mod:`.pairs`, Paar's greedy algorithm): repeatedly
   share the signed pair of columns used by the most outputs, partials of partials included, in
   nested selects (one per level); planned on the matrix and on its transpose, the cheaper plan kept.
@@ -24,7 +24,8 @@ Long layout (``row_id, feature, value``):
   ``SUM(..) FILTER (WHERE vector = j)`` per output: every (id, vector) row is tested k times.
 - ``lookup`` -- same join and ``GROUP BY id, vector``, then one ``GROUP BY id`` that collects the
   vectors and sums into two arrays; output ``j`` is ``sums[array_position(vectors, j)]`` (0 when
-  absent).  Measured 8x faster than ``join`` for text-like data in DuckDB.
+  absent).  Measured several times faster than ``join`` for text-like data in DuckDB (``bench/run.py``;
+  figures: docs/benchmarks.md, "Compiler").
 
 ``join`` and ``lookup`` also take a wide (or array) table, unnested in SQL (``compiler.long._unnested``):
 the SQL then grows with d instead of with the matrix.
@@ -34,10 +35,10 @@ Lists (DuckDB, :mod:`.lists`):
 - ``list_transform`` -- each row's features as one list; every linear sum a ``list_sum(list_select(
   ...))`` over constant positions (sparse matrices) or a ``list_dot_product`` with a dense weight row
   (denser than about 1 in 12), and the combiner's products of sums by positions too, every constant
-  one string cast once.  Binding costs little at any matrix size, each row about 14 ns per non-zero
-  (1.1 ns per dense entry): the choice for small tables (PK-RP degree 2, d = 784, k = 160 at 189
-  rows: 0.58 s against 1.03 s lookup and 3.43 s inline; ``bench/small_tables.py``), and for dense
-  matrices well beyond.
+  one string cast once.  Binding costs little at any matrix size and each row little per non-zero
+  (less per dense entry; :data:`LIST_ROW_SECONDS`, :data:`LIST_DENSE_ROW_SECONDS`): the choice for
+  small tables, where binding the inline query dominates (``PYTHONPATH=. python bench/small_tables.py
+  --only strategies``; figures: docs/benchmarks.md, "Compiler"), and for dense matrices well beyond.
 
 ``auto`` (:func:`choose`) decides from the matrix and the engine's profile, by rules measured on
 this project's benchmark (``bench/run.py``): ``lookup`` for long tables where the engine has ordered
@@ -55,6 +56,7 @@ reuse the same linear-stage strategies: the combiner sits on top of whatever the
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..core.errors import InvalidParameter
 from ..core.ir import LinearStage, Projection
@@ -78,17 +80,13 @@ PARTIAL_WRITE_COST = 0.5
 #: pairs is planned only if a given pair of columns is expected in at least this many rows of the
 #: matrix or of its transpose (``max(p, d) * density^2``, :func:`pairs_worth_planning`): below it the
 #: greedy's plan came out above :data:`PAIRS_GAIN` of inline's cost, so its planning time was spent
-#: for nothing.  ``PYTHONPATH=. python -m bench.probes worth`` (planning seconds of two runs): PK-RP
-#: degree 2, k = 160, s = sqrt(d): 4.1 (d = 784) 0.876 after 6.5-8.5 s, 6.4 (d = 500) 0.844 after
-#: 4.2-5.4 s, 8.0 (d = 400) 0.824, 12.7 (d = 250) 0.786; d = 784, k = 60, s = 9: 14.7, 0.745;
-#: Achlioptas s = 3: 87.5 (d = 784, k = 200) 0.609, 22.8 (d = 200, k = 60) 0.733, 55.3 (d = 500,
-#: k = 40) 0.667; s = sqrt(d), d = 784, k = 200: 1.1, 1.004
+#: for nothing (``PYTHONPATH=. python -m bench.probes worth`` prints the measure, the planning time and
+#: the plan's cost against inline's per matrix; figures: docs/benchmarks.md, "Compiler")
 PAIRS_WORTH = 10.0
 #: the inline query's cost per output term, for the planner's time budget: DuckDB parses, binds and
-#: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query,
-#: d = 500, k = 160: 35.8-55.3 us per term from 3,647 to 266,425 terms over two runs of ``PYTHONPATH=.
-#: python -m bench.probes worth``), then adds about TERM_ROW_SECONDS per term and row (``bench/engines.py``, DuckDB:
-#: 200,000 x 784 -> 200, s = sqrt(d), 2.36 s for 5,600 terms)
+#: optimises it in about TERM_BIND_SECONDS per term once per query (EXPLAIN of the inline query in
+#: ``PYTHONPATH=. python -m bench.probes worth``), then adds about TERM_ROW_SECONDS per term and row
+#: (``PYTHONPATH=. python bench/engines.py``, DuckDB; figures: docs/benchmarks.md, "Compiler")
 TERM_BIND_SECONDS = 50e-6
 TERM_ROW_SECONDS = 2e-9
 #: the pairs planner may take this share of the inline query's estimated time, within these bounds:
@@ -97,37 +95,32 @@ PLANNER_SHARE = 0.25
 PLANNER_SECONDS = (0.25, 60.0)
 #: a wide table unnested and joined with the matrix costs about JOIN_ROW_SECONDS per row and
 #: non-zero plus GROUP_ROW_SECONDS per row and vector (the ordered ARRAY_AGG), in DuckDB: fitted on
-#: 2,000 x 500 rows, PK-RP degree 2 (71,390 non-zeros, 3,200 vectors) 9.83 s and P-RP m = 10
-#: (266,425, 1,600) 10.12 s; the inline queries took 5.28 s and 21.66 s, at 189 rows 4.18 and 19.61 s
-#: against 1.62 and 1.76 s unnested (``PYTHONPATH=. python -m bench.probes small``)
+#: PK-RP degree 2 and P-RP m = 10 at 189 and 2,000 rows of 500 features, against the inline queries
+#: (``PYTHONPATH=. python -m bench.probes small``; figures: docs/benchmarks.md, "Compiler")
 JOIN_ROW_SECONDS = 11e-9
 GROUP_ROW_SECONDS = 1.2e-6
 #: ... but only once the inline query is big enough for its binding time to matter
 LONG_MIN_TERMS = 10_000
 #: the list_transform query (:mod:`.lists`) costs about LIST_BIND_SECONDS per non-zero once (compiling,
 #: and DuckDB casting the one string of positions) and LIST_ROW_SECONDS per non-zero and row (a
-#: list_select per vector).  Compile, EXPLAIN and CREATE TABLE AS timed apart on 100 / 400 / 1,600 x 500
-#: rows, k = 160 (one quiet moment of a shared machine): P-RP m = 10 (266,425 non-zeros) 0.57 / 1.82 /
-#: 6.21 s to run, 13.7 ns per non-zero and row; PK-RP degree 2 (71,390) 0.19 / 0.50 / 1.78 s, 15.0 ns;
-#: Achlioptas s = 3 (26,823) 0.11 / 0.19 / 0.63 s, 13.6 ns; compile plus EXPLAIN 0.23, 0.15 and
-#: 0.09 s.  Against inline's TERM_BIND_SECONDS and TERM_ROW_SECONDS the two cross at about 4,000
-#: rows, as issue 24 reports; under heavier load (``PYTHONPATH=. python bench/small_tables.py --only
-#: fit``) both sides slowed and the crossing measured near 3,000 rows for PK-RP d = 784 and 500
+#: list_select per vector): compile, EXPLAIN and CREATE TABLE AS timed apart for P-RP, PK-RP and
+#: Achlioptas s = 3 at 100 to 1,600 rows of 500 features (``PYTHONPATH=. python bench/small_tables.py
+#: --only fit`` re-measures; figures: docs/benchmarks.md, "Compiler").  Against inline's
+#: TERM_BIND_SECONDS and TERM_ROW_SECONDS the two cross at about 4,000 rows, as issue 24 reports
+#: (near 3,000 under heavier load)
 LIST_BIND_SECONDS = 1.2e-6
 LIST_ROW_SECONDS = 14e-9
 #: ... and, for denser matrices, as dot products of the row with dense weight rows
 #: (``list_dot_product``): LIST_DENSE_ROW_SECONDS per entry of the dense matrix and row, and
-#: LIST_DENSE_BIND_SECONDS per entry once.  P-RP m = 10 (s = 3, d = 500, 800,000 entries, 266,425
-#: non-zeros) on 200 rows: 0.40 s, of which EXPLAIN 0.22 s, against about 0.9 s by positions
-#: (a hand-written probe of the sums alone): 1.1 ns an entry, so dense rows pay from a density of
-#: about 1.1 / 14 = 1 in 12 (s = 3 and s = 1; not s = sqrt(d) beyond d = 150)
+#: LIST_DENSE_BIND_SECONDS per entry once (measured on P-RP m = 10, s = 3, against the same sums by
+#: positions in a hand-written probe of the sums alone; figures: docs/benchmarks.md, "Compiler").  Dense rows thus
+#: pay from a density of about LIST_DENSE_ROW_SECONDS / LIST_ROW_SECONDS = 1 in 12 (s = 3 and s = 1;
+#: not s = sqrt(d) beyond d = 150)
 LIST_DENSE_ROW_SECONDS = 1.1e-9
 LIST_DENSE_BIND_SECONDS = 0.3e-6
 #: the unnested lookup reads and hashes the stored matrix once: about LOOKUP_BIND_SECONDS per non-zero
-#: on top of its per-row cost (JOIN_ROW_SECONDS, GROUP_ROW_SECONDS), from the same tables through
-#: ``sqlrp.project`` into a table (lookup against list_transform, seconds at 100 / 400 / 1,600 rows:
-#: P-RP 1.00 / 2.52 / 8.16 against 0.77 / 1.80 / 6.67; PK-RP 0.63 / 1.32 / 4.20 against 0.28 / 0.62 /
-#: 1.97; Achlioptas s = 3 0.16 / 0.36 / 0.95 against 0.15 / 0.28 / 0.71)
+#: on top of its per-row cost (JOIN_ROW_SECONDS, GROUP_ROW_SECONDS): fitted on the same tables through
+#: ``sqlrp.project`` into a table, lookup against list_transform (figures: docs/benchmarks.md, "Compiler")
 LOOKUP_BIND_SECONDS = 1.3e-6
 
 
@@ -271,10 +264,8 @@ def prefers_lists(
     (:data:`TERM_BIND_SECONDS` once and :data:`TERM_ROW_SECONDS` per row, per term), below
     :data:`PAIRS_GAIN` of it where ``pairs`` may be planned, and below the unnested ``lookup``'s where
     :func:`prefers_long` would take that.  In effect: sparse matrices (by positions) up to about
-    4,000 rows; denser ones (dense rows, ``s = 3`` or ``1``) far beyond (Achlioptas s = 3, d = 500,
-    k = 160 on 20,000 rows: 1.85 s against pairs 1.76 s and inline 2.09 s, estimated 1.78, 1.9 and
-    2.4 s; s = 1, k = 64: 0.83 s against pairs 1.04 s; P-RP m = 10 on 5,000 rows: 4.78 s against
-    inline 16.35 s)."""
+    4,000 rows; denser ones (dense rows, ``s = 3`` or ``1``) far beyond: close to ``pairs`` and ahead
+    of ``inline`` at 20,000 rows for ``s = 3`` (figures: docs/benchmarks.md, "Compiler")."""
     engine, rows = get_dialect(dialect), source.rows
     if not (engine.list_lambdas and source.layout != "long" and rows is not None):
         return False
@@ -289,15 +280,9 @@ def prefers_lists(
     return lists < min(rivals)
 
 
-def choose(
-    projection: Projection,
-    source: Source,
-    dialect: SqlrpDialect | str = "duckdb",
-    strategy: str = "auto",
-    matrix: str = "values",
-) -> str:
-    """The strategy :func:`decide` picks, without its pairs plan."""
-    return decide(projection, source, dialect, strategy, matrix)[0]
+def choose(projection: Projection, source: Source, *args: Any, **kwargs: Any) -> str:
+    """The strategy :func:`decide` picks (given its arguments), without its pairs plan."""
+    return decide(projection, source, *args, **kwargs)[0]
 
 
 def decide(
@@ -345,13 +330,13 @@ def _decide_name(
         if strategy in LIST_STRATEGIES and not engine.list_lambdas:
             raise engine.refuse(
                 "the list_transform strategy needs list lambdas (list_transform, list_select, list_sum) as DuckDB "
-                "has them; use --strategy inline"
+                "has them; use --strategy=inline"
             )
         if strategy in LONG_STRATEGIES and source.layout != "long" and not engine.select_unnest:
             raise engine.refuse(
                 f"the {strategy} strategy on a {source.layout} table unnests two arrays in one select list, and this "
                 "engine's profile does not say they run in lockstep (in Hyper they are a cross product); use "
-                "--strategy inline, pairs or mailman"
+                "the inline, pairs or mailman strategy (--strategy)"
             )
         if strategy not in allowed:
             raise InvalidParameter(
@@ -365,7 +350,7 @@ def _decide_name(
         if strategy == "lookup" and not engine.ordered_array_agg:
             raise engine.refuse(
                 "the lookup strategy needs ARRAY_AGG(... ORDER BY ...) and a 1-based ARRAY_POSITION, which this "
-                "engine does not have as DuckDB and PostgreSQL do; use --strategy join"
+                "engine does not have as DuckDB and PostgreSQL do; use --strategy=join"
             )
         return strategy, pairs
     if source.layout == "long":

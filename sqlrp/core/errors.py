@@ -1,12 +1,88 @@
-"""Errors sqlrp raises on bad input.  Every message names the problem and the fix."""
+"""Errors sqlrp raises on bad input.  Every message names the problem and the fix.
+
+**One vocabulary per interface** (issue 35).  A message is written once, naming options as the
+command line's flags -- ``--replace``, ``--no-check``, ``--columns``, a value as ``--dtype=float64``
+(argparse takes that form too) -- and each interface shows it in its own words: the command line
+prints it as written (:func:`cli_words`), Python shows it through :func:`python_words`
+(``SqlrpError.__str__``, and :func:`warn_caller`'s warnings): ``replace=True``, ``check=False``,
+``columns=``, ``dtype='float64'``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+#: the command line's switches (``store_true`` / ``store_false`` options) by the names the Python API
+#: takes: ``--replace`` is ``replace=True`` there (``tests/interface/test_vocabulary.py`` checks this
+#: against the parser)
+SWITCHES = frozenset(
+    {"check", "exact", "incremental", "modified", "modified_kernel", "no_progress", "no_sql", "progress",
+     "replace", "standardize", "strict", "truncate", "view"}
+)  # fmt: skip
+
+#: flags whose Python name is not the flag's own (``--no-sql`` is ``in_sql=False``: ``sql`` below)
+ALIASES = {
+    "kernel-modified": "modified",
+    "from": "source",
+    "column": "columns",
+    "input": "table",
+    "batches": "progress",
+    "sql": "in_sql",
+}
+
+# a flag, and its value when written --x=value (quoted, or up to a space, comma, semicolon or bracket;
+# a sentence's closing full stop or colon is not part of it)
+_FLAG = re.compile(r"""(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?:=('[^']*'|"[^"]*"|[^\s,;()'"]*[^\s,;()'".:]))?""")
+_LITERAL = re.compile(r"-?\d+(\.\d*)?(e-?\d+)?|True|False|None|[A-Z][A-Z_]*")  # numbers, constants, NAME
+
+
+def python_words(message: str) -> str:
+    """``message`` (written in the command line's flags) in the Python API's words: ``--no-x`` ->
+    ``x=False``; ``--x=v`` -> ``x=v`` (``v`` quoted unless it is a number, a constant, an upper-case
+    placeholder such as ``NAME`` or quoted already); ``--x`` -> ``x=True`` for a switch
+    (:data:`SWITCHES`), ``x=`` otherwise; dashes become underscores and :data:`ALIASES` rename."""
+
+    def python(match: re.Match) -> str:
+        name, value = match.group(1), match.group(2)
+        negated = name.startswith("no-") and value is None
+        if negated:
+            name = name[3:]
+        py = ALIASES.get(name, name).replace("-", "_")
+        if negated:
+            return f"{py}=False"
+        if value is not None:
+            quoted = value[0] in "'\"" or _LITERAL.fullmatch(value)
+            return f"{py}={value if quoted else repr(value)}"
+        return f"{py}=True" if py in SWITCHES else f"{py}="
+
+    return _FLAG.sub(python, message)
+
+
+def text_value(value: str) -> str:
+    """The string ``value`` as a message writes it after ``--x=``: bare where the shell and
+    :func:`python_words` both read it as that string (``emb``), else quoted (``'my table'``, ``'2'``)."""
+    import shlex
+
+    quoted = shlex.quote(value)
+    return f"'{value}'" if quoted == value and _LITERAL.fullmatch(value) else quoted
+
+
+def cli_words(exc: BaseException | str) -> str:
+    """``exc``'s message as written, in the command line's words: a :class:`SqlrpError`'s argument,
+    a warning of :func:`warn_caller` as it was given; anything else as ``str`` gives it."""
+    if isinstance(exc, SqlrpError):
+        return str(exc.args[0]) if exc.args else ""
+    return str(getattr(exc, "cli_message", None) or exc)
 
 
 class SqlrpError(Exception):
-    """Base class of every error sqlrp raises on purpose."""
+    """Base class of every error sqlrp raises on purpose.  Its message is written in the command
+    line's words; ``str()`` gives it in Python's (:func:`python_words`), :func:`cli_words` as written."""
+
+    def __str__(self) -> str:
+        if len(self.args) == 1:
+            return python_words(str(self.args[0]))
+        return super().__str__()
 
 
 class InvalidParameter(SqlrpError, ValueError):
@@ -21,7 +97,7 @@ class ProjectionNotFound(SqlrpError, KeyError):
     """No stored projection has the given name."""
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
+        return python_words(str(self.args[0])) if self.args else ""
 
 
 class ProjectionExists(SqlrpError):
@@ -96,12 +172,12 @@ _HINTS = (
     (
         "out of range for the destination type float",
         "a projected value is beyond float32's range (3.4e38): use "
-        "--dtype float64, or scale the data first (--standardize)",
+        "--dtype=float64, or scale the data first (--standardize)",
     ),
     (
         "value out of range: overflow",
         "a value overflowed its SQL type (float32 holds at most 3.4e38, float64 "
-        "1.8e308): use --dtype float64, or scale the data first (--standardize)",
+        "1.8e308): use --dtype=float64, or scale the data first (--standardize)",
     ),
     (
         "value out of range: underflow",
@@ -129,7 +205,7 @@ def exit_status(exc: BaseException) -> int | None:
 
 def one_line(exc: BaseException) -> str:
     """``exc`` as one line: sqlrp's own message, or the database's first line and what it means."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(cli_words(exc).split()) or type(exc).__name__
     if isinstance(exc, SqlrpError):
         return text
     if isinstance(exc, OSError) and exc.filename is not None:
@@ -144,7 +220,8 @@ def one_line(exc: BaseException) -> str:
 
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` pointing at the first frame outside sqlrp (the user's call), however deep
-    inside sqlrp the warning is raised."""
+    inside sqlrp the warning is raised; ``message``, in the command line's words, reads in Python's
+    (:func:`python_words`) and keeps its own as ``cli_message`` (:func:`cli_words`)."""
     import contextlib
     import os
     import sys
@@ -155,4 +232,6 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     level, frame = 2, sys._getframe(1)  # stacklevel 2: warn_caller's caller
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         level, frame = level + 1, frame.f_back
-    warnings.warn(message, category, stacklevel=level)
+    warning = category(python_words(message))
+    warning.cli_message = message  # type: ignore[attr-defined]
+    warnings.warn(warning, stacklevel=level)

@@ -17,8 +17,10 @@ that queries can later be projected the same way (``--projection out.parquet.sql
 
 from __future__ import annotations
 
+import difflib
 import glob
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -51,6 +53,51 @@ def output_format(name: str) -> str | None:
     """The format ``--into name`` writes, if ``name`` ends like a file (``.parquet``, ``.csv``,
     ``.json``); ``None`` for a table name."""
     return OUTPUTS.get(os.path.splitext(name.lower())[1])
+
+
+#: endings of files sqlrp does not write (a table of that name would be a silent surprise); a table
+#: name with another dot in it (``emb.v2``, ``v1.2``) is a table name
+OTHER_FILES = (
+    "xlsx", "xls", "ods", "tsv", "txt", "dat", "feather", "arrow", "ipc", "avro", "orc", "jsonl", "ndjson", "xml",
+    "gz", "zip", "bz2", "xz", "zst", "tar", "db", "sqlite", "duckdb", "pkl", "pickle", "npy", "npz", "h5", "hdf5",
+    "parq", "pq", "parquett", "parqet", "parquest", "cvs", "jsn", "jason",
+)  # fmt: skip
+FILE_ENDING = re.compile(r"\.(" + "|".join(OTHER_FILES) + r")$", re.IGNORECASE)
+
+
+def refuse_file_ending(into: str, instead: str = "name a table without a file ending") -> None:
+    """Refuse, before any work, an output ``into`` that ends like a file sqlrp does not write
+    (``x.xlsx``, ``out.csv.gz``, a misspelt ``out.parqet``): it would quietly be a table of that name."""
+    ending = FILE_ENDING.search(into)
+    if ending and output_format(into) is None:
+        raise InvalidParameter(
+            f"sqlrp writes {', '.join(list(OUTPUTS)[:-1])} or {list(OUTPUTS)[-1]} files, not {ending.group(0)!r}; "
+            f"{instead}"
+        )
+
+
+def looks_like_a_file(name: str) -> bool:
+    """A path (a folder in it) or a name with a file ending (``emb.parqet``, ``x.xlsx``)."""
+    return os.sep in name or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{1,7}$", name))
+
+
+def similar_file(path: str) -> str | None:
+    """A file beside ``path`` with a close name (``emb.parquet`` for ``emb.parqet``), as ``path``
+    names its folder; ``None`` if there is none."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        return None
+    names = [f.name for f in folder.iterdir() if f.is_file()][:1000]
+    close = difflib.get_close_matches(Path(path).name, names, n=1, cutoff=0.75)
+    if not close:
+        return None
+    return str(folder / close[0]) if str(folder) != "." else close[0]
+
+
+def no_such_file(path: str) -> str:
+    """``no file 'emb.parqet' (did you mean 'emb.parquet'?)``: a missing file and the close name beside it."""
+    near = similar_file(path)
+    return f"no file {path!r}" + (f" (did you mean {near!r}?)" if near else "")
 
 
 def is_remote(path: str) -> bool:
@@ -160,7 +207,7 @@ def refuse_engine(dialect: str, what: str) -> InvalidParameter:
     """The error for a file where ``dialect`` cannot read or write one."""
     return InvalidParameter(
         f"{dialect} cannot {what}: files are read and written by DuckDB (omit --db for an in-memory "
-        "DuckDB, or --db duckdb:///file.db); or load the file into a table of this database first"
+        "DuckDB, or --db=duckdb:///file.db); or load the file into a table of this database first"
     )
 
 

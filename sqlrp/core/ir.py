@@ -32,7 +32,19 @@ def _float_array(values: Any) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class LinearStage:
-    """Sparse ``d x p`` matrix of weights, one row per non-zero entry."""
+    """Sparse ``d x p`` matrix of weights, one row per non-zero entry.
+
+    :param d: the input dimension (number of features); features are numbered ``0 .. d-1``.
+    :param p: the number of linear outputs (vectors) ``K_0 .. K_{p-1}``: ``k`` for a linear projection,
+        more for the kernel methods, whose combiner multiplies them together.
+    :param vector: per non-zero entry, the vector (column of the matrix) it belongs to, in ``[0, p)``.
+    :param feature: per non-zero entry, the feature (row of the matrix) it weighs, in ``[0, d)``.
+    :param weight: per non-zero entry, its weight (``+1`` / ``-1`` for sign matrices; the magnitude is
+        left to :attr:`Projection.scale`).
+    :param bias: per vector, a constant added to its sum (length ``p``; ``None``: 0).
+    :param power: per vector, the power each feature is raised to before it is summed (length ``p``,
+        each ``>= 1``; ``None``: 1).
+    """
 
     d: int
     p: int
@@ -96,6 +108,13 @@ class Combiner:
 
     ``term_component[t]`` and ``term_weight[t]`` describe term ``t``; factor ``f`` multiplies
     ``K[factor_vector[f]]`` into term ``factor_term[f]``.
+
+    :param k: the output dimension (number of components ``y_0 .. y_{k-1}``).
+    :param term_component: per term, the component ``c`` it is added to, in ``[0, k)``.
+    :param term_weight: per term, its weight.
+    :param factor_term: per factor, the term it multiplies into.
+    :param factor_vector: per factor, the linear output ``K[v]`` (a vector of the :class:`LinearStage`)
+        it multiplies in; a term without factors is the constant 1.
     """
 
     k: int
@@ -154,7 +173,19 @@ def _summary_head(item: Projection | Composed) -> dict[str, Any]:
 
 @dataclass(eq=False)
 class Projection:
-    """A complete projection: linear stage, combiner, one delayed scale factor and its provenance."""
+    """A complete projection: linear stage, combiner, one delayed scale factor and its provenance.
+
+    :param method: the method that made it (a name of :data:`sqlrp.methods.METHODS`, or ``dt-rp`` /
+        ``best-of-n`` for a tuned one).
+    :param linear: the linear stage (the sparse matrix).
+    :param combiner: the combiner stage (:meth:`Combiner.identity` for a linear projection).
+    :param scale: the constant every output is multiplied by once, at the end (Achlioptas:
+        ``sqrt(s) / sqrt(k)``).
+    :param params: the method's parameters as drawn (e.g. the ``s`` resolved from ``"auto"``), stored
+        with the projection.
+    :param seed: the seed the matrix was drawn with (``None``: drawn from fresh entropy, not reproducible).
+    :param name: the name it is stored under in the registry (``None``: not stored).
+    """
 
     method: str
     linear: LinearStage

@@ -28,7 +28,27 @@ class Source:
     An entry point makes it from the user's options (``Source(table, id_column, **options)``, the
     options of :class:`SourceOptions`), leaving blanks where the table decides: no ``columns`` (the
     wide layout's numeric columns), no ``array_column`` (the table's one numeric array).
-    :func:`sqlrp.pipeline.sources.fill_source` reads the table and fills them."""
+    :func:`sqlrp.pipeline.sources.fill_source` reads the table and fills them.
+
+    :param table: the table or view's name (its schema apart, in ``schema``).
+    :param id_column: the column copied to the output as each row's key.
+    :param layout: ``wide`` (a column per feature), ``array`` (one numeric array column) or ``long``
+        (rows of id, feature, value).
+    :param columns: wide: the feature columns, feature ``i`` being ``columns[i]`` (empty: every numeric
+        column but the id, the group and ``exclude``).
+    :param array_column: array: the array column (``None``: the table's one numeric array).
+    :param feature_column: long: the column of feature indices ``0 .. d-1``.
+    :param value_column: long: the column of feature values.
+    :param schema: the table's schema (``None``: the connection's default).
+    :param nulls: NULL features: ``error`` (refused, naming the rows) or ``zero``.
+    :param group_column: pool the projected rows of each group (compact bilinear pooling): the group's column.
+    :param catalog: the catalog (database) holding ``schema``.
+    :param row_filter: a sqlglot condition on the table's own columns (``None``: every row).
+    :param standardize: ``(means, stds)``, one of each per feature: standardise in SQL before projecting
+        (:mod:`sqlrp.compiler.preprocess`; ``None``: as stored).
+    :param rows: the engine's estimate of the table's rows (``None``: unknown).
+    :param exclude: wide layout: columns left out of the default features.
+    """
 
     table: str
     id_column: str
@@ -64,24 +84,24 @@ class SourceOptions(TypedDict, total=False):
     """The user's keyword options of a :class:`Source` (its fields but the table, the id and what sqlrp
     derives): how the table is laid out and which columns are features."""
 
-    #: ``wide`` (a column per feature), ``array`` (one numeric array column) or ``long`` (id, feature, value)
     layout: str
-    #: wide: the feature columns (default: every numeric column but the id and the group)
+    """``wide`` (a column per feature), ``array`` (one numeric array column) or ``long`` (id, feature, value)"""
     columns: Sequence[str] | None
-    #: array: the array column (default: the table's one numeric array)
+    """wide: the feature columns (default: every numeric column but the id and the group)"""
     array_column: str | None
-    #: long: the column of feature indices 0..d-1, and of values
+    """array: the array column (default: the table's one numeric array)"""
     feature_column: str
+    """long: the column of feature indices 0..d-1, and of values"""
     value_column: str
-    #: where the table is: its schema, and the catalog (database) holding that
     schema: str | None
+    """where the table is: its schema, and the catalog (database) holding that"""
     catalog: str | None
-    #: NULL features: ``error`` (refused, naming the rows) or ``zero``
     nulls: str
-    #: pool the rows of each group (compact bilinear pooling): the group's column
+    """NULL features: ``error`` (refused, naming the rows) or ``zero``"""
     group_column: str | None
-    #: wide layout: columns left out of the default features (a label, a year)
+    """pool the rows of each group (compact bilinear pooling): the group's column"""
     exclude: Sequence[str] | None
+    """wide layout: columns left out of the default features (a label, a year)"""
 
 
 #: the names of :class:`SourceOptions`, in order
@@ -93,7 +113,13 @@ DTYPES = ("float64", "float32")
 
 @dataclass(frozen=True)
 class Output:
-    """Output form: ``wide`` columns ``{prefix}0 .. {prefix}{k-1}`` or one ``array`` column."""
+    """Output form: ``wide`` columns ``{prefix}0 .. {prefix}{k-1}`` or one ``array`` column.
+
+    :param form: ``wide`` (a column per output) or ``array`` (one array column).
+    :param prefix: wide: the output columns' prefix.
+    :param array_name: array: the output column's name.
+    :param dtype: the outputs' type, ``float64`` (DOUBLE) or ``float32`` (FLOAT).
+    """
 
     form: str = "wide"
     prefix: str = "p"

@@ -22,84 +22,84 @@ from .layout import SourceOptions
 class MethodOptions(TypedDict, total=False):
     """A new projection's method parameters (:mod:`sqlrp.methods`; each method takes its own)."""
 
-    #: Achlioptas sparsity: ``auto`` (from the data's kurtosis), ``sqrt`` or a number >= 1
     s: float | str
-    #: p-rp: sign matrices summed; its modified kernel ``(x.y)^2 - (x^2).(y^2)``
+    """Achlioptas sparsity: ``auto`` (from the data's kurtosis), ``sqrt`` or a number >= 1"""
     m: int
+    """p-rp: sign matrices summed; its modified kernel ``(x.y)^2 - (x^2).(y^2)``"""
     modified: bool
-    #: pk-rp, maclaurin, craftmap: the polynomial degree
     degree: int
-    #: pk-rp, cbp: products summed per output; random vectors (default ``g * t * k``); their distribution
+    """pk-rp, maclaurin, craftmap: the polynomial degree"""
     t: int
+    """pk-rp, cbp: products summed per output; random vectors (default ``g * t * k``); their distribution"""
     p: int | None
     distribution: str
-    #: pk-rp: the index scheme, ``distinct`` or ``balanced``
     index: str
-    #: the constant of the inhomogeneous kernel ``(x.y + c)^degree``
+    """pk-rp: the index scheme, ``distinct`` or ``balanced``"""
     c: float
-    #: maclaurin: the degree distribution's base, truncation and sampling
+    """the constant of the inhomogeneous kernel ``(x.y + c)^degree``"""
     base: float
+    """maclaurin: the degree distribution's base, truncation and sampling"""
     truncate: bool
     sampling: str
-    #: craftmap: the up-projection method, its dimension, the down-projection's sparsity (the up method's
-    #: own options are passed on to it)
     up: str
+    """craftmap: the up-projection method, its dimension, the down-projection's sparsity (the up method's own
+    options are passed on to it)"""
     up_k: int | None
     down_s: float | str
-    #: the features' kurtosis, when known (``s = auto`` reads it)
     kurtosis: float | None
+    """the features' kurtosis, when known (``s = auto`` reads it)"""
 
 
 class OutputOptions(TypedDict, total=False):
     """The output's form (:class:`~sqlrp.core.layout.Output`)."""
 
-    #: ``wide`` (columns ``{prefix}0 ..``) or ``array`` (one column named ``prefix``)
     output: str
+    """``wide`` (columns ``{prefix}0 ..``) or ``array`` (one column named ``prefix``)"""
     prefix: str
-    #: ``float64`` or ``float32`` (default: as the input)
     dtype: str | None
+    """``float64`` or ``float32`` (default: as the input)"""
 
 
 class PlanOptions(SourceOptions, MethodOptions, OutputOptions, total=False):
     """:func:`sqlrp.plan`'s options: the input, a new projection's parameters, the output."""
 
-    #: a new projection's input dimension (default: the table's)
     d: int | None
-    #: store a new projection under this name
+    """a new projection's input dimension (default: the table's)"""
     save_as: str | None
-    #: centre and scale every feature in SQL before projecting
+    """store a new projection under this name"""
     standardize: bool
-    #: ``False``: a new, unnamed projection is kept in the plan only
+    """centre and scale every feature in SQL before projecting"""
     store: bool
+    """``False``: a new, unnamed projection is kept in the plan only"""
 
 
 class FormulationOptions(TypedDict, total=False):
     """How the projection is written as SQL (:class:`~sqlrp.core.layout.Formulation`)."""
 
-    #: where the matrix comes from: ``auto``, ``registry``, ``values`` or a table holding it
     matrix: str
-    #: ``auto`` (the compiler's measured choice), ``inline`` / ``pairs`` / ``mailman`` /
-    #: ``list_transform`` (wide, array) or ``join`` / ``lookup`` (long)
+    """where the matrix comes from: ``auto``, ``registry``, ``values`` or a table holding it"""
     strategy: str
-    #: mailman's block size (default: chosen)
+    """``auto`` (the compiler's measured choice), ``inline`` / ``pairs`` / ``mailman`` / ``list_transform`` (wide,
+    array) or ``join`` / ``lookup`` (long)"""
     block: int | None
-    #: refuse NULL, NaN or infinite features and overflowing outputs
+    """mailman's block size (default: chosen)"""
     check: bool
+    """refuse NULL, NaN or infinite features and overflowing outputs"""
 
 
 class TargetOptions(TypedDict, total=False):
     """Where the rows go, besides ``into`` (:class:`~sqlrp.core.layout.Target`)."""
 
-    #: with ``into``: a view instead of a table; replace an existing one; add only the ids not there yet
     view: bool
+    """with ``into``: a view instead of a table; replace an existing one; add only the ids not there yet"""
     replace: bool
     incremental: bool
-    #: rows back: in chunks of at most this many; ``ORDER BY`` the key; ``pandas``, ``arrow``, ``polars``, ``numpy``
     chunk_rows: int | None
+    """rows back: in chunks of at most this many; ``ORDER BY`` the key; ``pandas``, ``arrow``, ``polars``, ``numpy``"""
     ordered: bool
     output_format: str
-    #: with ``into``: a progress bar (``True``) or that many id-range batches (an integer)
     progress: bool | int
+    """with ``into``: a progress bar (``True``) or that many id-range batches (an integer)"""
 
 
 class ProjectOptions(PlanOptions, FormulationOptions, TargetOptions, total=False):
@@ -109,17 +109,17 @@ class ProjectOptions(PlanOptions, FormulationOptions, TargetOptions, total=False
 class TuneOptions(SourceOptions, total=False):
     """:func:`sqlrp.tune`'s options besides ``k`` and ``name`` (defaults: :data:`TUNE_DEFAULTS`)."""
 
-    #: rows of the seeded training sample
     sample: int
-    #: the tuned matrix's sparsity: ``auto``, ``sqrt`` or a number >= 1
+    """rows of the seeded training sample"""
     s: float | str
-    #: DT-RP's iterations; the seed of the sample and of the search
+    """the tuned matrix's sparsity: ``auto``, ``sqrt`` or a number >= 1"""
     iterations: int
+    """DT-RP's iterations; the seed of the sample and of the search"""
     seed: int | None
-    #: replace a stored projection of that name
     replace: bool
-    #: ``dt-rp`` (002 Section 3) or ``best-of-n`` (the best of ``draws`` Achlioptas matrices, 002 Section 4.2)
+    """replace a stored projection of that name"""
     baseline: str
+    """``dt-rp`` (002 Section 3) or ``best-of-n`` (the best of ``draws`` Achlioptas matrices, 002 Section 4.2)"""
     draws: int
 
 
@@ -131,20 +131,20 @@ TUNE_DEFAULTS: TuneOptions = {
 class EvaluateOptions(SourceOptions, total=False):
     """:func:`sqlrp.evaluate`'s options besides the table and ``out`` (defaults: :data:`EVALUATE_DEFAULTS`)."""
 
-    #: rows of the seeded sample; the first ``queries`` of them are Recall@``recall_k`` queries
     sample: int
+    """rows of the seeded sample; the first ``queries`` of them are Recall@``recall_k`` queries"""
     queries: int
     recall_k: int
     seed: int
-    #: the k of the distortion-versus-k curve
     ks: list[int] | None
-    #: the distortion's feature space: ``projection`` (the kernel the projection approximates), ``None``
-    #: (the input space), a kernel's name or a :class:`sqlrp.evaluation.metrics.Kernel`
+    """the k of the distortion-versus-k curve"""
     kernel: Any
-    #: a label column: nearest-neighbour accuracies too
+    """the distortion's feature space: ``projection`` (the kernel the projection approximates), ``None`` (the input
+    space), a kernel's name or a :class:`sqlrp.evaluation.metrics.Kernel`"""
     label_column: str | None
-    #: the same metrics computed in SQL as well
+    """a label column: nearest-neighbour accuracies too"""
     in_sql: bool
+    """the same metrics computed in SQL as well"""
 
 
 EVALUATE_DEFAULTS: EvaluateOptions = {

@@ -92,7 +92,7 @@ def batches(value: bool | int) -> bool | int:
     """``progress``: ``False``, ``True`` or a number of batches (a whole number >= 1)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    return positive_int("progress (the number of batches, --batches)", value)
+    return positive_int("the number of batches (--batches)", value)
 
 
 # ---- the same checks as argparse types: a bad option is a one-line usage error (exit status 2) ----

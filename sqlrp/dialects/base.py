@@ -302,7 +302,7 @@ class SqlrpDialect:
         if self.max_statement_bytes is not None and size > self.max_statement_bytes:
             raise self.refuse(
                 f"the statement is {size:,} bytes; the engine accepts at most {self.max_statement_bytes:,} "
-                "(use --matrix TABLE with the matrix loaded there, a smaller k, or the inline strategy)"
+                "(use --matrix=TABLE with the matrix loaded there, a smaller k, or the inline strategy)"
             )
         if self.max_columns is not None and columns is not None and columns > self.max_columns:
             raise self.refuse(f"a select would have {columns:,} columns; the engine allows {self.max_columns:,}")

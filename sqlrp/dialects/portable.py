@@ -46,8 +46,8 @@ from ..core.layout import Output, Source
 MAX_DECIMAL_DIGITS = 38
 
 WAYS_OUT = (
-    "or render for an engine with an executed profile (--dialect duckdb, postgres, sqlite, clickhouse, "
-    "datafusion, spark, hyper) and prove it there with sqlrp compile --check"
+    "or render for an engine with an executed profile (--dialect: duckdb, postgres, sqlite, clickhouse, "
+    "datafusion, spark, hyper) and prove it there (--check)"
 )
 
 
@@ -107,20 +107,20 @@ def check(dialect_name: str, source: Source, output: Output, strategy: str, matr
         raise refuse(
             "the array layout reads elements by subscript, and the first element is x[1] in some engines, "
             "x[0] in others",
-            "unpack the array into columns and use --layout wide",
+            "unpack the array into columns and use --layout=wide",
         )
     if output.form == "array":
-        raise refuse("array output builds and is read by array subscripts", "use --output wide")
+        raise refuse("array output builds and is read by array subscripts", "use --output=wide")
     if source.layout != "long" and strategy in ("join", "lookup"):
         raise refuse(
             f"the {strategy} strategy on a wide table unnests two arrays in one select list, in lockstep in "
             "PostgreSQL and DuckDB but a cross product elsewhere",
-            "use --strategy inline, pairs or mailman",
+            "use the inline, pairs or mailman strategy (--strategy)",
         )
     if strategy == "lookup":
-        raise refuse("the lookup strategy reads arrays by position", "use --strategy join")
+        raise refuse("the lookup strategy reads arrays by position", "use --strategy=join")
     if source.layout == "long" and matrix == "values" and not values:
         raise refuse(
             "the long layout's inlined matrix is a VALUES relation, which not every engine has",
-            "load the exported matrix as a table and give --matrix TABLE (sqlrp projections export)",
+            "load the exported matrix (projections export) as a table and give --matrix=TABLE",
         )

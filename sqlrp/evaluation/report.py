@@ -119,7 +119,7 @@ def evaluate(
     if len(ids) < 3 or recall_k > len(ids) - queries:  # the table held fewer rows than the sample
         raise InvalidParameter(
             f"the table gave {len(ids)} sample rows: too few for {queries} queries and Recall@{recall_k} "
-            f"(needs at least queries + recall_k = {queries + recall_k}, and 3); lower queries or recall_k"
+            f"(needs at least queries + recall_k = {queries + recall_k}, and 3); lower --queries or --recall-k"
         )
     Y = reference.transform(proj, X)
     dist = pairwise_distortion(X, Y, kernel)

@@ -131,7 +131,7 @@ def _feature_relation(projection: Projection, source: Source, dialect: SqlrpDial
     if source.layout == "long":
         raise InvalidParameter(
             "in-SQL evaluation reads wide or array tables; for a long table evaluate in Python "
-            "(sqlrp evaluate --no-sql) or pivot a sample into a wide table"
+            "(--no-sql) or pivot a sample into a wide table"
         )
     src = dense_source(projection, replace(source, group_column=None), dialect)
     return _restrict(src, source, ids)
@@ -335,7 +335,7 @@ def fetch_sample(
     order = np.array([position[v] for v in frame["_id"].tolist()])
     X[order] = frame[[f"_x{i}" for i in range(dim)]].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(X)):
-        raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass nulls='zero'")
+        raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
 
 

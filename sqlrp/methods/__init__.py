@@ -54,7 +54,16 @@ def check_dimensions(d: int, k: int, seed: int | None) -> None:
 
 
 def make_projection(method: str, d: int, k: int, seed: int | None = 0, **params: Any) -> Projection | Composed:
-    """Generate a projection of ``d`` inputs to ``k`` outputs with the named method, deterministically."""
+    """Generate a projection of ``d`` inputs to ``k`` outputs with the named method, deterministically.
+
+    :param method: a name of :data:`METHODS`.
+    :param d: the input dimension, the number of features (``1 .. 10,000,000``).
+    :param k: the output dimension (``1 .. 100,000``).
+    :param seed: the generator's seed, ``0 .. 2^63-1`` (``None``: fresh entropy, not reproducible).
+    :param params: the method's own parameters (``s``, ``degree``, ...); ``None`` values are dropped (the
+        method's defaults).
+    :returns: the projection; ``craftmap``'s is a :class:`~sqlrp.core.ir.Composed` of two stages.
+    """
     check_dimensions(d, k, seed)
     try:
         factory = METHODS[method]

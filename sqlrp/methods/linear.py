@@ -17,11 +17,15 @@ from ..core.ir import Combiner, LinearStage, Projection
 from .sparsity import choose_s
 
 
-def johnson_lindenstrauss_min_dim(n_samples: int | np.ndarray, eps: float | np.ndarray = 0.1):
+def johnson_lindenstrauss_min_dim(n_samples: int | np.ndarray, eps: float | np.ndarray = 0.1) -> int | np.ndarray:
     """Smallest ``k`` that keeps every pairwise distance of ``n_samples`` points within ``1 +- eps``.
 
     ``k >= 4 log(n) / (eps^2 / 2 - eps^3 / 3)`` (Dasgupta & Gupta; the formula of scikit-learn's
     ``johnson_lindenstrauss_min_dim``; ``004_501365892903997c.txt``, JL lemma).
+
+    :param n_samples: the number of points (> 0), or an array of them.
+    :param eps: the distortion allowed, ``0 < eps < 1``, or an array of them.
+    :returns: ``k``, an int (an int64 array when either argument is an array).
     """
     eps_a = np.asarray(eps, dtype=float)
     n_a = np.asarray(n_samples)
@@ -41,6 +45,9 @@ def expected_distortion(k: int) -> float:
     ``E|X - a theta| = 2 theta a^a e^{-a} / Gamma(a)``, gives ``E|X/k - 1| = 4 (k/2)^{k/2} e^{-k/2} /
     (k Gamma(k/2))`` (equal to ``2 (P(chi2_{k+2} > k) - P(chi2_k > k))``); computed in logarithms.
     0.178 at k = 40 and 0.089 at k = 160 (``../shared/DESIGN.md`` section 2).
+
+    :param k: the output dimension (>= 1).
+    :returns: the expected relative distortion ``E|chi2_k / k - 1|`` of a squared distance.
     """
     if k < 1:
         raise InvalidParameter(f"k must be >= 1, got {k}")

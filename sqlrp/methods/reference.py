@@ -107,7 +107,14 @@ def transform(
     """Project the rows of ``X`` (n x d).  With ``groups``, sum the projections per group key
     (output rows in sorted key order).  A :class:`Composed` projection applies its stages in turn
     (pooling is not defined for it).  Rows whose projection overflows to infinity or NaN are refused
-    as the SQL path refuses them (:func:`check_outputs`, naming ``labels`` or the row positions)."""
+    as the SQL path refuses them (:func:`check_outputs`, naming ``labels`` or the row positions).
+
+    :param projection: the projection to apply.
+    :param X: the rows, ``n x d``, finite.
+    :param groups: per row, its group key: pool the projected rows of each group (``None``: no pooling).
+    :param labels: per row, the label an error names it by (ids, a frame's index; ``None``: its position).
+    :returns: the projected rows, ``n x k`` float64 (with ``groups``: one row per key, keys sorted).
+    """
     if isinstance(projection, Composed):
         if groups is not None:
             raise InputError("pooling (a group key) is not supported for composed projections")

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, check_output_columns, col, compile_statements, ident
+from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.layout import Target
 from ..dialects import SqlrpDialect
@@ -44,7 +45,9 @@ def rows_back(db: Backend, p: Plan, target: Target, *, check_written: bool) -> A
     statements = compile_statements(p, dialect, Target(ordered=target.ordered), pretty=False)
     if chunk_rows:
         if statements.setup:
-            raise dialect.refuse("this projection needs staged blocks: project it into= a table, then read that")
+            raise dialect.refuse(
+                "this projection needs staged blocks: project it into a table (--into), then read that"
+            )
         columns = [key, *p.output.names(p.projection.k)]
         chunks = outputs.fetch_chunks(db, statements.main, int(chunk_rows), output_format, columns)
         return (outputs.check_finite(c, key, output_format) for c in chunks) if check_written else chunks
@@ -63,6 +66,7 @@ def check_table_target(db: Backend, p: Plan, table: str, into: str, view: bool, 
     dialect = db.sql_dialect
     if not into:
         raise InvalidParameter("into must name a table (an empty name writes nothing)")
+    files.refuse_file_ending(into)
     check_output_names(dialect, p, into)
     if dialect.same_identifier(into, table):  # the output goes to the source's schema (output_table)
         same = f": {db.dialect} takes {into!r} for {table!r} (it ignores case)" if into != table else ""
@@ -139,7 +143,7 @@ def _existing(
             top_up_through_staging(db, p.source, into, build)
         return None
     if exists and not replace:
-        raise ProjectionExists(f"table {into!r} already exists; pass replace=True (--replace) or choose another name")
+        raise ProjectionExists(f"table {into!r} already exists; pass --replace or choose another name")
     return exists
 
 
@@ -153,7 +157,7 @@ def same_key_type(db: Backend, source: Source, into: str) -> None:
     if kind is not None and held is not None and kind != held:
         raise InputError(
             f"table {into!r} holds {key!r} as {held}, the input as {kind}: a top-up would convert the ids; "
-            "rebuild it (replace=True, --replace) instead of incremental"
+            "rebuild it (--replace) instead of topping it up (--incremental)"
         )
 
 

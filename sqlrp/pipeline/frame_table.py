@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..backends import Backend
-from ..core.errors import SqlrpError, warn_caller
+from ..core.errors import SqlrpError, cli_words, warn_caller
 
 
 @contextlib.contextmanager
@@ -32,14 +32,14 @@ def frame_table(db: Backend, frame: Any, ids: Any = None) -> Iterator[str]:
             with warnings.catch_warnings(record=True) as caught:  # sqlrp's warnings, spoken of the frame too
                 warnings.simplefilter("always")
                 yield name
-        except SqlrpError as exc:
-            if speak(str(exc)) == str(exc):
+        except SqlrpError as exc:  # its message as written (cli_words): str() would give Python's words
+            if speak(cli_words(exc)) == cli_words(exc):
                 raise
-            raise type(exc)(speak(str(exc))) from None
+            raise type(exc)(speak(cli_words(exc))) from None
         finally:
             for w in caught:
-                if speak(str(w.message)) != str(w.message):
-                    warn_caller(speak(str(w.message)), w.category)
+                if speak(cli_words(w.message)) != cli_words(w.message):
+                    warn_caller(speak(cli_words(w.message)), w.category)
                 else:  # not about the frame: as it was raised, where it was raised
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 

@@ -22,7 +22,16 @@ def transform_frame(
     ``{prefix}0 ..``), or a 2-D NumPy array or list of rows, features in order, as scikit-learn takes
     them (the result is an ``n x k`` array).  Wrong widths, missing columns and NULL/NaN/infinite
     values raise :class:`~sqlrp.core.errors.InputError` naming them, and so do rows whose projection
-    overflows (the SQL path's error: :func:`sqlrp.methods.reference.check_outputs`)."""
+    overflows (the SQL path's error: :func:`sqlrp.methods.reference.check_outputs`).
+
+    :param projection: the projection (:func:`sqlrp.load_projection`, :func:`sqlrp.create_projection`).
+    :param frame: a pandas or polars DataFrame, a ``pyarrow.Table``, or a 2-D array or list of rows.
+    :param columns: a frame's feature columns, in the projection's feature order (default: all its
+        columns); not used for an array.
+    :param prefix: the output columns' prefix (not used for an array).
+    :returns: a frame of the input's kind with the columns ``{prefix}0 .. {prefix}{k-1}`` (pandas: the
+        input's index), or an ``n x k`` float64 array for an array.
+    """
     d = projection.d
     if isinstance(frame, (np.ndarray, list, tuple)):
         try:

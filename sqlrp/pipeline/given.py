@@ -71,6 +71,6 @@ def check_matrix_table(matrix: str, given: bool) -> None:
     came from (its scale and shape are not in the table)."""
     if matrix not in MATRIX_SOURCES and not given:
         raise InvalidParameter(
-            f"--matrix {matrix} joins a matrix loaded in the warehouse, but its scale and shape are not in that "
-            "table: give --projection FILE (the exported file that was loaded) or a stored projection's name with --db"
+            f"--matrix={matrix} joins a matrix loaded in the warehouse, but its scale and shape are not in that "
+            "table: give --projection=FILE (the exported file that was loaded) or a stored projection's name with --db"
         )

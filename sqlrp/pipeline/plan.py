@@ -60,11 +60,17 @@ def plan(
     """Resolve the table, then load (``projection`` = a stored name that exists), reuse (a
     ``Projection``), or generate and store (``method``, ``k``, ...) the projection.
 
+    Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
+    (a dot inside ``table`` is part of the name, never a separator).
+
     :param db: the connection.
     :param table: a table or view (on DuckDB also a file or glob).
     :param id_column: the column copied to the output as each row's key.
     :param projection: a stored projection's name, a :class:`~sqlrp.core.ir.Projection`, a projection
         file, or ``None`` for a new one made of ``method``, ``k``, ``seed`` and the method's options.
+    :param method: a new projection's method (default ``achlioptas``; :data:`sqlrp.methods.METHODS`).
+    :param k: a new projection's output dimension.
+    :param seed: a new projection's seed (default 0).
     :param options: :class:`~sqlrp.core.options.PlanOptions` -- the input
         (:class:`~sqlrp.core.layout.SourceOptions`), a new projection's method parameters
         (:class:`~sqlrp.core.options.MethodOptions`), the output (``output``, ``prefix``, ``dtype``),
@@ -78,9 +84,9 @@ def plan(
         polynomial-kernel methods on raw data (see :mod:`sqlrp.methods.kernel`).
         ``store=False``: a new projection that no name was given for (``projection``, ``save_as``) is
         kept in the plan only, not in the registry (a DataFrame's projection: nothing is left behind).
-
-    Names are taken exactly as given, each part on its own: ``catalog``, ``schema`` and ``table``
-    (a dot inside ``table`` is part of the name, never a separator)."""
+    :returns: the plan -- the projection, the resolved input (:class:`~sqlrp.core.layout.Source`) and the
+        output (:class:`~sqlrp.core.layout.Output`) -- for :func:`sqlrp.compile_projection`.
+    """
     params: dict[str, Any] = dict(options)
     source = resolve_source(db, table, id_column, **{k: params.pop(k) for k in SOURCE_OPTIONS if k in params})
     output, prefix, dtype = params.pop("output", "wide"), params.pop("prefix", "p"), params.pop("dtype", None)

@@ -33,6 +33,8 @@ def run(
     """:func:`sqlrp.project` with its keyword ``options`` (:class:`~sqlrp.core.options.ProjectOptions`)
     taken apart: how the SQL is written (a :class:`~sqlrp.core.layout.Formulation`), where the rows go
     (a :class:`~sqlrp.core.layout.Target`), the plan's options."""
+    if into is not None:  # before any work, a frame's too: x.xlsx would quietly be a table of that name
+        files.refuse_file_ending(into)
     if is_frame(table):
         return run_frame(db, table, id_column, projection, options, into)
     rest = dict(options)
@@ -65,7 +67,7 @@ def run_table(
         block_size(block, input_dimension(db, table, id_column, projection, options))
     chunk_rows = optional_positive("chunk_rows", target.chunk_rows)
     if chunk_rows and into is not None:
-        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
+        raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
     progress = batches(progress)
     if into is None:
         outputs.check_format(target.output_format)
@@ -94,12 +96,12 @@ def run_frame(
     ids = frame_keys(frame, id_column)
     frame = numbers_as_numbers(frame, [id_column, options.get("group_column") or id_column])
     if options.get("view"):
-        raise InvalidParameter("a view of a DataFrame would outlive it: project it into= a table instead")
+        raise InvalidParameter("a view of a DataFrame would outlive it: project it into a table (--into) instead")
     if not isinstance(projection, str) and not options.get("save_as"):
         options["store"] = False  # exploratory: nothing left in the registry
     rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
     if rows and into is not None:
-        raise InvalidParameter("chunk_rows hands rows back in chunks; it does not go with into=")
+        raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
     layout = options.get("layout", "wide")
     by_position = into is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")
@@ -125,6 +127,8 @@ def compile_plan(db: Backend | None, p: Plan, dialect: str | None, target: Targe
     """The SQL text of the plan ``p`` for ``dialect`` (default: the database's own), decided once
     (:func:`~.plan.decide`); the checks ride along only for the engine of ``db`` itself
     (:func:`sqlrp.api.compile_projection`)."""
+    if target.into is not None:
+        files.refuse_file_ending(target.into)
     engine = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     same_engine = db is not None and engine.name == db.dialect
     if how.matrix == "auto":

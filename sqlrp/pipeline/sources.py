@@ -37,7 +37,7 @@ def _integers_beside_floats(where: str, columns: list[ColumnInfo]) -> None:
         what = "columns" if len(integers) > 1 else "column"
         warn_caller(
             f"{where}: integer {what} {shown} read as features beside floating-point ones; leave such a label "
-            "or key out (--exclude, exclude=) or name the features (--columns, columns=)"
+            "or key out (--exclude) or name the features (--columns)"
         )
 
 
@@ -159,7 +159,7 @@ def _wide_columns(
     if arrays:
         raise InputError(
             f"{where} has no numeric feature columns besides the id, but {len(arrays)} numeric array "
-            f"columns ({', '.join(arrays[:10])}): choose one with --layout array --array-column NAME"
+            f"columns ({', '.join(arrays[:10])}): choose one with --layout=array and --array-column=NAME"
         )
     raise InputError(f"{where} has no numeric feature columns besides the id; name them with --columns")
 
@@ -250,7 +250,7 @@ def describe(db: Backend, table: str, schema: str | None, catalog: str | None = 
     if "catalog" not in inspect.signature(db.columns).parameters:
         raise InvalidParameter(
             f"{db.dialect}: sqlrp cannot look up tables in another catalog here; connect to {catalog!r} "
-            "itself, or render the SQL with sqlrp compile --catalog"
+            "itself, or only render the SQL (compile with --catalog)"
         )
     return db.columns(table, schema, catalog=catalog)  # type: ignore[call-arg]
 
@@ -348,7 +348,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
         hint = (
-            " Clean the data, or pass nulls='zero' (--nulls zero) to treat NULL as 0."
+            " Clean the data, or pass --nulls=zero to treat NULL as 0."
             if source.nulls == "error" and source.layout != "array"
             else " Clean the data first."
         )

@@ -186,20 +186,14 @@ def refuse_tables(
     reads) or one sqlrp owns (:func:`owned_tables`, but the index ``besides``).  Before any work."""
     reads, _ = _with_views(db, reads)
     current = _current(db)
-    for target in writes:
-        for other in reads:
-            if _same(db, target, other, current):
+    why = {"reads": "which this operation reads (sqlrp never writes the source, nor anything it reads)"}
+    why["owned"] = "which sqlrp owns"
+    for kind, others in (("reads", reads), ("owned", owned_tables(db, besides))):
+        for target in writes:
+            clash = next((other for other in others if _same(db, target, other, current)), None)
+            if clash is not None:
                 raise InvalidParameter(
-                    f"{db.dialect}: cannot write {_label(target)}: it is {other.role}, which this operation reads "
-                    "(sqlrp never writes the source, nor anything it reads); choose another name"
-                )
-    owned = owned_tables(db, besides)
-    for target in writes:
-        for other in owned:
-            if _same(db, target, other, current):
-                raise InvalidParameter(
-                    f"{db.dialect}: cannot write {_label(target)}: it is {other.role}, which sqlrp owns; "
-                    "choose another name"
+                    f"{db.dialect}: cannot write {_label(target)}: it is {clash.role}, {why[kind]}; choose another name"
                 )
 
 

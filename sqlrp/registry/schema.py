@@ -260,9 +260,8 @@ def _registry_dialect(dialect: str | SqlrpDialect) -> SqlrpDialect:
         raise profile.refuse(
             "sqlrp keeps no registry of stored projections on this engine (its tables are rendered only for "
             "engines sqlrp runs and tests).  Keep the projection where sqlrp runs (by default a local file) and "
-            "bring its matrix here: `sqlrp projections export NAME --to NAME.parquet`, load the file here as a "
-            "table, then project or "
-            "compile with `--matrix TABLE` (or `--matrix values` to inline the matrix)"
+            "bring its matrix here: export it (projections export, --to=NAME.parquet), load the file here as a "
+            "table, then project or compile with --matrix=TABLE (or --matrix=values to inline the matrix)"
         )
     return profile
 

@@ -95,25 +95,25 @@ class IndexOptions(SourceOptions, total=False):
     (:class:`~sqlrp.core.layout.SourceOptions`; an index reads the wide or array layout, unpooled) and
     how it is written."""
 
-    #: inverted lists (default :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``), trained by
-    #: k-means on ``sample`` rows (default 40 a list, at most 100,000)
     lists: int | None
+    """inverted lists (default :func:`~sqlrp.search.ivf.default_lists`, about ``sqrt(rows)``), trained by k-means on
+    ``sample`` rows (default 40 a list, at most 100,000)"""
     sample: int | None
-    #: bits of the RaBitQ codes: a power of two >= d (default :func:`~sqlrp.search.rotation.rotation_size`)
     bits: int | None
-    #: the lists a search probes when calibration is off
+    """bits of the RaBitQ codes: a power of two >= d (default :func:`~sqlrp.search.rotation.rotation_size`)"""
     probes: int | None
-    #: ``euclidean`` or ``angular`` (cosine distance)
+    """the lists a search probes when calibration is off"""
     metric: str
+    """``euclidean`` or ``angular`` (cosine distance)"""
     seed: int
-    #: the Recall@10 the calibrated defaults reach, measured on ``calibration_queries`` rows (0: none)
     recall: float
+    """the Recall@10 the calibrated defaults reach, measured on ``calibration_queries`` rows (0: none)"""
     calibration_queries: int
-    #: refresh an existing index from its table (same centroids), or rebuild it
     incremental: bool
+    """refresh an existing index from its table (same centroids), or rebuild it"""
     replace: bool
-    #: refuse NULL, NaN or infinite features; a progress bar on stderr
     check: bool
+    """refuse NULL, NaN or infinite features; a progress bar on stderr"""
     progress: bool
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -34,7 +33,7 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, col, ident, table_ref
-from ..core.errors import InvalidParameter
+from ..core.errors import InvalidParameter, warn_caller
 from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
 from ..pipeline.materialise import output_table
@@ -375,11 +374,10 @@ def _measure(
     if best is not None:
         best.seconds = time.perf_counter() - started
         if best.recall < target:
-            warnings.warn(
+            warn_caller(
                 f"the index reaches Recall@{top} {best.recall:.3f} on its own rows at the most it tried "
                 f"({best.describe()}), below the {target:g} asked: probe more lists (--probes) or rebuild with "
                 "more bits (--bits)",
-                stacklevel=4,
             )
     return best
 

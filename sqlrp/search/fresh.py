@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import warnings
 
 from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, col, ident
+from ..core.errors import text_value, warn_caller
 from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, fill_source
@@ -33,13 +33,12 @@ def check_fresh(db: Backend, index: Index, strict: bool = False) -> bool:
     what = f"{indexed} rows then, {rows} now" if rows != indexed else f"{rows} rows, some of them changed"
     message = (
         f"table {index.source.table!r} changed since index {index.name!r} was built ({what}): results may miss "
-        f"rows or rank old values (deleted rows are never returned); refresh it with "
-        f"`sqlrp index --table {index.source.table} --id-column {index.source.id_column} "
-        f"--name {index.name} --incremental`"
+        f"rows or rank old values (deleted rows are never returned); refresh it: index the table again with "
+        f"--incremental ({_same(index.source, index.name)})"
     )
     if strict:
         raise StaleIndex(message)
-    warnings.warn(message, stacklevel=3)
+    warn_caller(message)
     return False
 
 
@@ -76,9 +75,14 @@ def id_type_change(db: Backend, index: Index, source: Source) -> str | None:
         return None
     return (
         f"the id column {source.id_column!r} of table {source.table!r} was {built} when index {index.name!r} was "
-        f"built and is {now} now; rebuild the index with `sqlrp index --table {source.table} "
-        f"--id-column {source.id_column} --name {index.name} --replace`"
+        f"built and is {now} now; rebuild the index: index the table again with --replace "
+        f"({_same(source, index.name)})"
     )
+
+
+def _same(source: Source, name: str) -> str:
+    """The options that build the index ``name`` of ``source`` again, as a message names them."""
+    return f"--table={text_value(source.table)} --id-column={text_value(source.id_column)} --name={text_value(name)}"
 
 
 def refresh(db: Backend, index: Index, check: bool) -> Index:

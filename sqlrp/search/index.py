@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, col, table_ref
-from ..core.errors import InputError, ProjectionNotFound, refuse_nul
+from ..core.errors import InputError, ProjectionNotFound, refuse_nul, text_value
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..dialects import SqlrpDialect
@@ -179,7 +179,12 @@ def unique_ids(db: Backend, source: Source, what: str) -> int:
 
 
 def load_index(db: Backend, name: str) -> Index:
-    """The stored index ``name`` (:class:`IndexNotFound` if there is none)."""
+    """The stored index ``name`` (:class:`IndexNotFound` if there is none).
+
+    :param db: the connection whose registry holds it.
+    :param name: the index's name (:func:`sqlrp.build_index`'s ``name``).
+    :returns: the index: its source table, dimension, lists, code bits, metric and the rest of how it was built.
+    """
     Registry.of(db)
     refuse_nul(name, "index name")
     row = registry_row(db, name)
@@ -193,7 +198,7 @@ def load_index(db: Backend, name: str) -> Index:
     if not params:
         raise IndexNotFound(
             f"index {name!r} was built by an older sqlrp (LSH bands), which this version does not search: "
-            f"rebuild it with `sqlrp index ... --name {name} --replace`"
+            f"rebuild it: index its table again with --name={text_value(name)} --replace"
         )
     src = json.loads(source)
     src["columns"] = tuple(src["columns"])
@@ -201,7 +206,7 @@ def load_index(db: Backend, name: str) -> Index:
     if int(p.get("format", 1)) != FORMAT:
         raise IndexNotFound(
             f"index {name!r} was built by another version of sqlrp (index format {p.get('format', 1)}, "
-            f"this one reads {FORMAT}): rebuild it with `sqlrp index ... --name {name} --replace`"
+            f"this one reads {FORMAT}): rebuild it: index its table again with --name={text_value(name)} --replace"
         )
     return Index(
         name,
@@ -234,7 +239,11 @@ def load_lists(db: Backend, index: Index) -> Lists:
 
 
 def list_indexes(db: Backend) -> pd.DataFrame:
-    """One row per stored index: name, table, rows' features, lists, code bits, metric."""
+    """One row per stored index: name, table, rows' features, lists, code bits, metric.
+
+    :param db: the connection whose registry is read.
+    :returns: a DataFrame of ``name``, ``table``, ``d``, ``lists``, ``bits`` and ``metric``, ordered by name.
+    """
     Registry.of(db)  # its tables, sqlrp_index included, exist from here on
     rows = db.fetchall(f"SELECT name, source, params FROM {INDEX_TABLE} ORDER BY name")
     out = []
@@ -247,7 +256,11 @@ def list_indexes(db: Backend) -> pd.DataFrame:
 
 
 def drop_index(db: Backend, name: str) -> None:
-    """Drop the index ``name``: its tables and its registry row."""
+    """Drop the index ``name``: its tables and its registry row.
+
+    :param db: the connection whose registry holds it.
+    :param name: the index's name (:class:`IndexNotFound` if there is none).
+    """
     refuse_nul(name, "index name")
     Registry.of(db)
     row = registry_row(db, name)

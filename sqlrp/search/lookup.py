@@ -10,7 +10,6 @@ short of ``top`` neighbours.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from typing import TypedDict, Unpack
 
 import numpy as np
@@ -18,7 +17,8 @@ from sqlglot import exp
 
 from ..backends import Backend
 from ..compiler import Source, table_ref
-from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core import files
+from ..core.errors import InputError, InvalidParameter, ProjectionExists, warn_caller
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..pipeline import targets
@@ -38,25 +38,25 @@ from .staged import run_search, staged_engine, staged_search
 class SearchOptions(TypedDict, total=False):
     """:func:`search`'s options besides ``top`` and ``into``."""
 
-    #: re-rank this many of the codes' best exactly (default: the index's calibrated rule, else ``30 * top``)
     candidates: int | None
-    #: probe this many nearest lists (default: the index's calibrated rule)
+    """re-rank this many of the codes' best exactly (default: the index's calibrated rule, else ``30 * top``)"""
     probes: int | None
-    #: ``euclidean`` or ``angular`` (default: the index's)
+    """probe this many nearest lists (default: the index's calibrated rule)"""
     metric: str | None
-    #: with ``into``: replace an existing table
+    """``euclidean`` or ``angular`` (default: the index's)"""
     replace: bool
-    #: where the query table is
+    """with ``into``: replace an existing table"""
     schema: str | None
+    """where the query table is"""
     catalog: str | None
-    #: refuse NULL, NaN or infinite query features
     check: bool
-    #: brute force instead: every query against every row (the ground truth and the speed baseline)
+    """refuse NULL, NaN or infinite query features"""
     exact: bool
-    #: refuse an index older than its table instead of warning
+    """brute force instead: every query against every row (the ground truth and the speed baseline)"""
     strict: bool
-    #: a progress bar on stderr
+    """refuse an index older than its table instead of warning"""
     progress: bool
+    """a progress bar on stderr"""
 
 
 SEARCH_DEFAULTS: SearchOptions = {
@@ -142,11 +142,13 @@ def _search(  # noqa: PLR0913 - search's own arguments
     steps: Steps,
 ) -> pd.DataFrame | None:
     steps.start("checking the table")
+    if into is not None:  # before any work: x.xlsx would quietly be a table of that name
+        files.refuse_file_ending(into)
     dialect = check_engine(db)
     idx = load_index(db, index)
     if metric is not None and metric != idx.metric:
         raise InvalidParameter(
-            f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric {metric}"
+            f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric={metric}"
         )
     cal = idx.calibration
     options = _settings(idx, top, candidates, probes, exact)
@@ -200,11 +202,10 @@ def _settings(idx: Index, top: int, candidates: int | None, probes: int | None, 
     if cal is not None and not exact and (probes is not None or candidates is not None):
         expected = cal.expected(probes, candidates, top)
         if expected < cal.target - 0.005:
-            warnings.warn(
-                f"probes {P}, candidates {C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
+            warn_caller(
+                f"--probes={P}, --candidates={C}: expected Recall@{cal.top} about {expected:.2f} on rows like the "
                 f"table's, below the {cal.target:g} index {idx.name!r} was calibrated for (its defaults: "
                 f"{cal.describe()})",
-                stacklevel=4,  # search -> _search -> _settings
             )
     return {"top": top, "candidates": C, "probes": P, "ratio": ratio, "cap": cap}
 
@@ -234,7 +235,7 @@ def _write(  # noqa: PLR0913 - _search's
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:
             raise ProjectionExists(
-                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+                f"table {into!r} already exists; pass --replace or choose another name"
             )
         with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
             if options is not None and staged_engine(db) and idx.word_bits == 64:  # the planes as a table
@@ -247,7 +248,7 @@ def _write(  # noqa: PLR0913 - _search's
         exists = db.table_exists(into, queries.schema)
         if exists and not replace:
             raise ProjectionExists(
-                f"table {into!r} already exists; pass replace=True (--replace) or choose another name"
+                f"table {into!r} already exists; pass --replace or choose another name"
             )
         if exists:
             db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
@@ -296,12 +297,11 @@ def _warn_far(far: list, total: int, cal: Calibration, candidates: int) -> None:
     """One line when some queries lie far from the indexed rows (:meth:`Calibration.far_queries`)."""
     if far:
         shown = ", ".join(map(repr, far[:5])) + (", ..." if len(far) > 5 else "")
-        warnings.warn(
+        warn_caller(
             f"{len(far)} of {total} queries ({shown}) are far from the indexed rows (their {cal.top}th neighbour "
             f"is over {FAR:g} times farther than the table's own rows'): the calibrated Recall@{cal.top} "
-            f">= {cal.target:g} need not hold for them; re-rank more candidates for them (candidates="
-            f"{4 * candidates}, --candidates) or build the index with a higher --recall",
-            stacklevel=4,
+            f">= {cal.target:g} need not hold for them; re-rank more candidates for them "
+            f"(--candidates={4 * candidates}) or build the index with a higher --recall",
         )
 
 
@@ -313,10 +313,9 @@ def _warn_short(frame: pd.DataFrame, top: int, db: Backend, queries: Source) -> 
     )
     short += total - len(counts)
     if short:
-        warnings.warn(
+        warn_caller(
             f"{short} queries found fewer than top = {top} neighbours (their probed lists hold fewer rows): "
-            "probe more lists (probes) or re-rank more candidates",
-            stacklevel=4,
+            "probe more lists (--probes) or re-rank more candidates (--candidates)",
         )
 
 

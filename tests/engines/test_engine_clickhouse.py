@@ -326,7 +326,7 @@ def test_null_feature_is_refused_and_nothing_is_written(any_ch) -> None:
         ("Nullable(Float64)",)
     ]
     before = user_tables(any_ch)
-    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*--nulls zero"):
+    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*nulls='zero'"):
         sqlrp.project(any_ch, "t", "id", k=2, into="out")
     with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2"):
         sqlrp.project(any_ch, "t", "id", k=2)

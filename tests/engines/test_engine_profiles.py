@@ -88,7 +88,7 @@ def test_inline_matrix_over_the_limit_names_the_fix():
     """A kernel's inlined matrix cannot be split by outputs: the error names the small-SQL options."""
     proj = make_projection("pk-rp", 100, 20, seed=0, degree=2, t=2, s=1)
     tight = limited("clickhouse", max_statement_bytes=50_000)
-    with pytest.raises(EngineLimit, match="--matrix registry or a table name"):
+    with pytest.raises(EngineLimit, match=r"matrix='registry' or matrix=TABLE"):
         compile_sql(proj, Source("t", "id", "long"), tight, matrix="values", strategy="join")
 
 

@@ -74,10 +74,10 @@ def test_only_constructs_whose_meaning_does_not_vary(dialect):
 @pytest.mark.parametrize(
     ("source", "output", "strategy", "matrix", "construct", "way_out"),
     [
-        (Source("t", "id", "array", array_column="x"), Output(), "auto", "values", "array layout", "--layout wide"),
-        (WIDE, Output("array", "p", "p"), "auto", "values", "array output", "--output wide"),
-        (WIDE, Output(), "join", "values", "cross product", "--strategy inline"),
-        (Source("t", "id", "long"), Output(), "lookup", "m.rp", "lookup", "--strategy join"),
+        (Source("t", "id", "array", array_column="x"), Output(), "auto", "values", "array layout", "layout='wide'"),
+        (WIDE, Output("array", "p", "p"), "auto", "values", "array output", "output='wide'"),
+        (WIDE, Output(), "join", "values", "cross product", "inline, pairs or mailman strategy (strategy=)"),
+        (Source("t", "id", "long"), Output(), "lookup", "m.rp", "lookup", "strategy='join'"),
     ],
 )
 def test_everything_else_is_refused_naming_the_construct_and_the_way_out(
@@ -88,8 +88,8 @@ def test_everything_else_is_refused_naming_the_construct_and_the_way_out(
         compile_sql(projection, source, "trino", output, strategy=strategy, matrix=matrix)
     message = str(err.value)
     assert message.startswith("trino: ") and construct in message and way_out in message
-    assert "--dialect" in message and "--check" in message
-    with pytest.raises(EngineLimit, match="redshift: .*VALUES relation.*--matrix TABLE"):
+    assert "(dialect=: duckdb, " in message and "(check=True)" in message
+    with pytest.raises(EngineLimit, match="redshift: .*VALUES relation.*matrix=TABLE"):
         compile_sql(projection, Source("t", "id", "long"), "redshift")
 
 

@@ -196,7 +196,7 @@ def test_same_projection_on_duckdb_and_postgres_through_the_cli(tmp_path, pg_url
 def test_schema_hint(dbfile, capsys):
     url, _ = dbfile
     assert main(["project", "--db", url, "--table", "main.my table", "--id-column", "id", "--k", "2"]) == 3
-    assert "--schema main --table my table" in capsys.readouterr().err
+    assert "pass --schema=main with --table='my table'." in capsys.readouterr().err
 
 
 def test_the_readme_shows_what_compile_prints(capsys):
@@ -399,8 +399,9 @@ def test_a_mistyped_file_or_an_unknown_output_ending_is_named(tmp_path, monkeypa
     monkeypatch.delenv("SQLRP_DB", raising=False)
     (tmp_path / "emb.parquet").write_bytes(b"")
     assert main(["project", "--table", "emb.parqet", "--id-column", "id", "--k", "2", "--into", "o.parquet"]) == 3
-    assert "no file 'emb.parqet'; did you mean 'emb.parquet'?" in capsys.readouterr().err
+    assert "no file 'emb.parqet' (did you mean 'emb.parquet'?)" in capsys.readouterr().err
     pd.DataFrame({"id": [1, 2], "a": [1.0, 2.0]}).to_csv(tmp_path / "in.csv", index=False)
     assert main(["project", "--table", "in.csv", "--id-column", "id", "--k", "2", "--into", "x.xlsx"]) == 2
-    assert "sqlrp writes .parquet, .csv, .json files, or a table" in capsys.readouterr().err
+    said = "sqlrp writes .parquet, .csv or .json files, not '.xlsx'; with --db URL it writes a table"
+    assert said in capsys.readouterr().err
     assert not (tmp_path / "x.xlsx").exists()

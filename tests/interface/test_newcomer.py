@@ -47,10 +47,10 @@ def test_the_home_page_quotes_what_the_demo_prints(tmp_path, monkeypatch):
     page = (ROOT / "docs" / "index.md").read_text()
     shown = re.search(r"```text\n(sqlrp demo: .*?)```", page, re.S).group(1).splitlines()
     assert len(shown) == len(got) == 7
-    assert shown[0] == got[0] and shown[-1] == got[-1]  # the header, and "(mean over seeds ...; s = auto; ...)"
+    assert shown[0] == got[0] and shown[-1] == got[-1]  # the header, and "(mean over seeds ...; s = auto (...); ...)"
     assert shown[1] == got[1] == "  k  mean_distortion  sd_over_seeds  jl_floor  sql_seconds"
     assert [line.split()[:4] for line in shown[2:6]] == [line.split()[:4] for line in got[2:6]]
-    assert "s = auto;" in got[-1] and '`{"s": 8.0, "s_requested": "auto"}`' in page
+    assert "s = auto (sqrt(d) = 8);" in got[-1] and '`{"s": 8.0, "s_requested": "auto"}`' in page
     with sqlrp.connect("sqlrp_demo.duckdb") as db:
         assert sqlrp.load_projection(db, "demo_digits_k20_seed0").params == {"s": 8.0, "s_requested": "auto"}
 

@@ -108,3 +108,15 @@ def test_exclude_reaches_every_entry_point(duck, tmp_path, capsys):
     assert main([*argv, "--exclude", "label", "--into", str(out)]) == 0
     written = pd.read_csv(out).sort_values("id")
     np.testing.assert_allclose(written.drop(columns="id").to_numpy(), reference.transform(proj, X), rtol=1e-9)
+
+
+def test_the_cli_offers_every_method_option():
+    """The CLI's method options (``add_method_params``) are :class:`MethodOptions`, the methods' own
+    parameters, but the kurtosis sqlrp measures itself."""
+    import argparse
+
+    from sqlrp.cli.options import add_method_params
+
+    parser = argparse.ArgumentParser()
+    add_method_params(parser)
+    assert set(parser.get_default("method_params")) == set(MethodOptions.__annotations__) - {"kurtosis"}

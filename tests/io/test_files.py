@@ -235,7 +235,7 @@ def test_array_layout_detected_or_named_in_the_error(duck):
     source = resolve_source(duck, "one", "id")
     assert (source.layout, source.array_column) == ("array", "e")
     duck.execute("CREATE TABLE two AS SELECT range AS id, [1.0, 2.0] AS e, [3.0] AS f FROM range(5)")
-    with pytest.raises(sqlrp.InputError, match=r"--layout array --array-column NAME"):
+    with pytest.raises(sqlrp.InputError, match=r"layout='array' and array_column=NAME"):
         resolve_source(duck, "two", "id")
     duck.execute("CREATE TABLE mixed AS SELECT range AS id, 1.0 AS a, [1.0, 2.0] AS e FROM range(5)")
     assert resolve_source(duck, "mixed", "id").columns == ("a",)  # scalars present: wide, as before

@@ -36,7 +36,7 @@ def test_migrations_folder_is_the_rendering(dialect):
 
 @pytest.mark.parametrize("dialect", ["trino", "snowflake", "mysql", "bigquery", "tsql", "oracle"])
 def test_an_engine_without_a_registry_is_refused_with_what_to_do(dialect):
-    with pytest.raises(EngineLimit, match=rf"^{dialect}: .*projections export.*--matrix TABLE"):
+    with pytest.raises(EngineLimit, match=rf"^{dialect}: .*projections export.*matrix=TABLE"):
         migration_files(dialect)
     with pytest.raises(EngineLimit, match=rf"^{dialect}: "):
         sqlrp.registry.store.bootstrap_sql(dialect)

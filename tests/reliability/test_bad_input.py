@@ -58,7 +58,7 @@ def test_null_or_nan_features_error_by_default(db, bad):
         df["f1"] = df["f1"].astype(object).where(df["f1"].notna(), None)
     db.write_dataframe("t", df)
     before = tables(db)
-    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*--nulls zero"):
+    with pytest.raises(sqlrp.InputError, match=r"NULL or NaN .*id 2.*nulls='zero'"):
         sqlrp.project(db, "t", "id", k=2, s=1, into="out")
     assert "out" not in tables(db) and tables(db) - before <= REGISTRY_TABLES
 
@@ -185,7 +185,7 @@ def test_failed_materialisation_leaves_nothing_and_keeps_old_output(db):
 def test_output_exists_and_output_is_input(db):
     db.write_dataframe("t", wide_frame(np.ones((3, 2))))
     sqlrp.project(db, "t", "id", k=2, into="o")
-    with pytest.raises(sqlrp.ProjectionExists, match="already exists.*--replace"):
+    with pytest.raises(sqlrp.ProjectionExists, match="already exists.*replace=True"):
         sqlrp.project(db, "t", "id", k=2, into="o")
     with pytest.raises(sqlrp.InvalidParameter, match="must not be the input"):
         sqlrp.project(db, "t", "id", k=2, into="t", replace=True)
@@ -193,7 +193,7 @@ def test_output_exists_and_output_is_input(db):
 
 def test_output_name_clash(db):
     db.write_dataframe("t", wide_frame(np.ones((3, 2)), id_name="p0"))
-    with pytest.raises(sqlrp.InvalidParameter, match="'p0' would appear twice.*--prefix"):
+    with pytest.raises(sqlrp.InvalidParameter, match="'p0' would appear twice.*prefix="):
         sqlrp.project(db, "t", "p0", k=2)
 
 

@@ -305,7 +305,7 @@ def test_standardize_refuses_moments_that_overflow(db):
         lambda: sqlrp.project(db, "t", "id", k=2, s=3, standardize=True, into="o"),
         lambda: api.compile_projection(db, api.plan(db, "t", "id", k=2, s=3, standardize=True)),
     ):
-        with pytest.raises(InputError, match=r"^--standardize: the standard deviation of 'a' overflows float64"):
+        with pytest.raises(InputError, match=r"^standardize=True: the standard deviation of 'a' overflows float64"):
             call()
     assert "o" not in db.table_names()
 

@@ -410,10 +410,10 @@ def test_an_id_column_that_changes_type_refuses_the_refresh_and_the_search(idb, 
     db = idb
     X = _indexed(db)
     _retype(db, kind)
-    with pytest.raises(StaleIndex, match="--name ix --replace"):
+    with pytest.raises(StaleIndex, match=r"again with replace=True \(table='pts' id_column='id' name='ix'\)"):
         sqlrp.build_index(db, "pts", "id", "ix", incremental=True)
     for strict in (True, False):
-        with pytest.raises(StaleIndex, match="id column 'id'.*--replace"):
+        with pytest.raises(StaleIndex, match="id column 'id'.*replace=True"):
             sqlrp.search(db, "ix", "qs", "qid", top=3, strict=strict)
     sqlrp.build_index(db, "pts", "id", "ix", replace=True, lists=6, bits=64)
     got = sqlrp.search(db, "ix", "qs", "qid", top=3, candidates=200, probes=6, strict=True)
@@ -435,7 +435,7 @@ def test_an_index_of_an_older_sqlrp_still_notices_a_type_change(db):
     db.execute("UPDATE sqlrp_index SET params = ? WHERE name = 'ix'", [json.dumps(params)])
     sqlrp.search(db, "ix", "qs", "qid", top=3, strict=True)  # same type: fresh
     _retype(db, "DOUBLE")
-    with pytest.raises(StaleIndex, match="--replace"):
+    with pytest.raises(StaleIndex, match="replace=True"):
         sqlrp.build_index(db, "pts", "id", "ix", incremental=True)
 
 
@@ -447,7 +447,8 @@ def test_the_cli_refuses_a_retyped_refresh_in_one_line(tmp_path):
     db.close()
     code, err = _cli("index", "--db", url, "--table", "pts", "--id-column", "id", "--name", "ix", "--incremental")
     assert code == 3 and err.count("\n") == 1, err  # an input error
-    assert "was BIGINT when index 'ix' was built and is DOUBLE now" in err and "--name ix --replace" in err, err
+    assert "was BIGINT when index 'ix' was built and is DOUBLE now" in err, err
+    assert "again with --replace (--table=pts --id-column=id --name=ix)" in err, err
     search = ["search", "--db", url, "--index", "ix", "--query-table", "qs", "--query-id-column", "qid"]
     code, err = _cli(*search, "--strict")
     assert code == 3 and err.count("\n") == 1 and "--replace" in err, err

@@ -284,7 +284,7 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(db, change):
     assert stale == []
     db.execute(CHANGES[change])
     got, stale = _stale_warnings(lambda: sqlrp.search(db, "idx", "qs", "qid", top=10, candidates=60, probes=8))
-    assert len(stale) == 1 and "--incremental" in stale[0]
+    assert len(stale) == 1 and "incremental=True" in stale[0]
     now = db.query_df('SELECT * FROM "pts" ORDER BY "id"')
     assert set(got["id"]) <= set(now["id"])  # a deleted row is never returned
     live = now.drop_duplicates("id")
@@ -465,7 +465,7 @@ def test_an_index_of_another_format_is_refused(duck):
     indexed_embeddings(duck, 7)
     older = """replace(params, '"format": 2', '"format": 1')"""
     duck.execute(f"UPDATE sqlrp_index SET params = {older} WHERE name = 'eidx'")
-    with pytest.raises(IndexNotFound, match=r"rebuild it with `sqlrp index \.\.\. --name eidx --replace`"):
+    with pytest.raises(IndexNotFound, match=r"rebuild it: index its table again with name='eidx' replace=True"):
         sqlrp.search(duck, "eidx", "eq", "qid", top=10)
 
 

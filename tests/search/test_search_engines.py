@@ -199,7 +199,7 @@ def test_a_changed_table_warns_and_a_refresh_matches_a_build(engine_db):
     X3 = np.concatenate([X2[keep], new])
     ids3 = np.concatenate([np.flatnonzero(keep), np.arange(1000, 1020)])
     db.write_dataframe("pts", frame(X3, ids=ids3), replace=True)
-    with pytest.warns(UserWarning, match="changed since index 'idx'.*--incremental"):  # what search checks first
+    with pytest.warns(UserWarning, match="changed since index 'idx'.*incremental=True"):  # what search checks first
         assert not check_fresh(db, idx)
     with pytest.raises(StaleIndex):
         sqlrp.search(db, "idx", "qs", "qid", top=3, candidates=20, probes=2, strict=True)  # refused before the search
