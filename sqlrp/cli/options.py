@@ -43,7 +43,9 @@ S_HELP = (
 )
 
 
-def add_s(p: argparse.ArgumentParser, default: str | None = "auto", note: str = "") -> argparse.Action:
+def add_s(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, default: str | None = "auto", note: str = ""
+) -> argparse.Action:
     """``--s``, the sparsity of a sign matrix, described once (:data:`S_HELP`, then ``note``)."""
     return p.add_argument("--s", type=sparsity, default=default, help=S_HELP + note)
 
@@ -68,36 +70,37 @@ def add_table(
 ) -> None:
     """The options that name an input table and its layout (every command that reads one)."""
     add_db(p)
-    p.add_argument(
+    g = p.add_argument_group("the input table")
+    g.add_argument(
         "--table",
         help="input table, exactly (a dot is part of the name; it is quoted); on DuckDB a file or glob that is "
         "no table: data.parquet, part-*.csv, rows.jsonl",
     )
-    p.add_argument("--input", help="input file or glob, whatever its ending (read by DuckDB; instead of --table)")
+    g.add_argument("--input", help="input file or glob, whatever its ending (read by DuckDB; instead of --table)")
     p.set_defaults(table_required=table_required)
-    p.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
+    g.add_argument("--id-column", required=table_required, help="row id column, copied to the output")
     add_input(
         p,
-        p.add_argument("--schema", help="schema of the input (and output) tables"),
-        p.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table"),
-        p.add_argument(
+        g.add_argument("--schema", help="schema of the input (and output) tables"),
+        g.add_argument("--catalog", help="catalog (database, project) holding --schema: catalog.schema.table"),
+        g.add_argument(
             "--layout",
             choices=layouts,
             default="wide",
             help="wide: a column per feature; array: one LIST/ARRAY column"
             + ("; long: (id, feature, value) rows" if "long" in layouts else ""),
         ),
-        p.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)"),
-        p.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)"),
-        p.add_argument("--array-column", help="array layout: the LIST/ARRAY column"),
-        p.add_argument("--exclude", type=names, help="wide layout: comma-separated columns left out of the features"),
-        p.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0"),
+        g.add_argument("--columns", help="wide layout: comma-separated feature columns (default: all numeric but id)"),
+        g.add_argument("--column", action="append", help="a feature column (repeatable; for names with commas)"),
+        g.add_argument("--array-column", help="array layout: the LIST/ARRAY column"),
+        g.add_argument("--exclude", type=names, help="wide layout: comma-separated columns left out of the features"),
+        g.add_argument("--nulls", choices=["error", "zero"], default="error", help="NULL features: fail, or read as 0"),
     )
     if "long" in layouts:
         add_input(
             p,
-            p.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)"),
-            p.add_argument("--value-column", default="value", help="long layout: value column"),
+            g.add_argument("--feature-column", default="feature", help="long layout: feature index column (0..d-1)"),
+            g.add_argument("--value-column", default="value", help="long layout: value column"),
         )
 
 
@@ -117,38 +120,41 @@ def input_options(args: argparse.Namespace) -> dict:
 
 def add_source(p: argparse.ArgumentParser) -> None:
     add_table(p)
-    p.add_argument(
+    g = p.add_argument_group("the projection (a stored one, or a new one's method and parameters)")
+    g.add_argument(
         "--projection",
         help="stored projection name: reused if it exists, else created and stored; or a projection file "
         "(NAME.sqlrp.json written beside a projected file, or a projections export)",
     )
-    p.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
-    p.add_argument("--k", type=arg_positive, help="output dimension (new projections)")
-    add_method_params(p)
-    p.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
-    p.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
-    add_input(p, p.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)"))
-    p.add_argument(
+    g.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
+    g.add_argument("--k", type=arg_positive, help="output dimension (new projections)")
+    add_method_params(p, g)
+    g.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
+    g.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
+    o = p.add_argument_group("the output")
+    add_input(p, o.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)"))
+    o.add_argument(
         "--standardize", action="store_true", help="centre and scale every feature in SQL first (wide/array)"
     )
-    p.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
-    p.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
-    p.add_argument(
+    o.add_argument("--output", choices=["wide", "array"], default="wide", help="output columns or one array")
+    o.add_argument("--prefix", default="p", help="output column prefix (array output: the column name)")
+    o.add_argument(
         "--dtype",
         choices=["float64", "float32"],
         default=None,
         help="output type: float64 (DOUBLE) or float32 (FLOAT, half the bytes to write; DuckDB, PostgreSQL); "
         "default: float32 for float32 features where the engine has it, else float64",
     )
-    p.add_argument(
+    q = p.add_argument_group("how the SQL is written")
+    q.add_argument(
         "--strategy",
         choices=list(STRATEGIES),
         default="auto",
         help="SQL formulation: auto (measured rule), inline, pairs, mailman or list_transform (DuckDB) (wide/array), "
         "join or lookup (long)",
     )
-    p.add_argument("--block", type=arg_positive, help="mailman strategy: features per block (default: chosen)")
-    p.add_argument(
+    q.add_argument("--block", type=arg_positive, help="mailman strategy: features per block (default: chosen)")
+    q.add_argument(
         "--matrix",
         default="auto",
         help="long layout: where the matrix comes from -- registry (the stored rows), values (inlined in the "
@@ -180,10 +186,10 @@ def add_profile(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
 
 
-def add_method_params(p: argparse.ArgumentParser) -> None:
+def add_method_params(p: argparse.ArgumentParser, group: argparse._ArgumentGroup | None = None) -> None:
     """Parameters of the methods; each is passed to the method only when given (``method_params``
-    reads back exactly the options added here)."""
-    given = [add_s(p, None, "; default per method")]
+    reads back exactly the options added here).  ``--s`` goes in ``group`` (the projection's), if given."""
+    given = [add_s(group or p, None, "; default per method")]
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     given += [
         k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)"),

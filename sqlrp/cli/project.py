@@ -49,24 +49,25 @@ def add_project(sub: Any) -> None:
         ],
     )
     add_source(p)
+    w = p.add_argument_group("where the rows go")
     hand_on(
         p,
-        p.add_argument(
+        w.add_argument(
             "--into",
             help="materialise into this table, or a file (.parquet, .csv, .json; by DuckDB, with the projection "
             "beside it in <file>.sqlrp.json; --db may then be omitted) (default: print CSV)",
         ),
-        p.add_argument("--view", action="store_true", help="create a view instead of a table"),
-        p.add_argument("--replace", action="store_true", help="replace an existing output table or file"),
-        p.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the input"),
-        p.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
+        w.add_argument("--view", action="store_true", help="create a view instead of a table"),
+        w.add_argument("--replace", action="store_true", help="replace an existing output table or file"),
+        w.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the input"),
+        w.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
     )
-    add_progress(p)
-    p.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
+    add_progress(w)
+    w.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 
 
-def add_progress(p: argparse.ArgumentParser) -> None:
+def add_progress(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The progress bar's options (``progress_option`` reads them back)."""
     p.add_argument("--no-progress", action="store_true", help="with --into: no progress bar")
     p.add_argument(
