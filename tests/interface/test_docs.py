@@ -4,7 +4,6 @@ its generated pages cover what the code has, and every command it shows exists w
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import os
 import re
@@ -12,8 +11,6 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
-
-import pytest
 
 import sqlrp
 
@@ -38,26 +35,6 @@ def sqlrp_help(*argv: str) -> str:
 def commands() -> tuple[str, ...]:
     """The commands `sqlrp --help` lists."""
     return tuple(re.search(r"\{([a-z0-9_,-]+)\}", sqlrp_help()).group(1).split(","))
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site, built as CI builds it (`mkdocs build --strict`)."""
-    if importlib.util.find_spec("mkdocs") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("mkdocs is missing under CI=true: pip install '.[docs]' (the test extra includes it)")
-        pytest.skip("mkdocs is not installed: pip install '.[docs]'")
-    out = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return out
 
 
 def page_text(site: Path, page: str) -> str:

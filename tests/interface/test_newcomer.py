@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import collections
 import html
-import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -65,23 +61,6 @@ def test_a_120_character_code_line_fits_or_wraps():
     sidebars, margins = 2 * 12.1, 2 * 1.2  # material 9: .md-sidebar width, .md-content__inner margins
     line = (120 * 0.6 + 2 * 1.1765) * 0.68  # Roboto Mono at 0.68rem (0.8rem text x 0.85), with pre's padding
     assert width - sidebars - margins >= line > 50
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    if importlib.util.find_spec("mkdocs") is None:
-        pytest.skip("mkdocs is not installed: pip install '.[docs]'")
-    out = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return out
 
 
 @pytest.mark.parametrize("page", ["reference/api", "reference/methods", "guide/methods"])
