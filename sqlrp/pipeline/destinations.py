@@ -14,12 +14,12 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, check_output_columns, col, compile_statements, ident
 from ..core import files
-from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.errors import InputError, InvalidParameter
 from ..core.layout import Target
 from ..dialects import SqlrpDialect
 from ..registry.store import REGISTRY_TABLES
 from . import outputs, targets
-from .materialise import materialise, output_table, run, staged, top_up_through_staging
+from .materialise import atomic_table, materialise, output_table, run, top_up_through_staging
 from .plan import Plan
 from .progress import CommandBar
 from .sources import check_outputs, describe
@@ -82,53 +82,15 @@ def check_table_target(db: Backend, p: Plan, table: str, into: str, view: bool, 
 def write_table(
     db: Backend, p: Plan, table: str, target: Target, *, progress: bool | int | CommandBar, check_written: bool
 ) -> None:
-    """The projected rows as the table ``target.into`` (``target.view``: a view), in one transaction where
-    the engine has them, else built under a staging name and swapped in
-    (:func:`sqlrp.pipeline.materialise.staged`); ``target.incremental``: only the ids not in it yet are
-    added; ``target.replace``: an existing one is replaced."""
-    into, view, incremental = target.into, target.view, target.incremental
+    """The projected rows as the table ``target.into`` (``target.view``: a view), whole or not at all
+    (:func:`sqlrp.pipeline.materialise.atomic_table`: one transaction, or staged and swapped in);
+    ``target.incremental``: only the ids not in it yet are added; ``target.replace``: an existing one is
+    replaced."""
+    into, view = target.into, target.view
     assert into is not None
-    check_table_target(db, p, table, into, view, incremental)
-    top_up = dict(incremental=incremental, replace=target.replace, progress=progress, check_written=check_written)
-    if not view and not db.transactional:  # build under a staging name, then swap it in (materialise.staged)
-        exists = _existing(db, p, into, **top_up)
-        if exists is None:
-            return
-        with staged(db, p.source, into, replace_existing=exists) as name:
-            materialise(db, p, name, progress, create=True)
-            written(db, p, name, check_written)
-        return
-    with db.transaction():
-        # one writer per output table at a time (PostgreSQL: an advisory lock held to the commit), and
-        # whether it exists is read under that lock: concurrent top-ups add each id exactly once
-        db.lock(f"sqlrp output {p.source.catalog}.{p.source.schema}.{into}")
-        exists = _existing(db, p, into, **top_up)
-        if exists is None:
-            return
-        if exists:
-            kind = "VIEW" if db.is_view(into, p.source.schema) else "TABLE"
-            db.execute(db.sql_dialect.render(exp.Drop(tables=[output_table(p.source, into)], kind=kind)))
-        if view:  # a view outlives bound constants: the text stands alone
-            text = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
-            db.execute(compile_statements(text, db.sql_dialect, Target(into=into, view=True)).main)
-        else:
-            materialise(db, p, into, progress, create=True)
-            written(db, p, into, check_written)
+    check_table_target(db, p, table, into, view, target.incremental)
 
-
-def _existing(
-    db: Backend,
-    p: Plan,
-    into: str,
-    *,
-    incremental: bool,
-    replace: bool,
-    progress: bool | int | CommandBar,
-    check_written: bool,
-) -> bool | None:
-    """Whether ``into`` exists; ``None`` once a top-up has added the missing ids to it."""
-    exists = table_exists(db, into, p.source)
-    if incremental and exists:
+    def top_up() -> None:  # the ids not in ``into`` yet, checked before they are added
         same_key_type(db, p.source, into)
         missing = dataclasses.replace(p, source=not_yet_projected(db.sql_dialect, p.source, into))
         if db.transactional:
@@ -141,10 +103,17 @@ def _existing(
                 written(db, p, name, check_written)
 
             top_up_through_staging(db, p.source, into, build)
-        return None
-    if exists and not replace:
-        raise ProjectionExists(f"table {into!r} already exists; pass --replace or choose another name")
-    return exists
+
+    growing = top_up if target.incremental else None
+    with atomic_table(db, p.source, into, replace=target.replace, top_up=growing, stage=not view) as name:
+        if name is None:  # topped up
+            return
+        if view:  # a view outlives bound constants: the text stands alone
+            text = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
+            db.execute(compile_statements(text, db.sql_dialect, Target(into=name, view=True)).main)
+        else:
+            materialise(db, p, name, progress, create=True)
+            written(db, p, name, check_written)
 
 
 def same_key_type(db: Backend, source: Source, into: str) -> None:
@@ -192,10 +161,3 @@ def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
     check_output_columns(dialect, key, names)
 
 
-def table_exists(db: Backend, name: str, source: Source) -> bool:
-    """Whether ``name`` is a table or view in the schema of ``source``."""
-    try:
-        describe(db, name, source.schema, source.catalog)
-    except InputError:
-        return False
-    return True

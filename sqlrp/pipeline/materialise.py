@@ -18,7 +18,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, Statements, col, compile_statements, ident, table_ref
 from ..core import files
-from ..core.errors import InputError, InvalidParameter
+from ..core.errors import InputError, InvalidParameter, ProjectionExists
 from ..core.ir import Projection
 from ..core.layout import Target
 from ..core.names import scratch_name
@@ -26,7 +26,7 @@ from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from . import targets
 from .plan import Plan
 from .progress import CommandBar, asked, command_bar
-from .sources import check_outputs
+from .sources import check_outputs, describe
 
 T = TypeVar("T")
 
@@ -113,6 +113,64 @@ def output_table(source: Source, into: str) -> exp.Table:
         db=ident(source.schema) if source.schema else None,
         catalog=ident(source.catalog) if source.catalog else None,
     )
+
+
+def table_exists(db: Backend, name: str, source: Source) -> bool:
+    """Whether ``name`` is a table or view in the schema of ``source``."""
+    try:
+        describe(db, name, source.schema, source.catalog)
+    except InputError:
+        return False
+    return True
+
+
+def existing_output(db: Backend, source: Source, into: str, replace: bool) -> bool:
+    """The one output-table check: whether ``into`` exists (in the source's schema), refused unless
+    ``replace``."""
+    exists = table_exists(db, into, source)
+    if exists and not replace:
+        raise ProjectionExists(f"table {into!r} already exists; pass --replace or choose another name")
+    return exists
+
+
+@contextlib.contextmanager
+def atomic_table(
+    db: Backend,
+    source: Source,
+    into: str,
+    *,
+    replace: bool,
+    top_up: Callable[[], None] | None = None,
+    stage: bool = True,
+) -> Iterator[str | None]:
+    """The one way sqlrp writes a whole output table (projections, search results): yields the name to
+    build it under, and a failure anywhere leaves ``into`` as it was.
+
+    In one transaction where the engine has them -- one writer per output table at a time (PostgreSQL:
+    an advisory lock held to the commit), an existing ``into`` dropped inside -- yielding ``into``;
+    elsewhere (``stage``) under a staging name swapped in once built (:func:`staged`).  An existing
+    ``into`` is refused unless ``replace`` (:func:`existing_output`); with ``top_up`` (an incremental
+    run) it is topped up instead, under the same lock, and ``None`` is yielded: nothing to build."""
+    if stage and not db.transactional:
+        exists = table_exists(db, into, source)
+        if exists and top_up is not None:
+            top_up()
+            yield None
+            return
+        with staged(db, source, into, existing_output(db, source, into, replace)) as name:
+            yield name
+        return
+    with db.transaction():
+        # whether it exists is read under the lock: concurrent top-ups add each id exactly once
+        db.lock(f"sqlrp output {source.catalog}.{source.schema}.{into}")
+        if top_up is not None and table_exists(db, into, source):
+            top_up()
+            yield None
+            return
+        if existing_output(db, source, into, replace):
+            kind = "VIEW" if db.is_view(into, source.schema) else "TABLE"
+            db.execute(db.sql_dialect.render(exp.Drop(tables=[output_table(source, into)], kind=kind)))
+        yield into
 
 
 @contextlib.contextmanager

@@ -61,9 +61,10 @@ class Registry:
     @classmethod
     def of(cls, backend: Backend) -> Registry:
         """The registry of the connection ``backend``: made, and its tables created or upgraded, on the
-        connection's first use of it; the same object afterwards (it lives and dies with the connection)."""
+        connection's first use of it; the same object afterwards (it lives and dies with the connection),
+        made again only if its version table was dropped meanwhile (one catalogue lookup a use)."""
         held = backend.__dict__.get("_sqlrp_registry")
-        if held is None:
+        if held is None or not backend.table_exists(VERSION_TABLE):
             held = backend.__dict__["_sqlrp_registry"] = cls(backend)
         return held
 

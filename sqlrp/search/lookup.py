@@ -18,12 +18,12 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, table_ref
 from ..core import files
-from ..core.errors import InputError, InvalidParameter, ProjectionExists, warn_caller
+from ..core.errors import InputError, InvalidParameter, warn_caller
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..pipeline import targets
 from ..pipeline.frames import is_frame
-from ..pipeline.materialise import output_table, staged
+from ..pipeline.materialise import atomic_table, output_table
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES
 from .calibrate import FAR, Calibration
@@ -230,31 +230,13 @@ def _write(  # noqa: PLR0913 - _search's
     if dialect.fold(into).casefold() in REGISTRY_TABLES or dialect.same_identifier(into, queries.table):
         raise InvalidParameter(f"{into!r} is a registry table or the query table; choose another output name")
     _check_into(db, idx, queries, into)
-    target = output_table(queries, into)
-    if not db.transactional:
-        exists = db.table_exists(into, queries.schema)
-        if exists and not replace:
-            raise ProjectionExists(
-                f"table {into!r} already exists; pass --replace or choose another name"
-            )
-        with staged(db, queries, into, exists) as stage, contextlib.ExitStack() as stack:
-            if options is not None and staged_engine(db) and idx.word_bits == 64:  # the planes as a table
-                select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
-            for statement in dialect.local_settings(idx.source):
-                db.execute(statement)
-            db.execute(create_as(dialect, output_table(queries, stage), select))
-        return
-    with db.transaction():
-        exists = db.table_exists(into, queries.schema)
-        if exists and not replace:
-            raise ProjectionExists(
-                f"table {into!r} already exists; pass --replace or choose another name"
-            )
-        if exists:
-            db.execute(dialect.render(exp.Drop(tables=[target.copy()], kind="TABLE")))
+    with atomic_table(db, queries, into, replace=replace) as name, contextlib.ExitStack() as stack:
+        assert name is not None
+        if options is not None and staged_engine(db) and idx.word_bits == 64:  # the planes as a table
+            select = stack.enter_context(staged_search(db, idx.layout, queries, **options))
         for statement in dialect.local_settings(idx.source):
             db.execute(statement)
-        db.execute(dialect.render(exp.Create(this=target, kind="TABLE", expression=select)))
+        db.execute(create_as(dialect, output_table(queries, name), select))
 
 
 def _check_into(db: Backend, idx: Index, queries: Source, into: str) -> None:
