@@ -126,8 +126,11 @@ def standardized_relation(
     for i, (mu, sd) in enumerate(zip(means, stds, strict=True)):
         if not (math.isfinite(float(mu)) and math.isfinite(float(sd))):  # never rendered as an `inf` name
             raise InputError(f"--standardize: feature {i} has a mean or standard deviation that is not finite")
-        sd = float(sd) if sd and float(sd) > 0 else 1.0
-        value = exp.Div(this=exp.paren(col(f"_x{i}") - number(mu)), expression=number(sd))
+        if sd is not None and float(sd) == 0.0:  # constant (stats_query: max = min): exactly 0 on every engine,
+            value: exp.Expression = number(0.0)  # not x - its value as a literal (SQLite parses 3.8e-299 1 ulp off)
+        else:
+            sd = float(sd) if sd and float(sd) > 0 else 1.0
+            value = exp.Div(this=exp.paren(col(f"_x{i}") - number(mu)), expression=number(sd))
         cols.append(exp.alias_(value, f"_s{i}", quoted=True, copy=False))
     relation = exp.select(*keys, *cols).from_(src)
     wide = Source(

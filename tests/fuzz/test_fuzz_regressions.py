@@ -196,3 +196,20 @@ def test_the_oracle_matches_rows_that_share_an_id_by_a_perfect_matching() -> Non
     compare(want, [0] * 5, np.array([[-2e-7], [0.0], [0.0], [0.0], [0.0]]), "p-rp")  # passes
     with pytest.raises(AssertionError, match="got np.float64\\(0.0\\), NumPy np.float64\\(-2e-07\\)"):
         compare(want, [0] * 5, np.zeros((5, 1)), "p-rp")
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "duckdb://"])
+def test_a_constant_feature_standardises_to_exactly_zero_on_every_engine(url):
+    """Found by the fuzzer (SQLite, one row, a feature of 3.8e-299): the constant feature centred by
+    its value as a literal, which SQLite parses 1 ulp off, gave -6.7e-316 where NumPy gives 0. A
+    constant feature (max = min) is now the literal 0 itself."""
+    import warnings
+
+    db = sqlrp.connect(url)
+    frame = pd.DataFrame({"id": [0], "x": [3.819618457649895e-299], "f1": [0.0], "a": [0], "f3": [0]})
+    db.write_dataframe("src", frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the integer columns beside floats
+        out = sqlrp.project(db, "src", "id", method="gaussian", k=3, seed=0, standardize=True)
+    assert out.drop(columns="id").to_numpy().tolist() == [[0.0, 0.0, 0.0]]
+    db.close()
