@@ -112,7 +112,7 @@ def expected(projection: Projection | Composed, source: Source, X: np.ndarray) -
     """The keys and NumPy's outputs for the fixture ``X`` (NULLs already 0), standardised as the SQL is."""
     if source.standardize is not None:
         means, stds = (np.asarray(v, dtype=np.float64) for v in source.standardize)
-        X = (X - means) / np.where(stds > 0, stds, 1.0)
+        X = np.where(stds == 0, 0.0, (X - means) / np.where(stds > 0, stds, 1.0))  # a constant feature: 0
     if source.group_column:
         return sorted(set(GROUPS)), transform(projection, X, np.asarray(GROUPS))
     return list(IDS), transform(projection, X)
