@@ -74,39 +74,36 @@ class Relation:
         the table, view or file ``into``; ``destination``: :class:`~sqlrp.core.options.TargetOptions`."""
         return run(self.db, self.table, self.id_column, self.projection, {**self.options, **destination}, into)
 
-    def _run(self, **destination: Any) -> Any:
-        return self.send(**destination)
-
     def df(self) -> pd.DataFrame:
         """The projected rows as a pandas DataFrame, ordered by id (a frame's rows: in its order)."""
-        return self._run(output_format="pandas")
+        return self.send(output_format="pandas")
 
     def arrow(self) -> Any:
         """The projected rows as a ``pyarrow.Table``."""
-        return self._run(output_format="arrow")
+        return self.send(output_format="arrow")
 
     def pl(self) -> Any:
         """The projected rows as a polars DataFrame."""
-        return self._run(output_format="polars")
+        return self.send(output_format="polars")
 
     def numpy(self) -> tuple[Any, Any]:
         """``(ids, Y)``: the ids and the ``n x k`` projected matrix."""
-        return self._run(output_format="numpy")
+        return self.send(output_format="numpy")
 
     def chunks(self, rows: int = 100_000, output_format: str = "pandas") -> Iterator[Any]:
         """The projected rows in chunks of at most ``rows``, streamed from the database."""
-        return self._run(chunk_rows=rows, output_format=output_format)
+        return self.send(chunk_rows=rows, output_format=output_format)
 
     def to_table(
         self, name: str, *, replace: bool = False, incremental: bool = False, progress: bool | int = False
     ) -> None:
         """Materialise the rows as the table ``name``, whole or not at all (``incremental``: add the ids
         not in it yet; ``progress``: a bar, or that many id-range batches)."""
-        self._run(into=name, replace=replace, incremental=incremental, progress=progress)
+        self.send(name, replace=replace, incremental=incremental, progress=progress)
 
     def to_view(self, name: str, *, replace: bool = False) -> None:
         """Create the view ``name``: the projection's SQL over the table, run when the view is read."""
-        self._run(into=name, view=True, replace=replace)
+        self.send(name, view=True, replace=replace)
 
     def to_file(self, path: str | Path, *, replace: bool = False) -> list[Path]:
         """Write the rows to a ``.parquet``, ``.csv`` or ``.json`` file (by DuckDB), the projection beside
@@ -115,7 +112,7 @@ class Relation:
             raise InvalidParameter(
                 f"to_file writes .parquet, .csv or .json files, not {str(path)!r}; to_table writes a table"
             )
-        return self._run(into=str(path), replace=replace)
+        return self.send(str(path), replace=replace)
 
     def sql(self, dialect: str | None = None, *, into: str | None = None, view: bool = False) -> str:
         """The SQL of this projection for ``dialect`` (default: the database's own), one ``SELECT`` (or
