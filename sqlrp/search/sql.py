@@ -19,6 +19,7 @@ from ..core.errors import InvalidParameter
 from ..core.nodes import balanced
 from ..core.nodes import bare_paren as _p
 from ..core.nodes import bare_select as _select
+from ..core.options import refuse_unknown, take
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
 
@@ -88,11 +89,8 @@ PROBING: Probing = {"top": 10, "candidates": 100, "probes": 8, "ratio": None, "c
 
 def probing(options: Probing) -> tuple[int, int, int, float | None, int | None]:
     """``(top, candidates, probes, ratio, cap)`` of ``options`` with the defaults, checked by name."""
-    unknown = sorted(set(options) - set(PROBING))
-    if unknown:
-        raise TypeError(f"unexpected search option {unknown[0]!r}")
-    o = {**PROBING, **options}
-    return o["top"], o["candidates"], o["probes"], o["ratio"], o["cap"]
+    refuse_unknown("search_select", options, PROBING)
+    return take({**PROBING, **options}, "top", "candidates", "probes", "ratio", "cap")  # type: ignore[return-value]
 
 
 def check_search(top: int, candidates: int, probes: int | None, metric: str) -> None:
