@@ -92,6 +92,8 @@ class Relation:
 
     def chunks(self, rows: int = 100_000, output_format: str = "pandas") -> Iterator[Any]:
         """The projected rows in chunks of at most ``rows``, streamed from the database."""
+        if rows is None:  # not "no chunks": .df() hands back the whole frame
+            raise InvalidParameter("chunks(rows) needs a whole number of rows >= 1, got None; .df() gives all rows")
         return self.send(chunk_rows=rows, output_format=output_format)
 
     def to_table(

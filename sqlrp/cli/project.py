@@ -63,7 +63,9 @@ def add_project(sub: Any) -> None:
         w.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
     )
     add_progress(w)
-    w.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
+    w.add_argument(
+        "--chunk-rows", type=arg_positive, default=None, help="CSV output: rows fetched per chunk (default 100,000)"
+    )
     p.set_defaults(func=cmd_project)
 
 
@@ -100,7 +102,7 @@ def cmd_project(args: argparse.Namespace) -> int:
             block=args.block,
             matrix=args.matrix,
             progress=progress_option(args),
-            chunk_rows=None if args.into else args.chunk_rows,
+            chunk_rows=args.chunk_rows if (args.into or args.chunk_rows) else 100_000,  # given with --into: refused
             **handed_on(args),
             **plan_options(args),
         )

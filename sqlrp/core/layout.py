@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from .errors import InvalidParameter
+from .errors import InvalidParameter, refuse_nul
+from .files import refuse_file_ending
 from .pairs_plan import PairsPlan
+from .params import optional_positive
 
 LAYOUTS = ("wide", "long", "array")
 NULL_MODES = ("error", "zero")
@@ -158,6 +160,17 @@ class Formulation:
     guard: bool = False
     bind: bool = False
 
+    def __post_init__(self) -> None:
+        # checked where the option enters (issue 41): every entry point builds this value, so none can
+        # take a ``block`` another refuses; the upper bound (d) is checked where d is known
+        for name in ("matrix", "strategy"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidParameter(f"{name} must be a name, got {value!r}")
+            refuse_nul(value, name)
+        object.__setattr__(self, "block", optional_positive("block", self.block))
+        _flag("check", self.check)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -175,3 +188,45 @@ class Target:
     #: the statement's form for ``into``: ``INSERT INTO`` an existing table, or a ``TEMPORARY`` one
     insert: bool = False
     temporary: bool = False
+
+    def __post_init__(self) -> None:
+        # checked where the option enters (issue 41), for every entry point alike
+        if self.into is not None:
+            if not isinstance(self.into, str) or not self.into.strip():
+                raise InvalidParameter(f"into must be a table or file name, got {self.into!r}")
+            refuse_nul(self.into, "into")
+            refuse_file_ending(self.into)  # x.xlsx would quietly be a table of that name
+        for name in ("view", "replace", "incremental", "ordered", "insert", "temporary"):
+            _flag(name, getattr(self, name))
+        rows = optional_positive("chunk_rows", self.chunk_rows, upper=MAX_CHUNK_ROWS, bound="rows in one chunk")
+        object.__setattr__(self, "chunk_rows", rows)
+        if self.output_format not in OUTPUT_FORMATS:
+            raise InvalidParameter(
+                f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; got {self.output_format!r}"
+            )
+        if self.replace and self.incremental:
+            raise InvalidParameter(
+                "--replace rebuilds the output and --incremental adds only the ids not in it yet: choose one"
+            )
+        if self.into is None and (self.view or self.replace or self.incremental):
+            given = "--view" if self.view else ("--replace" if self.replace else "--incremental")
+            raise InvalidParameter(f"{given} is about the output table; give it with --into")
+        if self.view and self.incremental:
+            raise InvalidParameter("a view is computed when read: it cannot be topped up (--incremental)")
+        if rows is not None and self.into is not None:
+            raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
+
+
+#: the output formats of rows handed back to Python
+OUTPUT_FORMATS = ("pandas", "arrow", "polars", "numpy")
+#: the most rows in one chunk handed back (more is one fetch of the whole result: leave chunk_rows out)
+MAX_CHUNK_ROWS = 2**31 - 1
+
+
+def _flag(name: str, value: Any) -> None:
+    """A yes/no option must be a ``bool``: ``replace="no"`` would otherwise be read as yes."""
+    if not isinstance(value, bool):
+        import numpy as np
+
+        if not isinstance(value, np.bool_):
+            raise InvalidParameter(f"{name} must be True or False, got {value!r}")

@@ -56,6 +56,8 @@ def get_dialect(name: str | SqlrpDialect) -> SqlrpDialect:
     """The dialect called ``name`` (an engine above, or any sqlglot dialect)."""
     if isinstance(name, SqlrpDialect):
         return name
+    if not isinstance(name, str):
+        raise InvalidParameter(f"dialect must be an engine's name such as 'duckdb' or 'snowflake', got {name!r}")
     key = name.lower()
     if key in _CACHE:
         return _CACHE[key]

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..backends import Backend
 from ..core.errors import InvalidParameter, need
+from ..core.layout import OUTPUT_FORMATS
 from ..core.lazy import pd
 from .sources import check_finite_rows, check_frame_outputs
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the optional formats' types, named for readers and type che
 Rows: TypeAlias = "pandas.DataFrame | pyarrow.Table | polars.DataFrame | tuple[np.ndarray, np.ndarray]"
 Projected: TypeAlias = "Rows | Iterator[Rows] | list[Path] | None"
 
-FORMATS = ("pandas", "arrow", "polars", "numpy")
+FORMATS = OUTPUT_FORMATS  # one list, where the option enters (sqlrp.core.layout)
 
 
 def check_format(fmt: str) -> str:

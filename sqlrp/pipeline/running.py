@@ -33,15 +33,15 @@ def run(
     """:func:`sqlrp.project` with its keyword ``options`` (:class:`~sqlrp.core.options.ProjectOptions`)
     taken apart: how the SQL is written (a :class:`~sqlrp.core.layout.Formulation`), where the rows go
     (a :class:`~sqlrp.core.layout.Target`), the plan's options."""
-    if into is not None:  # before any work, a frame's too: x.xlsx would quietly be a table of that name
-        files.refuse_file_ending(into)
-    if is_frame(table):
-        return run_frame(db, table, id_column, projection, options, into)
     rest = dict(options)
+    # every option parsed and checked here, where it enters, whatever the table (sqlrp.core.layout)
     how = Formulation(**{key: rest.pop(key) for key in names(FormulationOptions) if key in rest})
     wanted = {key: rest.pop(key) for key in names(TargetOptions) if key in rest}
-    progress = wanted.pop("progress", False)
-    return run_table(db, table, id_column, projection, how, Target(into, **wanted), progress, rest)
+    progress = batches(wanted.pop("progress", False))
+    target = Target(into, **wanted)
+    if is_frame(table):
+        return run_frame(db, table, id_column, projection, options, into)
+    return run_table(db, table, id_column, projection, how, target, progress, rest)
 
 
 def run_table(
@@ -61,20 +61,14 @@ def run_table(
     into = target.into
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
-    block = optional_positive("block", how.block)  # sqlrp.core.params: every count checked before any work
     optional_positive("d", options.get("d"))
-    if block is not None:  # against d too, before a new projection is stored
-        block_size(block, input_dimension(db, table, id_column, projection, options))
-    chunk_rows = optional_positive("chunk_rows", target.chunk_rows)
-    if chunk_rows and into is not None:
-        raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
-    progress = batches(progress)
+    if how.block is not None:  # against d too, before a new projection is stored
+        block_size(how.block, input_dimension(db, table, id_column, projection, options))
     if into is None:
         outputs.check_format(target.output_format)
     elif files.output_format(into) is not None:  # a file (sqlrp.core.files): refused here, before any work
         reads = targets.input_files(db, table, projection, options.get("schema"), options.get("catalog"))
         file_target(db, into, target.replace, target.view, target.incremental, reads)
-    how, target = replace(how, block=block), replace(target, chunk_rows=chunk_rows)
     # one bar over the whole command, from the first read to the last write (pipeline/progress.py)
     with command_bar(progress if (into and not target.view) else False, f"sqlrp project {files.label(table)}") as bar:
         if bar is not None:
@@ -99,9 +93,7 @@ def run_frame(
         raise InvalidParameter("a view of a DataFrame would outlive it: project it into a table (--into) instead")
     if not isinstance(projection, str) and not options.get("save_as"):
         options["store"] = False  # exploratory: nothing left in the registry
-    rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
-    if rows and into is not None:
-        raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
+    rows = options.pop("chunk_rows", None)  # checked by run(); the frame is in memory: chunks cut
     layout = options.get("layout", "wide")
     by_position = into is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")

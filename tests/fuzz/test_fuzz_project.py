@@ -254,8 +254,11 @@ def run_memory_op(t: Table, op: Op) -> str:
 
     data = Stored(list(range(len(X))), X, np.isnan(X) & False)
     invalid = op.invalid
-    if op.entry == "transformer" and invalid:  # it takes k and s only
-        keep = ("k =", "s =") if op.method == "achlioptas" else ("k =",)
+    if invalid:  # each refuses only what it takes: the transformer k and s, transform_frame the method's
+        if op.entry == "transformer":  # parameters (no SQL: no strategy, block or chunk_rows)
+            keep: tuple[str, ...] = ("k =", "s =") if op.method == "achlioptas" else ("k =",)
+        else:
+            keep = ("k =", *(f"{name} =" for name in op.params))
         invalid = "; ".join(r for r in invalid.split("; ") if r.startswith(keep)) or None
     want = expected(projection, data, invalid=invalid)
     compare(want, list(range(len(X))), np.asarray(Y), what)
