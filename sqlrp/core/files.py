@@ -17,6 +17,7 @@ that queries can later be projected the same way (``--projection out.parquet.sql
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import glob
 import os
@@ -266,3 +267,43 @@ def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: It
                     f"cannot write {role} {str(target)!r}: it is {what}, which this operation reads{same} "
                     "(sqlrp never writes the source, nor anything it reads); choose another file"
                 )
+
+
+# ---- staging files: written beside the output, renamed into place; a dead writer's are swept ----
+
+#: a staging file's name: ``.{output}.sqlrp-{pid}-{12 hex}{ending}`` -- the pid says whose it is
+_STAGING = re.compile(r"^\.(?P<output>.+)\.sqlrp-(?P<pid>\d+)-[0-9a-f]{12}(?P<ending>\..+)$")
+
+
+def staging_path(target: Path, stamp: str, ending: str = ".tmp") -> Path:
+    """The staging file of ``target`` for this process: hidden, beside it (one file system: the rename
+    into place is atomic), named with this process's id so that the next writer can tell a dead
+    process's file from a live one's (:func:`sweep_staging`)."""
+    return target.with_name(f".{target.name}.sqlrp-{os.getpid()}-{stamp}{ending}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def sweep_staging(target: Path) -> list[Path]:
+    """Remove the staging files of ``target`` that processes no longer running left (killed by the
+    OOM killer, ``kill -9``, a power cut): on an SD card they would pile up, each as large as the
+    output.  A live writer's file is left alone.  Returns the files removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in target.parent.iterdir():
+            found = _STAGING.match(entry.name)
+            if found and found["output"] == target.name and not _alive(int(found["pid"])):
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    removed.append(entry)
+    return removed

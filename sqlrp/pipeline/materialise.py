@@ -299,9 +299,10 @@ def write_file(
     assert fmt is not None
     statements = compile_statements(p, db.sql_dialect, Target(ordered=False), pretty=False)
     stamp = uuid.uuid4().hex[:12]
-    tmp = target.with_name(f".{target.name}.{stamp}.tmp")
+    files.sweep_staging(target)  # no litter: a killed writer's staging files go with the next write there
+    tmp = files.staging_path(target, stamp)
     definition = files.definition_path(target) if isinstance(p.projection, Projection) else None
-    tmp_definition = target.with_name(f".{target.name}.{stamp}{JSON_ENDING}")
+    tmp_definition = files.staging_path(target, stamp, JSON_ENDING)
     names = p.output.names(p.projection.k)
     array = p.output.form == "array"
 

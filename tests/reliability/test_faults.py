@@ -164,3 +164,62 @@ def test_postgres_cancels_the_query_of_a_client_killed_mid_statement(pg_url):
         while admin.execute(query, [f"%{tag}%"]).fetchone()[0]:
             assert time.time() < deadline, "the server still runs the dead client's statement"
             time.sleep(0.2)
+
+
+# ---- files: a killed write leaves nothing the next run must clean by hand (issue 42, item 3) ----
+
+FILE_CHILD = """
+import sys, sqlrp
+db = sqlrp.connect("duckdb://")
+print("connected", flush=True)
+sqlrp.project(db, sys.argv[1], "id", method="achlioptas", k=48, s=1, seed=3, into=sys.argv[2], replace=True)
+print("done", flush=True)
+"""
+
+
+def test_a_killed_file_write_leaves_no_litter_after_the_next_write(tmp_path) -> None:
+    """``kill -9`` while ``project`` writes a Parquet file: its hidden staging file may stay behind (no
+    process is left to remove it), but the next write to the same output removes it -- its writer is
+    dead -- while a live writer's staging file is left alone.  The output is then whole and exact."""
+    source = tmp_path / "in.parquet"
+    frame = wide_frame(np.random.default_rng(5).normal(size=(200_000, 64)))
+    frame.to_parquet(source)
+    out = tmp_path / "out.parquet"
+    kills = 0
+    for delay in (0.3, 0.8, 1.5):
+        child = subprocess.Popen(
+            [sys.executable, "-c", FILE_CHILD, str(source), str(out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert child.stdout.readline().strip() == "connected"
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        kills += child.wait() == -signal.SIGKILL
+    assert kills
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is no process's now: a writer killed before it could clean up
+    (tmp_path / f".out.parquet.sqlrp-{dead.pid}-{'b' * 12}.tmp").write_bytes(b"x" * 1000)
+    (tmp_path / f".out.parquet.sqlrp-{dead.pid}-{'b' * 12}.sqlrp.json").write_text("{}")
+    (tmp_path / f".other.parquet.sqlrp-{dead.pid}-{'b' * 12}.tmp").write_bytes(b"another output's: not ours")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a live writer's file
+    try:
+        mine = tmp_path / f".out.parquet.sqlrp-{live.pid}-{'a' * 12}.tmp"
+        mine.write_bytes(b"in progress")
+        db = sqlrp.connect("duckdb://")
+        sqlrp.project(db, str(source), "id", method="achlioptas", k=48, s=1, seed=3, into=str(out), replace=True)
+        db.close()
+        left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+        assert left == sorted([mine.name, f".other.parquet.sqlrp-{dead.pid}-{'b' * 12}.tmp"]), left
+    finally:
+        live.kill()
+        live.wait()
+    got = __import__("pandas").read_parquet(out).sort_values("id")
+    from sqlrp.registry.transfer import read_projection
+
+    p = read_projection(str(out) + ".sqlrp.json")
+    X = frame.sort_values("id").drop(columns="id").to_numpy(dtype=float)
+    want = sqlrp.methods.reference.transform(p, X)
+    np.testing.assert_allclose(got.drop(columns="id").to_numpy(dtype=float), want, rtol=1e-9, atol=1e-9)
