@@ -306,9 +306,17 @@ def write_file(
     names = p.output.names(p.projection.k)
     array = p.output.form == "array"
 
+    options = f"FORMAT {fmt}"
+    budget = getattr(db, "budget", None)
+    if fmt == "parquet" and budget is not None and budget.small:
+        # the writer holds a row group (122,880 rows by default) per thread before it flushes: on a small
+        # device, row groups of an eighth of the engine's memory (issue 42)
+        row_bytes = 8 * (len(names) if not array else p.projection.k) + 16
+        options += f", ROW_GROUP_SIZE {max(2048, min(122_880, budget.engine_memory // 8 // row_bytes))}"
+
     def copy(sql: str) -> str:
         literal = exp.Literal.string(str(tmp)).sql("duckdb")
-        return f"COPY ({sql.rstrip().rstrip(';')}) TO {literal} (FORMAT {fmt})"
+        return f"COPY ({sql.rstrip().rstrip(';')}) TO {literal} ({options})"
 
     try:
         with command_bar(progress if db.reports_progress else False, f"projecting into {target.name}") as bar:
