@@ -362,22 +362,29 @@ class DuckDBBackend(Backend):
         return path
 
     def _fit_row_groups(self, path: str) -> None:
-        """On a small device: DuckDB's scan holds a whole row group of the columns it reads (measured:
-        100,000 x 384 float32, 153 MB uncompressed, fails under a memory_limit of 230 MB and runs under
-        256 MB), so the engine's share is raised to 1.7 times the file's widest row group where the
-        budget has room for it -- the rest of the budget is still the reader's and Python's."""
+        """On a small device: each DuckDB thread's scan holds a whole row group of the columns it reads
+        (measured: 100,000 x 384 float32, 153 MB uncompressed, fails under a memory_limit of 230 MB and
+        runs under 256 MB), so each thread is given 1.7 times the file's widest row group: as many
+        threads as the budget holds (at least one), and the engine's share raised to theirs where the
+        budget has room -- the rest is still the reader's and Python's."""
         with contextlib.suppress(duckdb.Error):
             widest = self.fetchall(
                 "SELECT max(s) FROM (SELECT file_name, row_group_id, sum(total_uncompressed_size) AS s "
                 "FROM parquet_metadata(?) GROUP BY ALL)",
                 [self._files[path][0]],
             )[0][0]
-            if widest:
-                need = int(widest * 1.7)
-                room = int(max(0, self.budget.memory - resources.resident()) * 0.8)
-                current = self.fetchall("SELECT current_setting('memory_limit')")[0][0]
-                if need > resources.size_bytes(current) and need <= room:
-                    self._con.execute(f"SET memory_limit = '{need // resources.MIB}MB'")
+            if not widest:
+                return
+            per_thread = int(widest * 1.7)
+            room = int(max(0, self.budget.memory - resources.resident()) * 0.8)
+            threads = int(self.fetchall("SELECT current_setting('threads')")[0][0])
+            fit = max(1, min(threads, room // per_thread))
+            if fit < threads:
+                self._con.execute(f"SET threads = {fit}")
+            need = per_thread * fit
+            current = resources.size_bytes(self.fetchall("SELECT current_setting('memory_limit')")[0][0])
+            if current < need <= room:
+                self._con.execute(f"SET memory_limit = '{need // resources.MIB}MB'")
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
         """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
