@@ -472,8 +472,8 @@ class SQLAlchemyBackend(Backend):
             series = df[name]
             if isinstance(series.dtype, np.dtype) and series.dtype.kind == "f":  # NaN here is a value, not NULL
                 values = series.to_numpy(dtype=np.float64)
-            elif value_kind(series) == "double" or getattr(series.dtype, "kind", "O") == "f":
-                cells = column_values(series, nan_as_null=False)  # what the driver would be sent
+            elif getattr(series.dtype, "kind", "O") in "fO":  # masked floats, objects: what the driver is sent
+                cells = column_values(series, nan_as_null=False)
                 values = np.array([v if isinstance(v, float) else 0.0 for v in cells], dtype=np.float64)
             else:
                 continue
