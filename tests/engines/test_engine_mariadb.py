@@ -138,47 +138,49 @@ def test_a_frame_with_nan_or_infinity_is_refused_in_one_line_before_anything_is_
 # ---- statement size: the server's max_allowed_packet ----------------------------------------------
 
 
-@pytest.fixture
-def small_packets(maria_url, maria):
-    """The session's server with ``max_allowed_packet`` at 1 MiB while the test runs (a new connection
-    reads it), then 16 MiB again; the test's own database."""
+@contextlib.contextmanager
+def packet_limit(maria_url: str, database: str, limit: int):
+    """A new connection to ``database`` while the server's ``max_allowed_packet`` is ``limit`` bytes
+    (the connection reads it on connect), then 16 MiB again."""
     admin = sa.create_engine(maria_url)
     with admin.connect() as conn:
-        conn.exec_driver_sql("SET GLOBAL max_allowed_packet = 1048576")
-    database = maria.fetchall("SELECT DATABASE()")[0][0]
+        conn.exec_driver_sql(f"SET GLOBAL max_allowed_packet = {limit}")
     try:
         db = sqlrp.connect(f"{maria_url}/{database}")
-        yield db
-        db.close()
+        try:
+            yield db
+        finally:
+            db.close()
     finally:
         with admin.connect() as conn:
             conn.exec_driver_sql("SET GLOBAL max_allowed_packet = 16777216")
         admin.dispose()
 
 
-def test_statements_stay_within_the_servers_packet_and_keys_join_exactly(small_packets):
-    """A dense 300 x 200 matrix inlined is about 1.5 MB of SQL: over a 1 MiB packet the server drops
+def test_statements_stay_within_the_servers_packet_and_keys_join_exactly(maria, maria_url):
+    """A dense 100 x 100 matrix inlined is about 300 KB of SQL: over a 256 KiB packet the server drops
     the connection ("server has gone away").  The connection reads the limit and the compiler splits
     the statement into staged blocks joined on the key -- here text ids that the default collation
     would join each with its look-alikes."""
-    db = small_packets
-    assert db.sql_dialect.max_statement_bytes == 1048576 - PACKET_HEADROOM
     ids = [f"r{i}" for i in range(8)] + CONFUSABLE
-    X = np.random.default_rng(4).normal(size=(len(ids), 300))
+    X = np.random.default_rng(4).normal(size=(len(ids), 100))
     frame = wide_frame(X)
     frame["id"] = ids
-    db.write_dataframe("big", frame)
-    options = dict(method="gaussian", k=200, seed=1)
-    plan = sqlrp.plan(db, "big", "id", store=False, **options)
-    assert len(compile_statements(plan, get_dialect("duckdb")).main) > 1048576  # one statement would not fit
-    statements = compile_statements(plan, db.sql_dialect)
-    assert statements.setup and all(len(s) <= 1048576 for s in [*statements.setup, statements.main])
-    out = sqlrp.project(db, "big", "id", strategy="inline", **options)
-    close(by_id(out, ids), reference.transform(plan.projection, X))
-    assert db.table_names() == ["big"]  # the staged blocks are gone
-    with pytest.raises(EngineLimit, match=r"^mysql: the statement is 2,000,009 bytes.*1,048,576.*max_allowed"):
-        db.fetchall("SELECT '" + "x" * 2_000_000 + "'")
-    assert db.fetchall("SELECT 1") == [(1,)]  # the connection is still there
+    maria.write_dataframe("big", frame)
+    limit = 256 * 1024
+    with packet_limit(maria_url, maria.fetchall("SELECT DATABASE()")[0][0], limit) as db:
+        assert db.sql_dialect.max_statement_bytes == limit - PACKET_HEADROOM
+        options = dict(method="gaussian", k=100, seed=1)
+        plan = sqlrp.plan(db, "big", "id", store=False, **options)
+        assert len(compile_statements(plan, get_dialect("duckdb")).main) > limit  # one statement would not fit
+        statements = compile_statements(plan, db.sql_dialect)
+        assert statements.setup and all(len(s) <= limit for s in [*statements.setup, statements.main])
+        out = sqlrp.project(db, "big", "id", strategy="inline", **options)
+        close(by_id(out, ids), reference.transform(plan.projection, X))
+        assert db.table_names() == ["big"]  # the staged blocks are gone
+        with pytest.raises(EngineLimit, match=r"^mysql: the statement is 300,009 bytes.*262,144.*max_allowed"):
+            db.fetchall("SELECT '" + "x" * 300_000 + "'")
+        assert db.fetchall("SELECT 1") == [(1,)]  # the connection is still there
 
 
 # ---- text keys under the default collation ------------------------------------------------------
