@@ -232,6 +232,21 @@ def test_compiled_wide_layout_pools_text_groups_apart(maria, exported):
     close(by_id(maria.query_df(sql), keys, "grp"), want)
 
 
+def test_an_incremental_top_up_adds_ids_that_only_look_alike(maria):
+    """The top-up projects the ids not yet in the output (``NOT EXISTS (... WHERE done.id = t.id)``):
+    under the collation 'A' and 'a ' were "already there" once 'a' was, and were never written."""
+    projection = make_projection("achlioptas", 3, 2, seed=1, s=1)
+    X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 0.5, 0.25]])
+    ids = ["a", "A", "a ", "b"]
+    frame = wide_frame(X)
+    frame["id"] = ids
+    maria.write_dataframe("t", frame.iloc[:1])
+    sqlrp.project(maria, "t", "id", projection, into="t_rp", store=False)
+    maria.insert_frame("t", frame.iloc[1:])
+    sqlrp.project(maria, "t", "id", projection, into="t_rp", incremental=True, store=False)
+    close(by_id(maria.query_df("SELECT * FROM `t_rp`"), ids), reference.transform(projection, X))
+
+
 def test_exact_keys_rewrites_only_keys_and_once():
     """Group keys, equalities of same-named columns and COUNT(DISTINCT) gain their bytes; a feature
     join (m.feature = s._f) and literals do not; rendering twice changes nothing."""
