@@ -63,31 +63,28 @@ def exact_keys(statement: exp.Expression) -> exp.Expression:
 
     A column compared with another of another name (the long layout's ``m.feature = s._f``) or with a
     literal is left as it is: those are numbers.  Idempotent (the nodes are marked)."""
-    for group in list(statement.find_all(exp.Group)):
-        if group.meta.get(_EXACT):
+    for node in list(statement.find_all(exp.Group, exp.EQ, exp.Distinct)):  # one walk of a large tree
+        if node.meta.get(_EXACT):
             continue
-        refined: list[exp.Expression] = []
-        for key in group.expressions:
-            refined.append(key)
-            if isinstance(key, exp.Column):
-                refined.append(_bytes(key))
-        group.set("expressions", refined)
-        group.meta[_EXACT] = True
-    for eq in list(statement.find_all(exp.EQ)):
-        left, right = eq.this, eq.expression
-        same_name = isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.name == right.name
-        if not same_name or eq.meta.get(_EXACT):
-            continue
-        eq.meta[_EXACT] = True  # the copy below keeps the mark: a second render leaves it as it is
-        eq.replace(
-            exp.Paren(this=exp.And(this=eq.copy(), expression=exp.EQ(this=_bytes(left), expression=_bytes(right))))
-        )
-    for distinct in list(statement.find_all(exp.Distinct)):
-        if not isinstance(distinct.parent, exp.Count) or distinct.meta.get(_EXACT):
-            continue
-        keys = list(distinct.expressions)
-        distinct.set("expressions", [*keys, *[_bytes(k) for k in keys if isinstance(k, exp.Column)]])
-        distinct.meta[_EXACT] = True
+        if isinstance(node, exp.Group):
+            refined: list[exp.Expression] = []
+            for key in node.expressions:
+                refined.append(key)
+                if isinstance(key, exp.Column):
+                    refined.append(_bytes(key))
+            node.set("expressions", refined)
+            node.meta[_EXACT] = True
+        elif isinstance(node, exp.EQ):
+            left, right = node.this, node.expression
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.name == right.name):
+                continue
+            node.meta[_EXACT] = True  # the copy below keeps the mark: a second render leaves it as it is
+            exact = exp.EQ(this=_bytes(left), expression=_bytes(right))
+            node.replace(exp.Paren(this=exp.And(this=node.copy(), expression=exact)))
+        elif isinstance(node.parent, exp.Count):  # COUNT(DISTINCT k)
+            keys = list(node.expressions)
+            node.set("expressions", [*keys, *[_bytes(k) for k in keys if isinstance(k, exp.Column)]])
+            node.meta[_EXACT] = True
     return statement
 
 
