@@ -46,6 +46,12 @@ _EXACT = "sqlrp_exact_key"
 #: room for the packet's header and the protocol's command byte under ``max_allowed_packet``
 PACKET_HEADROOM = 1024
 
+#: most columns of a table sqlrp creates here: a row of DOUBLEs must fit InnoDB's 8,126 bytes (half a
+#: 16 KiB page; "Row size too large (> 8126)"), measured on MariaDB 10.11: 996 DOUBLEs and a BIGINT key
+#: fit, 994 with a TEXT key -- so 994 outputs and the key (a wider key, VARCHAR(255), holds fewer: the
+#: server then refuses the table itself, before any row is written)
+MAX_TABLE_COLUMNS = 995
+
 
 def _bytes(value: exp.Expression) -> exp.Cast:
     """``CAST(value AS BINARY)``: a text value as its bytes (no collation, no padding); a number as its
@@ -101,7 +107,17 @@ class MySQLDialect(SqlrpDialect):
     holds_nan = False  # no NaN in a DOUBLE column; CAST('NaN' AS DOUBLE) is 0 (module docstring)
 
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
-        """The SQL of ``expression`` with its key comparisons exact (:func:`exact_keys`)."""
+        """The SQL of ``expression`` with its key comparisons exact (:func:`exact_keys`); a ``CREATE
+        TABLE ... AS SELECT`` of more columns than an InnoDB row holds is refused (:data:`MAX_TABLE_COLUMNS`)."""
+        if isinstance(expression, exp.Create) and str(expression.args.get("kind", "")).upper() == "TABLE":
+            select = expression.expression
+            width = len(select.expressions) if isinstance(select, exp.Select) else 0
+            if width > MAX_TABLE_COLUMNS and not select.is_star:
+                raise self.refuse(
+                    f"a table of {width:,} columns does not fit an InnoDB row (at most {MAX_TABLE_COLUMNS:,} "
+                    "DOUBLE columns, key included: 8,126 bytes a row); use a smaller k, or take the rows "
+                    "back instead of writing a table"
+                )
         return super().render(exact_keys(expression), pretty=pretty)
 
     def with_packet_limit(self, max_allowed_packet: int) -> MySQLDialect:

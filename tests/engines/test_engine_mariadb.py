@@ -23,7 +23,7 @@ from sqlrp.cli import main
 from sqlrp.compiler import compile_statements
 from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects import get_dialect
-from sqlrp.dialects.mysql import PACKET_HEADROOM, exact_keys
+from sqlrp.dialects.mysql import MAX_TABLE_COLUMNS, PACKET_HEADROOM, exact_keys
 from sqlrp.methods import make_projection, reference
 from testkit.frames import wide_frame
 
@@ -181,6 +181,27 @@ def test_statements_stay_within_the_servers_packet_and_keys_join_exactly(maria, 
         with pytest.raises(EngineLimit, match=r"^mysql: the statement is 300,009 bytes.*262,144.*max_allowed"):
             db.fetchall("SELECT '" + "x" * 300_000 + "'")
         assert db.fetchall("SELECT 1") == [(1,)]  # the connection is still there
+
+
+def test_an_output_table_wider_than_an_innodb_row_is_refused_before_it_runs(maria):
+    """1,005 outputs and the key passed the 1,017-column limit, then the server refused the table with
+    "Row size too large (> 8126)" as a driver traceback; now refused in one line, naming the limit.  The
+    widest table that fits (994 outputs and a text key) is written, and rows come back at any width."""
+    X = np.random.default_rng(9).normal(size=(4, 3))
+    frame = wide_frame(X)
+    frame["id"] = ["a", "A", "a ", "b"]
+    maria.write_dataframe("t", frame)
+    for k, fits in ((MAX_TABLE_COLUMNS - 1, True), (MAX_TABLE_COLUMNS, False)):
+        projection = make_projection("achlioptas", 3, k, seed=1, s=1)
+        want = reference.transform(projection, X)
+        if fits:
+            sqlrp.project(maria, "t", "id", projection, into="t_rp", store=False)
+            close(by_id(maria.query_df("SELECT * FROM `t_rp`"), ["a", "A", "a ", "b"]), want)
+        else:
+            with pytest.raises(EngineLimit, match=rf"^mysql: a table of {k + 1:,} columns does not fit an InnoDB row"):
+                sqlrp.project(maria, "t", "id", projection, into="t_wide", store=False)
+            assert "t_wide" not in maria.table_names()
+            close(by_id(sqlrp.project(maria, "t", "id", projection, store=False), ["a", "A", "a ", "b"]), want)
 
 
 # ---- text keys under the default collation ------------------------------------------------------
