@@ -26,7 +26,9 @@ Limits and differences, each with its source:
   backend reads the server's own value (:meth:`with_packet_limit`).
 - **Columns**: InnoDB tables hold at most 1,017 columns (dev.mysql.com, "Limits on Table Column Count
   and Row Size"; mariadb.com/kb, "InnoDB Limitations"; measured on MariaDB 10.11: 1,018 is "Too many
-  columns"): an output table holds at most that many (MySQL's 4,096 per table applies to other engines).
+  columns"), and a row at most 8,126 bytes inline ("Row size too large (> 8126)"): 995 DOUBLE columns,
+  key included (:data:`MAX_TABLE_COLUMNS`, measured).  A table sqlrp would create wider than that is
+  refused before it runs; rows handed back are not limited (a select of 3,000 columns runs).
 - No arrays, no aggregate ``FILTER``, no ``ARRAY_AGG ... ORDER BY``; ``VALUES ROW(...)`` names its
   columns ``column_0 ..`` (sqlglot renders ``UNION ALL``).
 """
