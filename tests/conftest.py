@@ -1,6 +1,6 @@
-"""Shared fixtures of every folder of tests/: a DuckDB in memory, a real PostgreSQL server and one
-Spark local[2] session started for the session, and a real MariaDB server started on first use (the helpers the tests and the benchmarks share are
-in ``testkit/``).
+"""Shared fixtures of every folder of tests/: a DuckDB in memory, real PostgreSQL and MariaDB servers
+and one Spark local[2] session started for the session (the helpers the tests and the benchmarks share
+are in ``testkit/``).
 
 Under ``CI=true`` a PostgreSQL, a MariaDB or a Spark that cannot be started fails the run instead of skipping.
 """
