@@ -135,6 +135,20 @@ def test_a_frame_with_nan_or_infinity_is_refused_in_one_line_before_anything_is_
     assert maria.fetchall("SELECT COUNT(*) FROM `ok`")[0][0] == 2
 
 
+def test_engines_without_nan_test_only_for_infinity():
+    """The class of the zeros-as-NaN defect: where a DOUBLE holds no NaN (MySQL, MariaDB; SQL Server,
+    where CAST('NaN' AS FLOAT) is an error) the check does not compare with 'NaN' at all."""
+    from sqlglot import exp
+
+    for name in ("mysql", "mariadb", "tsql"):
+        profile = get_dialect(name)
+        assert not profile.holds_nan
+        sql = profile.render(exp.select("*").from_("t").where(profile.not_finite(exp.column("x"))))
+        assert "NaN" not in sql and "1.7976931348623157" in sql, sql
+    for name in ("duckdb", "postgres"):
+        assert "'NaN'" in get_dialect(name).render(get_dialect(name).not_finite(exp.column("x")))
+
+
 # ---- statement size: the server's max_allowed_packet ----------------------------------------------
 
 
