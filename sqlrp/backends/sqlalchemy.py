@@ -183,8 +183,8 @@ class SQLAlchemyBackend(Backend):
         if limit is not None and len(sql) > limit // 4 and len(sql.encode()) > limit:
             raise EngineLimit(
                 f"{self.dialect}: the statement is {len(sql.encode()):,} bytes; this server accepts at most "
-                f"{limit:,} (its max_allowed_packet): raise max_allowed_packet on the server, or use a smaller k, "
-                "--matrix=TABLE with the matrix loaded there, or the inline strategy"
+                f"{limit:,} (its max_allowed_packet), and would drop the connection; raise max_allowed_packet on "
+                "the server (SET GLOBAL max_allowed_packet = ...), or use a smaller k"
             )
 
     @classmethod
