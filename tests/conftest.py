@@ -1,8 +1,8 @@
-"""Shared fixtures of every folder of tests/: a DuckDB in memory, a real PostgreSQL server and one
-Spark local[2] session started for the session (the helpers the tests and the benchmarks share are
-in ``testkit/``).
+"""Shared fixtures of every folder of tests/: a DuckDB in memory, real PostgreSQL and MariaDB servers
+and one Spark local[2] session started for the session (the helpers the tests and the benchmarks share
+are in ``testkit/``).
 
-Under ``CI=true`` a PostgreSQL or a Spark that cannot be started fails the run instead of skipping.
+Under ``CI=true`` a PostgreSQL, a MariaDB or a Spark that cannot be started fails the run instead of skipping.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import sqlrp
+from testkit.mariadbserver import MariaDBUnavailable, TempMariaDB
 from testkit.pgserver import PostgresUnavailable, TempPostgres
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -61,6 +62,46 @@ def pg(pg_url):
     db.close()
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def maria_url():
+    """The SQLAlchemy URL (``mysql+pymysql://root@127.0.0.1:PORT``, no database) of a throw-away
+    MariaDB server started for the session (testkit/mariadbserver.py); ``SQLRP_MARIADB_URL`` uses an
+    existing one.  Under ``CI=true`` a server that cannot be started fails the run."""
+    if os.environ.get("SQLRP_MARIADB_URL"):
+        yield os.environ["SQLRP_MARIADB_URL"].rstrip("/")
+        return
+    server = None
+    try:
+        server = TempMariaDB()
+        url = server.start()
+    except (MariaDBUnavailable, OSError, ImportError) as exc:
+        if server is not None:
+            server.stop()
+        if IN_CI:
+            pytest.fail(f"CI=true and MariaDB could not be started: {exc}")
+        pytest.skip(f"MariaDB unavailable (CI would fail here): {exc}")
+    yield url
+    server.stop()
+
+
+@pytest.fixture
+def maria(maria_url):
+    """A fresh database per test on the session's MariaDB server, through sqlrp's SQLAlchemy backend
+    (PyMySQL)."""
+    from sqlalchemy import create_engine
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(maria_url)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE `{name}`")
+    db = sqlrp.connect(f"{maria_url}/{name}")
+    yield db
+    db.close()
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"DROP DATABASE `{name}`")
+    admin.dispose()
 
 
 @pytest.fixture(params=["duckdb", "postgres"])

@@ -21,6 +21,13 @@ sqlrp would otherwise commit the caller's work.  SQLite's Python driver does not
 before DDL, so there sqlrp emits ``BEGIN`` itself: a failed materialisation leaves no table.
 Engines whose DDL commits on its own (:data:`NON_TRANSACTIONAL`), and connections in ``AUTOCOMMIT``
 mode, have ``transactional = False``: the registry then cleans up after a failure instead.
+
+MySQL and MariaDB (``sqlrp/dialects/mysql.py``): the server's ``max_allowed_packet`` is read on
+connect and is the profile's statement limit for this connection (:attr:`SQLAlchemyBackend.sql_dialect`:
+the compiler splits a longer statement, or refuses it naming the limit), and a statement longer than it
+is refused before it is sent (the server would drop the connection: "server has gone away").  On an
+engine without NaN (:attr:`~sqlrp.dialects.base.SqlrpDialect.holds_nan`) a frame holding NaN or
+infinity is refused before anything is written, naming the column and the row.
 """
 
 from __future__ import annotations
@@ -30,15 +37,18 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParameter
+import numpy as np
+
+from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
-from ..dialects import dialect_name, dialect_names
-from ..dialects.base import ALIASES
+from ..core.names import PREFIX
+from ..dialects import dialect_name, dialect_names, get_dialect
+from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
 from .placeholders import to_named
-from .values import frame_rows, frames, py, value_kind
+from .values import column_values, frame_rows, frames, py, value_kind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -135,6 +145,10 @@ class SQLAlchemyBackend(Backend):
         self.transactional = self.dialect not in NON_TRANSACTIONAL and not self._autocommit()
         self._brackets = self.dialect == "tsql"  # [quoted identifiers]
         self._backslash = self.dialect == "mysql"  # backslash escapes in string literals
+        self._profile: SqlrpDialect | None = None  # this connection's own profile (the server's limits)
+        self._max_statement_bytes: int | None = None  # longer statements are refused before they are sent
+        if self.dialect == "mysql":
+            self._read_packet_limit()
         if self.dialect == "postgres":
             # as in PostgresBackend: LLVM JIT compiles each generated expression, for minutes on large
             # projections, where interpreting them takes seconds.  A server without JIT (before
@@ -143,6 +157,35 @@ class SQLAlchemyBackend(Backend):
 
             with contextlib.suppress(DBAPIError):
                 self.execute("SET jit = off")
+
+    def _read_packet_limit(self) -> None:
+        """MySQL/MariaDB: a statement travels as one packet of at most ``max_allowed_packet`` bytes, 16
+        MiB by default in MariaDB, 64 MiB in MySQL 8, set per server.  Read it: the profile of this
+        connection keeps statements within it (:meth:`~sqlrp.dialects.mysql.MySQLDialect.with_packet_limit`)."""
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            packet = int(self.fetchall("SELECT @@max_allowed_packet")[0][0])
+        except (DBAPIError, TypeError, ValueError, IndexError):  # a MySQL-compatible server without it
+            return
+        self._profile = get_dialect("mysql").with_packet_limit(packet)  # type: ignore[attr-defined]
+        self._max_statement_bytes = packet
+
+    @property
+    def sql_dialect(self) -> SqlrpDialect:
+        """This engine's dialect, with the limits its server reports (MySQL's ``max_allowed_packet``)."""
+        return self._profile if self._profile is not None else super().sql_dialect
+
+    def _refuse_oversized(self, sql: str) -> None:
+        """A statement longer than the server accepts ends the connection ("MySQL server has gone away"):
+        refuse it before it is sent, naming the limit."""
+        limit = self._max_statement_bytes
+        if limit is not None and len(sql) > limit // 4 and len(sql.encode()) > limit:
+            raise EngineLimit(
+                f"{self.dialect}: the statement is {len(sql.encode()):,} bytes; this server accepts at most "
+                f"{limit:,} (its max_allowed_packet), and would drop the connection; raise max_allowed_packet on "
+                "the server (SET GLOBAL max_allowed_packet = ...), or use a smaller k"
+            )
 
     @classmethod
     def open(cls, target: str, **options: object) -> SQLAlchemyBackend:
@@ -255,6 +298,7 @@ class SQLAlchemyBackend(Backend):
 
     def _run(self, sql: str, params: Sequence[Any] | None, **options: Any) -> Any:
         """Execute ``sql``: as it is without ``params``, else as ``text()`` with ``?`` bound."""
+        self._refuse_oversized(sql)
         if params is None:
             return self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True, **options})
         from sqlalchemy import bindparam, text
@@ -399,6 +443,7 @@ class SQLAlchemyBackend(Backend):
         # SQLAlchemy quotes a name only where it must (upper case, spaces, reserved words): lower-case
         # names stay unquoted, so an engine that upper-cases them (Snowflake) stores what sqlrp folds to
         columns = [Column(str(name), self._sa_type(df[name])) for name in df.columns]
+        self._refuse_non_finite(table, df)
         target = Table(table, MetaData(), *columns)
         with self.transaction():
             if replace:
@@ -412,8 +457,34 @@ class SQLAlchemyBackend(Backend):
         from sqlalchemy import table as table_clause
 
         target = table_clause(table, *[column(str(name)) for name in df.columns])
+        self._refuse_non_finite(table, df)
         with self._statement():
             self._insert_rows(target, df)
+
+    def _refuse_non_finite(self, table: str, df: pd.DataFrame) -> None:
+        """On an engine whose DOUBLE holds no NaN and no infinity (MySQL, MariaDB, SQL Server:
+        :attr:`~sqlrp.dialects.base.SqlrpDialect.holds_nan`), :class:`InputError` naming the first column
+        and row holding one, before anything is written: the driver would fail half-way ("nan can not
+        be used with MySQL"), and writing NULL instead would let ``nulls="zero"`` read it as 0."""
+        if self.sql_dialect.holds_nan:
+            return
+        for name in df.columns:
+            series = df[name]
+            if isinstance(series.dtype, np.dtype) and series.dtype.kind == "f":  # NaN here is a value, not NULL
+                values = series.to_numpy(dtype=np.float64)
+            elif getattr(series.dtype, "kind", "O") in "fO":  # masked floats, objects: what the driver is sent
+                cells = column_values(series, nan_as_null=False)
+                values = np.array([v if isinstance(v, float) else 0.0 for v in cells], dtype=np.float64)
+            else:
+                continue
+            bad = np.flatnonzero(~np.isfinite(values))
+            if bad.size:
+                what = "the frame" if table.startswith(f"{PREFIX}frame_") else f"table {table!r}"
+                raise InputError(
+                    f"{what}: column {str(name)!r} holds {float(values[bad[0]])!r} (its row {int(bad[0])}, counting "
+                    f"from 0), and {self.dialect} stores no NaN or infinity; replace it (by NULL, with --nulls=zero "
+                    "if 0 is meant) before writing; nothing was written"
+                )
 
     def _insert_rows(self, target: Any, df: pd.DataFrame) -> None:
         if not len(df):

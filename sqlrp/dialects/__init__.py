@@ -1,7 +1,7 @@
 """SQL dialects sqlrp renders to: one small file per engine with its rendering rules and its
 limits (``base.py`` lists the profile).  DuckDB, PostgreSQL, SQLite, ClickHouse and Spark execute
 through sqlrp's backends; Snowflake, BigQuery, SQL Server, MySQL and Trino have profiles
-(``warehouses.py``) and run through SQLAlchemy with their own drivers; any other dialect sqlglot
+(``warehouses.py``, ``mysql.py``) and run through SQLAlchemy with their own drivers; any other dialect sqlglot
 knows is rendered with the generic profile (portable choices only: no arrays, no FILTER, no lookup).
 """
 

@@ -100,6 +100,9 @@ class SqlrpDialect:
     star_exclude = False  # ``SELECT * EXCLUDE (...)`` exists: nested selects pass columns on by ``*``
     parallel_insert = True  # ``INSERT INTO ... SELECT`` gets the parallel plan ``CREATE TABLE AS`` gets
     nan_propagating_sums = False  # DOUBLE sums overflow to infinity rather than raise (PostgreSQL raises)
+    # a DOUBLE column can hold NaN; where it cannot (MySQL, MariaDB, SQL Server) there is none to test for
+    # (CAST('NaN' AS DOUBLE) is 0 there, or an error), and a NaN is refused before it is written
+    holds_nan = True
     correlated_subqueries = True  # ``NOT EXISTS (SELECT ... WHERE inner.k = outer.k)`` (incremental top-ups)
     transactional = True  # DDL and DML inside one transaction commit or roll back together
     # bits of a stored code word of a search index: 64 (BIGINT) everywhere, more where the engine has
@@ -204,7 +207,10 @@ class SqlrpDialect:
 
     def is_nan(self, value: exp.Expression) -> exp.Expression:
         """True where the DOUBLE ``value`` is NaN.  DuckDB, PostgreSQL and Spark order NaN as one
-        value, equal to itself, so ``value = 'NaN'`` finds it."""
+        value, equal to itself, so ``value = 'NaN'`` finds it; an engine without NaN
+        (:attr:`holds_nan`) has none: false."""
+        if not self.holds_nan:
+            return exp.false()
         return exp.EQ(this=value, expression=exp.Cast(this=exp.Literal.string("NaN"), to=exp.DataType.build("DOUBLE")))
 
     def is_infinite(self, value: exp.Expression) -> exp.Expression:
@@ -215,6 +221,8 @@ class SqlrpDialect:
 
     def not_finite(self, value: exp.Expression) -> exp.Expression:
         """True where the DOUBLE ``value`` is NaN or +/-infinity (the input check, the output check)."""
+        if not self.holds_nan:
+            return self.is_infinite(value)
         return exp.Or(this=self.is_nan(value), expression=self.is_infinite(value.copy()))
 
     def raise_in_query(self, message: exp.Expression) -> exp.Expression | None:

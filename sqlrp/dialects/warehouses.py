@@ -5,7 +5,6 @@ SQLAlchemy with their own driver: ``sqlrp.connect(engine)``).  Each limit with i
 from __future__ import annotations
 
 from sqlglot.dialects.bigquery import BigQuery
-from sqlglot.dialects.mysql import MySQL
 from sqlglot.dialects.snowflake import Snowflake
 from sqlglot.dialects.trino import Trino
 from sqlglot.dialects.tsql import TSQL
@@ -54,20 +53,10 @@ class TSQLDialect(SqlrpDialect):
     filter_clause = False
     ordered_array_agg = False
     values_column_names = True
-
-
-class MySQLDialect(SqlrpDialect):
-    name = "mysql"
-    aliases = ("mariadb",)
-    sqlglot = extend(MySQL)
-    # "There is a hard limit of 4096 columns per table" (dev.mysql.com, "Limits on Table Column
-    # Count and Row Size"); max_allowed_packet 64 MB by default (8.0+) bounds a statement
-    max_columns = 4096
-    max_statement_bytes = 64 * 1024 * 1024
-    arrays = False
-    filter_clause = False  # no aggregate FILTER clause
-    ordered_array_agg = False
-    values_column_names = False  # VALUES ROW(...) names columns column_0..; sqlglot renders UNION ALL
+    # SQL Server's float(53) "is not exactly IEEE 754 ... neither NaN (Not-a-Number) nor infinity is used"
+    # (learn.microsoft.com, XQuery "Numeric Values"); since SQL Server 2005 such values are refused on
+    # insert: there is no NaN to test for (CAST('NaN' AS FLOAT) is a conversion error)
+    holds_nan = False
 
 
 class TrinoDialect(SqlrpDialect):

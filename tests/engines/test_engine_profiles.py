@@ -47,7 +47,7 @@ def test_every_profile_cites_its_limits():
     assert get_dialect("clickhouse").max_plan_optimizations == 10_000  # query_plan_max_optimizations_to_apply
     assert get_dialect("postgres").max_columns == 1600
     assert get_dialect("snowflake").max_statement_bytes == 1_000_000
-    assert get_dialect("tsql").max_columns == 4096 and get_dialect("mysql").max_columns == 4096
+    assert get_dialect("tsql").max_columns == 4096 and get_dialect("mysql").max_columns == 1017  # InnoDB
     assert get_dialect("spark").array_base == 0
 
 

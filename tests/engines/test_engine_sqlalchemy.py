@@ -319,7 +319,7 @@ def test_dialect_names():
 @pytest.mark.parametrize(
     ("url", "module", "install"),
     [
-        ("mysql+pymysql://u@localhost/db", "pymysql", "pip install pymysql"),
+        ("mysql+mysqldb://u@localhost/db", "MySQLdb", "pip install mysqlclient"),  # PyMySQL: the mysql extra
         ("mssql+pyodbc://u@localhost/db", "pyodbc", "pip install pyodbc"),
         ("snowflake://u@account/db", "snowflake", "pip install snowflake-sqlalchemy"),
     ],
