@@ -362,11 +362,13 @@ class DuckDBBackend(Backend):
         return path
 
     def _fit_row_groups(self, path: str) -> None:
-        """On a small device: each DuckDB thread's scan holds a whole row group of the columns it reads
-        (measured: 100,000 x 384 float32, 153 MB uncompressed, fails under a memory_limit of 230 MB and
-        runs under 256 MB), so each thread is given 1.7 times the file's widest row group: as many
-        threads as the budget holds (at least one), and the engine's share raised to theirs where the
-        budget has room -- the rest is still the reader's and Python's."""
+        """On a small device: a DuckDB thread's scan holds a whole row group of the columns it reads, and
+        two while it moves from one to the next (``duckdb_memory()``, 100,000 x 384 float32, 153 MB a row
+        group: steady at 223 MB, failed at 286 MB near the end; DuckDB's own 80% of 1 GB with two threads
+        ran), so a thread is kept only for each 2.6 row groups the budget holds (at least one), and the
+        engine's share raised to all the room the budget leaves (80% of what this process does not hold
+        yet) -- the rest is the reader's buffers and Python's.  A file whose row group does not fit even
+        so needs its columns read in blocks (not yet: the error says so)."""
         with contextlib.suppress(duckdb.Error):
             widest = self.fetchall(
                 "SELECT max(s) FROM (SELECT file_name, row_group_id, sum(total_uncompressed_size) AS s "
@@ -375,16 +377,14 @@ class DuckDBBackend(Backend):
             )[0][0]
             if not widest:
                 return
-            per_thread = int(widest * 1.7)
             room = int(max(0, self.budget.memory - resources.resident()) * 0.8)
             threads = int(self.fetchall("SELECT current_setting('threads')")[0][0])
-            fit = max(1, min(threads, room // per_thread))
+            fit = max(1, min(threads, room // int(widest * 2.6)))
             if fit < threads:
                 self._con.execute(f"SET threads = {fit}")
-            need = per_thread * fit
             current = resources.size_bytes(self.fetchall("SELECT current_setting('memory_limit')")[0][0])
-            if current < need <= room:
-                self._con.execute(f"SET memory_limit = '{need // resources.MIB}MB'")
+            if current < room:
+                self._con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
         """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
