@@ -226,10 +226,14 @@ class PostgresBackend(Backend):
         transaction still open is committed first (:meth:`iter_chunks`) and the cursors of streams
         dropped while the connection was busy are closed, so that nothing runs inside a stream's
         transaction."""
+        dropped, self._unclosed = self._unclosed, []
+        for stream in dropped:  # the owner of the open transaction first: closed, not committed with its rows
+            if stream is self._stream_tx:
+                self._close_stream(stream)
         if self._stream_tx is not None:
             self._end_stream_tx()
-        while self._unclosed:
-            self._close_stream(self._unclosed.pop())
+        for stream in dropped:
+            self._close_stream(stream)  # busy again (another thread): kept for the next statement
         return self._conn
 
     def _end_stream_tx(self) -> None:

@@ -223,3 +223,21 @@ def test_hyper_writes_between_chunks(ending, tmp_path):
             w.check(db)
     finally:
         db.close()
+
+
+def test_postgres_stream_dropped_while_the_connection_is_busy(pg):
+    """A stream the garbage collector finalises while the connection is in use (its lock held, as
+    inside another statement of this thread) must not wait for the lock -- it would wait forever --
+    nor be forgotten: its cursor is closed at the connection's next statement."""
+    X = make_table(pg, "t", ROWS, seed=1)
+    P = projection(8, seed=2)
+    it = sqlrp.projected(pg, "t", "id", P).chunks(CHUNK)
+    first = next(it)
+    with pg._conn.lock:
+        del it
+        gc.collect()
+    assert len(pg._unclosed) == 1
+    made = write(pg, "to_table", "out", "t", X, seed=4)
+    assert pg.fetchall("SELECT count(*) FROM pg_cursors") == [(0,)]
+    check_chunks([first], P, X)
+    made.check(pg)
