@@ -26,6 +26,7 @@ from sqlrp.methods.reference import transform
 D = 4  # features of every generated table
 FEATURES = [f"f{i}" for i in range(D)]
 RTOL = 1e-9
+ROWS_BIG = 20  # rows of the table whose projection overflows (the failing write)
 
 #: the writes of the issue, in its order
 WRITES = ("to_table", "project_into", "create_projection", "build_index")
@@ -66,7 +67,7 @@ class Written:
 
     kind: str
     name: str
-    expected: Any  # the projected rows (a table), the projection (stored), the indexed ids (an index)
+    expected: Any  # the projected rows (a table), the projection (stored), the indexed rows (an index)
 
     def check(self, db: Any) -> None:
         """Assert the object is there with its contents."""
@@ -78,6 +79,8 @@ class Written:
             stored = sqlrp.load_projection(db, self.name)
             probe = np.random.default_rng(1).normal(size=(5, D))
             assert close_to(transform(stored, probe), transform(self.expected, probe)), f"projection {self.name}"
+        elif self.kind == "failing":
+            assert not db.table_exists(self.name), f"{self.name}: a failed write left its table"
         elif self.kind == "build_index":
             sqlrp.load_index(db, self.name)
             (n,) = db.fetchall(f'SELECT count(*) FROM "{self.name}"')[0]
@@ -110,7 +113,29 @@ def write(db: Any, kind: str, name: str, source: str, X: np.ndarray, seed: int) 
             assert db.dialect in ("sqlite", "hyper"), f"{db.dialect} refused an index"
             return None
         return Written(kind, name, len(X))
+    if kind == "failing":  # a write that fails once it has begun (the sums overflow): nothing of it stays
+        big = np.full((ROWS_BIG, D), 1e308) * np.where(np.arange(ROWS_BIG) % 2, 1.0, -1.0)[:, None]
+        if not db.table_exists("big"):
+            frame = pd.DataFrame(big, columns=FEATURES)
+            frame.insert(0, "id", np.arange(ROWS_BIG, dtype=np.int64))
+            db.write_dataframe("big", frame)
+        P = next(p for p in (projection(3, seed + j) for j in range(100)) if _overflows(p, big))
+        try:
+            sqlrp.projected(db, "big", "id", P).to_table(name)
+        except Exception:  # noqa: BLE001 - the engine's overflow error or sqlrp's InputError
+            return Written(kind, name, None)
+        raise AssertionError("a projection that overflows did not fail")
     raise AssertionError(kind)
+
+
+def _overflows(P: Any, X: np.ndarray) -> bool:
+    """NumPy's projection of ``X`` by ``P`` overflows (the reference refuses it as sqlrp does)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            transform(P, X)
+    except Exception:  # noqa: BLE001 - the reference's refusal of a non-finite output
+        return True
+    return False
 
 
 def check_chunks(chunks: list[pd.DataFrame], P: Any, X: np.ndarray) -> None:

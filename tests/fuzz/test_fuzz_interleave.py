@@ -4,16 +4,19 @@ stream was closed early.
 
 Hypothesis draws a program of steps on one connection: open streams (``projected(...).chunks(n)``,
 several at once), read a chunk of one, write (``to_table``, ``to_table(replace=True)``,
-``project(into=...)``, ``create_projection``, ``build_index``), rewrite the streams' source table,
-and end a stream (``close()``, dropped and garbage-collected, read to the end).  The oracle
+``project(into=...)``, ``create_projection``, ``build_index``, a ``to_table`` that fails), rewrite
+the streams' source table, and end a stream (``close()``, dropped and garbage-collected, read to the
+end).  The oracle
 (:mod:`testkit.stream_writes`):
 
 - every write that returned normally is there with NumPy's values after every step, once every
-  stream is gone, and from a new connection afterwards (so committed);
+  stream is gone, and from a new connection afterwards (so committed); a write that failed once
+  begun (its sums overflow) left nothing;
 - every chunk equals the NumPy reference of the table as it was when its stream began (the first
   ``next``), each chunk as long as asked but the last, and a stream read to the end has every row.
 
-DuckDB, SQLite (files) and PostgreSQL (a real server, a schema per example).  CI: a few derandomized
+DuckDB, SQLite (files), SQLAlchemy's backend (a SQLite file) and PostgreSQL (a real server, a schema
+per example).  CI: a few derandomized
 programs per engine (``testkit.fuzz_tables.fuzz_settings``); ``SQLRP_FUZZ_EXAMPLES=N`` for a long run.
 """
 
@@ -36,8 +39,9 @@ from testkit.stream_writes import Written, check_chunks, make_table, projection,
 
 ROWS = 60
 SIZES = (7, 25, 60, 100)
-#: the writes, the index last (the slowest; SQLite refuses it)
-KINDS = ("to_table", "replace_table", "project_into", "create_projection", "build_index")
+#: the writes (``failing``: one that fails once begun, and must leave nothing), the index last (the
+#: slowest; SQLite refuses it)
+KINDS = ("to_table", "replace_table", "project_into", "create_projection", "failing", "build_index")
 
 step = st.one_of(
     st.tuples(st.just("open"), st.sampled_from(SIZES)),
@@ -142,27 +146,34 @@ def _files(tmp_path_factory: Any, ending: str) -> Any:
     return fresh
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite", "sqlalchemy"])
 def test_fuzz_writes_between_chunks_embedded(engine, tmp_path_factory) -> None:
+    """DuckDB and SQLite files, and SQLAlchemy's backend on a SQLite file."""
     fresh = _files(tmp_path_factory, ".duckdb" if engine == "duckdb" else ".sqlite")
 
-    @fuzz_settings(8)
+    def connect(path: str) -> Any:
+        if engine != "sqlalchemy":
+            return sqlrp.connect(path)
+        import sqlalchemy as sa
+
+        return sqlrp.connect(sa.create_engine(f"sqlite:///{path}"))
+
+    @fuzz_settings({"duckdb": 5, "sqlite": 6, "sqlalchemy": 4}[engine])
     @given(steps=program)
     def run(steps: list[tuple]) -> None:
         path = fresh()
-        db = sqlrp.connect(path)
+        db = connect(path)
+
+        def reopen() -> Any:  # a new connection once this one let go of the file (DuckDB: one writer)
+            db.close()
+            return connect(path)
+
         try:
-            run_program(db, steps, lambda: _after_close(db, path))
+            run_program(db, steps, reopen)
         finally:
             db.close()
 
     run()
-
-
-def _after_close(db: Any, path: str) -> Any:
-    """A new connection to ``path`` once ``db`` let go of it (DuckDB: one process, one writer)."""
-    db.close()
-    return sqlrp.connect(path)
 
 
 def test_fuzz_writes_between_chunks_postgres(pg_url) -> None:
@@ -170,7 +181,7 @@ def test_fuzz_writes_between_chunks_postgres(pg_url) -> None:
 
     sep = "&" if "?" in pg_url else "?"
 
-    @fuzz_settings(6)
+    @fuzz_settings(5)
     @given(steps=program)
     def run(steps: list[tuple]) -> None:
         schema = f"il_{uuid.uuid4().hex[:10]}"

@@ -241,3 +241,29 @@ def test_postgres_stream_dropped_while_the_connection_is_busy(pg):
     assert pg.fetchall("SELECT count(*) FROM pg_cursors") == [(0,)]
     check_chunks([first], P, X)
     made.check(pg)
+
+
+def _failed_write_leaves_nothing(db) -> None:
+    X = make_table(db, "t", ROWS, seed=3)
+    P = projection(8, seed=5)
+    it = sqlrp.projected(db, "t", "id", P).chunks(CHUNK)
+    chunks = [next(it)]
+    failed = write(db, "failing", "bad", "t", X, seed=11)
+    made = write(db, "to_table", "out", "t", X, seed=12)
+    chunks.append(next(it))
+    it.close()
+    check_chunks(chunks, P, X)
+    failed.check(db)
+    made.check(db)
+
+
+def test_a_write_that_fails_between_chunks_leaves_nothing(engine):
+    """A write that fails once begun (its sums overflow) while a stream is open leaves no table, and
+    the next write and the stream go on."""
+    _failed_write_leaves_nothing(engine)
+
+
+def test_a_write_that_fails_between_chunks_leaves_nothing_here_too(shared):
+    """SQLAlchemy: the failed write joined the stream's transaction, was not rolled back by itself,
+    and the stream committed its half-written table when closed."""
+    _failed_write_leaves_nothing(shared)
