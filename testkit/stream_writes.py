@@ -91,7 +91,8 @@ class Written:
 
 def write(db: Any, kind: str, name: str, source: str, X: np.ndarray, seed: int) -> Written | None:
     """Make the write ``kind`` of the rows of ``source`` (features ``X``) under ``name``; what must be
-    there afterwards, or ``None`` when the engine refuses it (SQLite and Hyper have no index: EngineLimit)."""
+    there afterwards, or ``None`` when the engine refuses it (SQLite, Hyper and DataFusion have no
+    index: EngineLimit)."""
     if kind == "to_table":
         P = projection(3, seed)
         sqlrp.projected(db, source, "id", P).to_table(name)
@@ -110,7 +111,7 @@ def write(db: Any, kind: str, name: str, source: str, X: np.ndarray, seed: int) 
         try:
             sqlrp.build_index(db, source, "id", name, lists=2, calibration_queries=0, seed=seed)
         except EngineLimit:
-            assert db.dialect in ("sqlite", "hyper"), f"{db.dialect} refused an index"
+            assert db.dialect in ("sqlite", "hyper", "datafusion"), f"{db.dialect} refused an index"
             return None
         return Written(kind, name, len(X))
     if kind == "failing":  # a write that fails once it has begun (the sums overflow): nothing of it stays
