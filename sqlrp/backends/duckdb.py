@@ -252,7 +252,10 @@ class DuckDBBackend(Backend):
             cur.close()
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
-        """Stream the result: DuckDB hands over whole vectors (2,048 rows), re-cut to ``rows``."""
+        """Stream the result: DuckDB hands over whole vectors (2,048 rows), re-cut to ``rows``.  The
+        stream runs on a cursor of its own (another connection to the same database, in its own
+        transaction): statements run on this one between chunks commit on their own, whenever and
+        however the stream ends (issue 41; ``tests/reliability/test_stream_writes.py``)."""
         cur = self._cursor()
         try:
             res = cur.execute(sql)

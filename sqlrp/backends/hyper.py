@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import decimal
+import itertools
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,8 +41,9 @@ from ..core.nodes import ident
 from .base import ColumnInfo, NoTransactions, Registration, missing_table, url_path
 from .placeholders import bind_literals, quoting_tokens, scalar_literal
 from .staging import dropped_on_failure
+from .streams import Stream
 from .typenames import KIND_TYPES
-from .values import frame_rows, frames, value_kind
+from .values import frame_rows, value_kind
 
 ENGINE = "hyper"
 # a ``?`` outside string literals, quoted identifiers and comments (PostgreSQL's quoting)
@@ -91,8 +94,10 @@ class HyperBackend(NoTransactions):
         api = need("tableauhyperapi", "hyper", "Tableau Hyper (hyper://)")
         self._process: Any = None
         self._folder: str | None = None
+        #: the streams (:meth:`iter_chunks`) whose result is still open on the connection
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         if connection is not None:
-            self.connection, self.owns_connection = connection, False
+            self._connection, self.owns_connection = connection, False
             self.url = "hyper://(caller's connection)"
             return
         if path is None:
@@ -103,7 +108,7 @@ class HyperBackend(NoTransactions):
             self._process = api.HyperProcess(
                 telemetry=api.Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}
             )
-            self.connection = api.Connection(self._process.endpoint, path, api.CreateMode.CREATE_IF_NOT_EXISTS)
+            self._connection = api.Connection(self._process.endpoint, path, api.CreateMode.CREATE_IF_NOT_EXISTS)
         except Exception:
             self._stop()
             raise
@@ -123,6 +128,14 @@ class HyperBackend(NoTransactions):
                 f"{ENGINE}: cannot use a {type(connection).__name__}: pass a tableauhyperapi.Connection"
             )
         return cls(connection=connection)
+
+    @property
+    def connection(self) -> Any:
+        """The API's connection, for every statement but a stream's own reads: the open streams are
+        read to the end into memory first (:meth:`iter_chunks`)."""
+        for stream in list(self._streams):
+            stream.drain()
+        return self._connection
 
     # ---- running SQL ----
 
@@ -152,9 +165,29 @@ class HyperBackend(NoTransactions):
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """The result ``rows`` rows at a time, read from the server as it streams them (an empty
-        result: one empty frame with the columns)."""
-        with self._result(sql) as (names, stream):
-            yield from frames(stream, names, rows, empty=True)
+        result: one empty frame with the columns).
+
+        The API runs one query at a time on a connection ("The connection is not ready ... all
+        inserters and results associated with the connection are closed"): a write between two
+        chunks failed.  Before any other statement (:attr:`connection`) an open stream is read to the
+        end into memory (:class:`~sqlrp.backends.streams.Stream`, issue 41), and hands the rest over
+        from there."""
+        rows = max(1, int(rows))
+        result = self.connection.execute_query(sql)
+        stream = Stream(_Rows(result))
+        try:
+            names = [column.name.unescaped for column in result.schema.columns]
+            self._streams.add(stream)
+            sent = False
+            while batch := stream.next_rows(rows):
+                sent = True
+                yield pd.DataFrame.from_records(batch, columns=names)
+            if not sent:
+                yield pd.DataFrame.from_records([], columns=names)
+        finally:
+            self._streams.discard(stream)
+            with contextlib.suppress(Exception):  # a result of a connection closed since
+                stream.close()
 
     # ---- describing tables ----
 
@@ -217,7 +250,7 @@ class HyperBackend(NoTransactions):
         """Close the connection and stop the server (a caller's connection stays open)."""
         if self.owns_connection:
             with contextlib.suppress(Exception):
-                self.connection.close()
+                self._connection.close()
             self._stop()
 
     def _stop(self) -> None:
@@ -228,6 +261,24 @@ class HyperBackend(NoTransactions):
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+class _Rows:
+    """An API result as a cursor (``fetchmany``, ``fetchall``, ``close``) for :class:`Stream`, its
+    values as :func:`_value` gives them."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self.rows = (tuple(_value(v) for v in row) for row in result)
+
+    def fetchmany(self, size: int) -> list[tuple]:
+        return list(itertools.islice(self.rows, size))
+
+    def fetchall(self) -> list[tuple]:
+        return list(self.rows)
+
+    def close(self) -> None:
+        self.result.close()
 
 
 #: the API's type names that sqlrp's spelling (``is_numeric_type``) reads otherwise

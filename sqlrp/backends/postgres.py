@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,18 @@ _PG_TYPES = {**KIND_TYPES, "timestamp": "text"}
 _BINARY_TYPES = {20: ">i8", 21: ">i2", 23: ">i4", 700: ">f4", 701: ">f8"}  # int8 int2 int4 float4 float8
 _BINARY_HEADER = 11 + 4 + 4
 
+#: numbers for the streams' cursor names: two streams open on one connection need two names
+_STREAM_NUMBERS = itertools.count()
+
+
+class _Stream:
+    """One open :meth:`PostgresBackend.iter_chunks`: its ``WITH HOLD`` cursor, and the error its
+    transaction's commit met when other work ended that transaction early (raised at its next chunk)."""
+
+    def __init__(self, cursor: psycopg.ServerCursor) -> None:
+        self.cursor = cursor
+        self.error: BaseException | None = None
+
 
 class PostgresBackend(Backend):
     dialect = "postgres"
@@ -60,7 +73,7 @@ class PostgresBackend(Backend):
         import psycopg
 
         self.url = url
-        self.conn = psycopg.connect(url, autocommit=True)
+        self._conn = psycopg.connect(url, autocommit=True)
         self._setup(threads, memory_limit)
 
     @classmethod
@@ -89,12 +102,14 @@ class PostgresBackend(Backend):
         self = cls.__new__(cls)
         self.url = "postgresql://(caller's connection)"
         conn.autocommit = True
-        self.conn = conn
+        self._conn = conn
         self.owns_connection = False
         self._setup(threads, memory_limit)
         return self
 
     def _setup(self, threads: int | None, memory_limit: str | None) -> None:
+        self._stream_tx: _Stream | None = None  # the stream whose transaction is open (iter_chunks)
+        self._unclosed: list[_Stream] = []  # streams dropped while the connection was busy: closed next
         # LLVM JIT compiles every generated expression: for a d = 784, s = 3 projection (52k terms)
         # it ran for minutes without answering cancels (bench/run.py, PostgreSQL 15; docs/benchmarks.md);
         # plain interpretation is quick.  sqlrp's statements are all such expressions: JIT off.
@@ -169,17 +184,105 @@ class PostgresBackend(Backend):
         return _binary_columns(data, names, types)  # type: ignore[arg-type]
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
-        # a named (server-side) cursor streams; it needs a transaction
-        with self.conn.transaction(), self.conn.cursor(name="sqlrp_stream") as cur:
-            cur.execute(sql.encode())
-            names = None
+        """Stream the result ``rows`` rows at a time through a server-side ``WITH HOLD`` cursor.
+
+        A stream never owns the transaction other work on the connection runs in (issue 41: a
+        ``to_table`` between two chunks ran inside the stream's transaction, and closing the stream
+        early rolled the table back).  The cursor is declared in a transaction of its own, which
+        streams the rows as they are fetched; any other statement on the connection (:attr:`conn`)
+        first commits that transaction -- PostgreSQL then keeps the rows not read yet for the cursor
+        ("DECLARE", WITH HOLD: materialised at the commit) -- so that statement, and everything
+        after it, runs and commits on its own.  On a caller's connection (:meth:`wrap`), which the
+        caller may use directly, the transaction is committed as soon as the cursor is declared.
+        Closing the stream (read to the end, ``close()``, ``break``, garbage collection) closes the
+        cursor and commits or rolls back only its own transaction, which holds nothing else."""
+        import psycopg
+
+        conn = self.conn  # another stream's transaction is ended first
+        stream = _Stream(conn.cursor(name=f"sqlrp_stream_{next(_STREAM_NUMBERS)}", withhold=True))
+        try:
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                conn.execute(b"BEGIN")
+                self._stream_tx = stream
+            stream.cursor.execute(sql.encode())
+            if not self.owns_connection:
+                self._end_stream_tx()
+            names = [d.name for d in stream.cursor.description or ()]
             while True:
-                batch = cur.fetchmany(rows)
-                if names is None:
-                    names = [d.name for d in cur.description]
+                if self._stream_tx not in (None, stream):  # no FETCH inside another stream's transaction
+                    self._end_stream_tx()
+                if stream.error is not None:
+                    raise stream.error
+                batch = stream.cursor.fetchmany(rows)
                 if not batch:
                     break
                 yield pd.DataFrame.from_records(batch, columns=names)
+        finally:
+            self._close_stream(stream)
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The psycopg connection, for every statement but a stream's own ``FETCH``: a stream's
+        transaction still open is committed first (:meth:`iter_chunks`) and the cursors of streams
+        dropped while the connection was busy are closed, so that nothing runs inside a stream's
+        transaction."""
+        dropped, self._unclosed = self._unclosed, []
+        for stream in dropped:  # the owner of the open transaction first: closed, not committed with its rows
+            if stream is self._stream_tx:
+                self._close_stream(stream)
+        if self._stream_tx is not None:
+            self._end_stream_tx()
+        for stream in dropped:
+            self._close_stream(stream)  # busy again (another thread): kept for the next statement
+        return self._conn
+
+    def _end_stream_tx(self) -> None:
+        """Commit the open stream's transaction: its cursor keeps the rows not read yet.  A commit
+        that fails (the rest of the query raised, e.g. a float overflow) rolls back that transaction
+        only -- it held nothing else -- and the error is the stream's, raised at its next chunk."""
+        stream, self._stream_tx = self._stream_tx, None
+        if stream is None:
+            return
+        try:
+            self._conn.execute(b"COMMIT")
+        except Exception as exc:  # noqa: BLE001 - the stream's error, not the caller's statement's
+            stream.error = exc
+            self._idle()
+
+    def _idle(self) -> None:
+        """Roll back a transaction left open or failed, if any (nothing but a stream's is ever open here)."""
+        import psycopg
+
+        if self._conn.info.transaction_status in (
+            psycopg.pq.TransactionStatus.INTRANS,
+            psycopg.pq.TransactionStatus.INERROR,
+        ):
+            self._conn.execute(b"ROLLBACK")
+
+    def _close_stream(self, stream: _Stream) -> None:
+        """Close ``stream``'s cursor and end its transaction if it is still open (a commit after a
+        clean read, else a rollback: it holds nothing else).  Dropped by the garbage collector while
+        the connection is in use (a statement of this thread, or another thread's), the stream is
+        closed at the connection's next statement instead (:attr:`conn`)."""
+        if self._conn.closed:
+            return
+        if not self._conn.lock.acquire(blocking=False):
+            self._unclosed.append(stream)
+            return
+        self._conn.lock.release()
+        owner = self._stream_tx is stream
+        if owner:
+            self._stream_tx = None
+        try:
+            stream.cursor.close()
+        except Exception:  # noqa: BLE001 - a failed transaction: rolled back below, the cursor with it
+            pass
+        if owner:
+            import psycopg
+
+            if self._conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                self._conn.execute(b"COMMIT")
+            self._idle()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -271,7 +374,10 @@ class PostgresBackend(Backend):
 
     def close(self) -> None:
         if self.owns_connection:
-            self.conn.close()
+            self._conn.close()
+        else:  # the caller's connection: left idle, without sqlrp's cursors
+            with contextlib.suppress(Exception):
+                self.conn  # noqa: B018 - ends a stream's transaction, closes dropped streams
 
 
 def _plain(column: Any) -> bool:

@@ -48,7 +48,8 @@ from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
 from .placeholders import to_named
-from .values import column_values, frame_rows, frames, py, value_kind
+from .streams import Stream
+from .values import column_values, frame_rows, py, value_kind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -142,6 +143,7 @@ class SQLAlchemyBackend(Backend):
         self.dialect = sqlrp_dialect(self.sa_dialect)
         self.url = self.engine.url.render_as_string(hide_password=True)
         self._depth = 0  # transaction() nesting
+        self._stream: Stream | None = None  # the stream whose transaction is open (iter_chunks)
         self.transactional = self.dialect not in NON_TRANSACTIONAL and not self._autocommit()
         self._brackets = self.dialect == "tsql"  # [quoted identifiers]
         self._backslash = self.dialect == "mysql"  # backslash escapes in string literals
@@ -250,6 +252,7 @@ class SQLAlchemyBackend(Backend):
         if self._depth:
             yield
             return
+        self._end_stream()
         self._check_idle()
         try:
             yield
@@ -270,6 +273,7 @@ class SQLAlchemyBackend(Backend):
             finally:
                 self._depth -= 1
             return
+        self._end_stream()
         self._check_idle()
         tx = self.conn.begin()
         self._depth = 1
@@ -336,29 +340,53 @@ class SQLAlchemyBackend(Backend):
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """Stream the result ``rows`` rows at a time (``yield_per``: a server-side cursor where the
-        driver has one).  The stream holds a transaction; statements run between chunks join it, and
-        it commits when the stream ends or is closed early (it rolls back if the stream fails)."""
+        driver has one), in a transaction of the stream's own.
+
+        A stream never owns the transaction other work runs in (issue 41: statements run between
+        chunks joined the stream's transaction, a failed one was not rolled back by itself, and a
+        stream that failed rolled back those that had succeeded).  Before any other statement on the
+        connection (:meth:`_statement`, :meth:`transaction`) an open stream is read to the end into
+        memory and its transaction committed (:class:`~sqlrp.backends.streams.Stream`); the stream
+        then hands the rest over from memory."""
         rows = max(1, int(rows))
-        own = not self._depth
+        own = not self._depth  # inside a transaction of sqlrp's (never from a caller): read within it
         if own:
+            self._end_stream()
             self._check_idle()
             tx = self.conn.begin()
-            self._begin_driver()
-        self._depth += 1
-        failed = False
+
+        def finish(ok: bool) -> None:  # the stream's own transaction: it holds nothing else
+            if own and tx.is_active:
+                tx.commit() if ok else tx.rollback()
+
+        stream: Stream | None = None
+        ok = True
         try:
+            if own:
+                self._begin_driver()
             result = self._run(sql, None, yield_per=rows)
-            with contextlib.closing(result):
-                yield from frames(result, list(result.keys()), rows)
+            stream = Stream(result, finish)
+            if own:
+                self._stream = stream
+            names = list(result.keys())
+            while batch := stream.next_rows(rows):
+                yield pd.DataFrame.from_records([tuple(r) for r in batch], columns=names)
         except GeneratorExit:  # the caller stopped early: not a failure
             raise
         except BaseException:
-            failed = True
+            ok = False
             raise
         finally:
-            self._depth -= 1
-            if own and tx.is_active:
-                tx.rollback() if failed else tx.commit()
+            if self._stream is stream:
+                self._stream = None
+            stream.close(ok) if stream is not None else finish(ok)
+
+    def _end_stream(self) -> None:
+        """Read the open stream, if any, to the end into memory and commit its transaction: the
+        statement about to run gets a transaction of its own (:meth:`iter_chunks`)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.drain()
 
     # ---- tables ----------------------------------------------------------------------------
 

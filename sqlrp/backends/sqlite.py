@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from .streams import Stream
 from .values import frame_rows, py, value_kind
 
 #: storage class of a DataFrame column by what it holds (:func:`~sqlrp.backends.values.value_kind`)
@@ -82,10 +84,15 @@ class SQLiteBackend(Backend):
             self._pending = os.path.abspath(path)  # where it would be made, whatever the working folder later
         self._con = _open(":memory:" if self._pending else path)
         self._restore_isolation: object = None
+        #: the streams (:meth:`iter_chunks`) whose statement is still stepping on the connection
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
 
     @property
     def con(self) -> sqlite3.Connection:
-        """The connection, for anything that may write: a file that was missing is made now."""
+        """The connection, for anything that may write: the open streams are read to the end first
+        (:meth:`iter_chunks`), and a file that was missing is made now."""
+        for stream in list(self._streams):
+            stream.drain()
         if self._pending is not None:
             self._con.close()
             self._con = _open(self._pending)
@@ -121,6 +128,7 @@ class SQLiteBackend(Backend):
         self.path = "(caller's connection)"
         self.url = "sqlite:///(caller's connection)"
         self._con = conn
+        self._streams = weakref.WeakSet()
         _functions(conn)
         self._pending = None
         self.owns_connection = False
@@ -154,20 +162,30 @@ class SQLiteBackend(Backend):
 
     def iter_chunks(self, sql: str, rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """Run a query and yield its result ``rows`` rows at a time (``fetchmany``: SQLite steps the
-        statement as rows are fetched, so the whole result is never held at once)."""
+        statement as rows are fetched, so the whole result is never held at once).
+
+        The statement steps on the connection every other statement uses, so a write between two
+        chunks would meet it: SQLite refuses a ``DROP TABLE`` while a read is pending ("database
+        table is locked"), a rollback that changed the schema aborts the read, and a write to the
+        table being read changes what the read sees.  Before anything writes (:attr:`con`) the open
+        streams are therefore read to the end into memory, and hand the rest over from there: the
+        write runs as if no stream were open, and the stream yields the rows of the query as it was
+        when it began (issue 41)."""
         rows = max(1, int(rows))
-        cur = self._con.cursor()
+        stream = Stream(self._con.cursor())
         try:
-            cur.execute(sql)
-            names = [d[0] for d in cur.description or ()]
+            stream.cursor.execute(sql)
+            names = [d[0] for d in stream.cursor.description or ()]
+            self._streams.add(stream)
             while True:
-                batch = cur.fetchmany(rows)
+                batch = stream.next_rows(rows)
                 if not batch:
                     break
                 yield _frame(batch, names)
         finally:
+            self._streams.discard(stream)
             with contextlib.suppress(sqlite3.ProgrammingError):  # a generator dropped after the database closed
-                cur.close()
+                stream.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
