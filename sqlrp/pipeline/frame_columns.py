@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.values import is_array, missing
 from ..core.lazy import pd
 
 #: the largest value of a signed 64-bit integer, every engine's BIGINT
@@ -182,8 +183,6 @@ def _is_number(value: Any) -> bool:
 
 def _object_column(name: str, series: Any) -> FrameColumn:
     """An object (or string, period, interval ...) column, by every value that is not missing."""
-    from ..backends.values import is_array, missing
-
     shown = str(series.dtype)
     values = series.tolist()
     absent = np.array([missing(v) for v in values], dtype=bool)
@@ -235,8 +234,6 @@ def _object_column(name: str, series: Any) -> FrameColumn:
 def _array_column(name: str, shown: str, values: list, absent: np.ndarray, raw: Any) -> FrameColumn:
     """A column of lists: ``array`` if every element is a real number or missing (each as a float, a
     missing one as NaN), else ``other``."""
-    from ..backends.values import missing
-
     rows: list[Any] = []
     for v, m in zip(values, absent, strict=True):
         if m:
