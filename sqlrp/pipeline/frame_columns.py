@@ -83,15 +83,19 @@ class FrameColumn:
             "duration": "durations",
             "binary": "bytes",
             "empty": "no value at all",
-            "complex": "complex numbers (sqlrp projects real ones: split it into a real and an imaginary column)",
-            "struct": "nested fields (give them as columns of their own)",
+            "complex": "complex numbers",
+            "struct": "nested fields",
             "mixed": "numbers mixed with text",
             "array": "a list per row",
             "number": "numbers",
             "other": "values sqlrp does not read",
         }[self.kind]
         note = f", {self.note}" if self.note else ""
-        return f"column {self.name!r} of the frame holds {what} ({self.dtype}{note})"
+        advice = {
+            "complex": " -- sqlrp projects real numbers: split it into a real and an imaginary column",
+            "struct": " -- give its fields as columns of their own",
+        }.get(self.kind, "")
+        return f"column {self.name!r} of the frame holds {what} ({self.dtype}{note}){advice}"
 
 
 # ---- pandas ----
