@@ -56,7 +56,8 @@ class FrameColumn:
     :param values: ``number``: the engine values (``int64``, ``float32``, ``float64``, masked ``Int64`` /
         ``Float64``); ``array``: lists of floats (``None`` for a missing list); else ``None``.
     :param nan: ``number``: the rows holding a NaN (not a missing value), as a boolean mask, or ``None``.
-    :param raw: the column as pandas holds it (ids, groups, labels), exactly.
+    :param raw: the column as pandas holds it (ids, groups, labels), exactly, or a function making it
+        (an Arrow column is converted only where it is read so): :meth:`given`.
     :param note: why a refused column is refused, when its dtype does not say it.
     :param decimal: a number column of decimals (each read as the double nearest it).
     :param above_int64: integers outside the signed 64 bits (a ``uint64`` above 2**63 - 1), read as the
@@ -73,6 +74,12 @@ class FrameColumn:
     note: str = ""
     decimal: bool = False
     above_int64: bool = False
+
+    def given(self) -> Any:
+        """The column as pandas holds it (:attr:`raw`, made on the first call)."""
+        if callable(self.raw):
+            self.raw = self.raw()
+        return self.raw
 
     def refusal(self) -> str:
         """``column 'c' of the frame holds complex numbers (complex128)``: what this column is, in words."""
@@ -104,7 +111,7 @@ class FrameColumn:
 def _masked(values: np.ndarray, missing: np.ndarray, integer: bool) -> Any:
     """``values`` as engine values: plain NumPy without a missing cell, else pandas' masked array."""
     if not missing.any():
-        return pd.Series(values)
+        return pd.Series(values, copy=False)
     if integer:
         return pd.Series(pd.arrays.IntegerArray(values.astype(np.int64), missing.copy()))
     return pd.Series(pd.arrays.FloatingArray(values.astype(np.float64), missing.copy()))
@@ -126,7 +133,7 @@ def _floats(values: np.ndarray, missing: np.ndarray) -> tuple[Any, np.ndarray]:
     nan = np.isnan(values) & ~missing
     if missing.any():
         return _masked(values.astype(np.float64), missing, False), nan
-    return pd.Series(values), nan
+    return pd.Series(values, copy=False), nan
 
 
 def _number(name: str, dtype: str, values: Any, missing: np.ndarray, raw: Any) -> FrameColumn:
@@ -185,9 +192,21 @@ def _is_number(value: Any) -> bool:
     )
 
 
+#: pandas' ``infer_dtype`` of an object column -> its kind, where one kind of value fills it (numbers, lists,
+#: structs and mixes are read value by value)
+_INFERRED = {
+    "string": "text", "empty": "empty", "boolean": "bool", "bytes": "binary", "datetime64": "time",
+    "datetime": "time", "date": "time", "time": "time", "timedelta": "duration", "timedelta64": "duration",
+    "period": "other", "interval": "other", "complex": "complex",
+}  # fmt: skip
+
+
 def _object_column(name: str, series: Any) -> FrameColumn:
     """An object (or string, period, interval ...) column, by every value that is not missing."""
     shown = str(series.dtype)
+    kind = _INFERRED.get(pd.api.types.infer_dtype(series, skipna=True))
+    if kind is not None:  # one kind of value throughout, as pandas tells in C: text, dates ...
+        return FrameColumn(name, shown, kind, raw=series)
     values = series.tolist()
     absent = np.array([missing(v) for v in values], dtype=bool)
     present = [v for v, m in zip(values, absent, strict=True) if not m]
@@ -280,34 +299,34 @@ def _arrow_column(name: str, array: Any, shown: str | None = None, raw: Any = No
         filled = array.fill_null(zero) if array.null_count else array
         values = filled.to_numpy() if len(filled) else np.zeros(0, kind_of.to_pandas_dtype())
         column = _number(name, shown, values, missing, None)
-        column.raw = pandas()
+        column.raw = pandas
         return column
     if t.is_decimal(kind_of):
         with np.errstate(over="ignore"):
             floats = np.array([0.0 if v is None else float(v) for v in array.to_pylist()], dtype=np.float64)
-        return FrameColumn(name, shown, "number", False, _masked(floats, missing, False), None, pandas(), decimal=True)
+        return FrameColumn(name, shown, "number", False, _masked(floats, missing, False), None, pandas, decimal=True)
     if t.is_boolean(kind_of):
-        return FrameColumn(name, shown, "bool", raw=pandas())
+        return FrameColumn(name, shown, "bool", raw=pandas)
     if (
         t.is_string(kind_of)
         or t.is_large_string(kind_of)
         or (hasattr(t, "is_string_view") and t.is_string_view(kind_of))
     ):
-        return FrameColumn(name, shown, "text", raw=pandas())
+        return FrameColumn(name, shown, "text", raw=pandas)
     if t.is_temporal(kind_of) and not t.is_duration(kind_of) and not t.is_interval(kind_of):
-        return FrameColumn(name, shown, "time", raw=pandas())
+        return FrameColumn(name, shown, "time", raw=pandas)
     if t.is_duration(kind_of) or t.is_interval(kind_of):
-        return FrameColumn(name, shown, "duration", raw=pandas())
+        return FrameColumn(name, shown, "duration", raw=pandas)
     if t.is_binary(kind_of) or t.is_large_binary(kind_of) or t.is_fixed_size_binary(kind_of):
-        return FrameColumn(name, shown, "binary", raw=pandas())
+        return FrameColumn(name, shown, "binary", raw=pandas)
     if t.is_null(kind_of):
-        return FrameColumn(name, shown, "empty", raw=pandas())
+        return FrameColumn(name, shown, "empty", raw=pandas)
     if t.is_struct(kind_of) or t.is_map(kind_of):
-        return FrameColumn(name, shown, "struct", raw=pandas())
+        return FrameColumn(name, shown, "struct", raw=pandas)
     if _is_list(kind_of):
         element = kind_of.value_type
         if not (t.is_integer(element) or t.is_floating(element) or t.is_decimal(element) or t.is_null(element)):
-            return FrameColumn(name, shown, "other", raw=pandas(), note=f"a list of {element}")
+            return FrameColumn(name, shown, "other", raw=pandas, note=f"a list of {element}")
         flat = pc.list_flatten(array) if len(array) else pa.array([], element)
         cast = flat.cast(pa.float64()) if not t.is_decimal(element) else None
         rows: list[Any] = []
@@ -320,8 +339,8 @@ def _arrow_column(name: str, array: Any, shown: str | None = None, raw: Any = No
                 continue
             rows.append(items[at : at + n])
             at += n
-        return FrameColumn(name, shown, "array", values=pd.Series(rows, dtype=object), raw=pandas())
-    return FrameColumn(name, shown, "other", raw=pandas())
+        return FrameColumn(name, shown, "array", values=pd.Series(rows, dtype=object), raw=pandas)
+    return FrameColumn(name, shown, "other", raw=pandas)
 
 
 def _is_list(arrow_type: Any) -> bool:

@@ -179,7 +179,7 @@ def _need(names: list[str], name: Any, what: str) -> str:
 
 def _id_values(column: FrameColumn, to_engine: bool) -> Any:
     """The id column's values as the engine gets them; refused where an id cannot be one."""
-    missing = column.raw.isna().to_numpy() if column.raw is not None else np.zeros(0, bool)
+    missing = column.given().isna().to_numpy() if column.given() is not None else np.zeros(0, bool)
     if column.nan is not None:
         missing = missing | column.nan
     if column.kind == "number" and column.values is not None and column.values.isna().any():
@@ -195,9 +195,9 @@ def _id_values(column: FrameColumn, to_engine: bool) -> Any:
     if column.kind == "mixed":
         raise InputError(f"{column.refusal()}: an engine holds one type of id per column; cast the ids to text first")
     if column.kind != "number":
-        return column.raw.reset_index(drop=True)
+        return column.given().reset_index(drop=True)
     if column.decimal:  # exact or refused: integers of 64 bits
-        values = column.raw.tolist()
+        values = column.given().tolist()
         if all(v == v.to_integral_value() and -INT64_MAX - 1 <= int(v) <= INT64_MAX for v in values):
             return pd.Series(np.array([int(v) for v in values], dtype=np.int64))
         raise InputError(
@@ -216,7 +216,7 @@ def _key_values(column: FrameColumn, role: str) -> Any:
     """A group or label column's values as the engine gets them."""
     if column.kind not in KEY_KINDS or column.kind == "mixed":
         raise InputError(f"{column.refusal()}: the {role} column must be an integer, a number, a text or a date")
-    return column.values if column.kind == "number" else column.raw.reset_index(drop=True)
+    return column.values if column.kind == "number" else column.given().reset_index(drop=True)
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -299,7 +299,7 @@ def admit(  # noqa: PLR0912, PLR0915 - one decision per column role, in one plac
             _need(names, options.get("value_column") or "value", "value"),
         ]
     read = read_columns(frame, list(dict.fromkeys([*keys, *wanted])))
-    ids = read[id_column].raw.reset_index(drop=True) if id_column is not None else None
+    ids = read[id_column].given().reset_index(drop=True) if id_column is not None else None
     id_values = _id_values(read[id_column], not by_position) if id_column is not None else None
 
     source: dict[str, Any] = {"layout": layout, "group_column": group, "nulls": nulls}
@@ -376,7 +376,7 @@ def admit(  # noqa: PLR0912, PLR0915 - one decision per column role, in one plac
     key = None
     if by_position:
         key = _fresh("_sqlrp_row", {n.casefold() for n in names})
-        out[key] = pd.Series(np.arange(len(read[wanted[0]].raw) if wanted else len(ids), dtype=np.int64))
+        out[key] = pd.Series(np.arange(len(read[wanted[0]].given()) if wanted else len(ids), dtype=np.int64))
         taken.add(key.casefold())
     for c, values in [(id_column, id_values), (group, None), *[(k, None) for k in kept]]:
         if c is None or (c == id_column and by_position) or c in out:
@@ -405,7 +405,7 @@ def admit(  # noqa: PLR0912, PLR0915 - one decision per column role, in one plac
         source["array_column"] = engine_names[0]
     else:
         source["feature_column"], source["value_column"] = engine_names
-    engine = pd.DataFrame(out) if out else pd.DataFrame(index=pd.RangeIndex(0))
+    engine = pd.DataFrame(out, copy=False) if out else pd.DataFrame(index=pd.RangeIndex(0))
     return Admitted(engine, key or id_column or "", key, ids, source, names_back, features)
 
 
