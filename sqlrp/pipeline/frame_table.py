@@ -12,7 +12,7 @@ from typing import Any
 
 from ..backends import Backend
 from ..core.errors import SqlrpError, cli_words, warn_caller
-from .frames import FRAME_DECIDES, Admitted, admit
+from .frame_admit import FRAME_DECIDES, Admitted, admit
 
 
 @contextlib.contextmanager

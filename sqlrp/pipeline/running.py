@@ -17,8 +17,9 @@ from ..core.options import FormulationOptions, TargetOptions, names
 from ..core.params import batches, block_size, optional_positive
 from ..dialects import get_dialect
 from . import outputs, targets
+from .frame_admit import FRAME_DECIDES, admit
 from .frame_table import frame_table
-from .frames import FRAME_DECIDES, admit, is_frame, with_frame_ids
+from .frames import is_frame, with_frame_ids
 from .materialise import file_target
 from .outputs import Projected
 from .plan import Plan, decide
