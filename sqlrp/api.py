@@ -38,6 +38,7 @@ from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
+from .pipeline.frame_table import frame_input
 from .pipeline.frames import (
     is_frame,
     transform_frame,
@@ -280,8 +281,8 @@ def tune(
     if is_frame(table):
         if name is None:
             raise InvalidParameter("name the tuned projection (--name): a DataFrame has no name to make one of")
-        with db.frame_table(table) as registered:
-            return tune(db, registered, id_column, k=k, name=name, **options)
+        with frame_input(db, table, id_column, dict(options)) as (registered, decided):
+            return tune(db, registered, id_column, k=k, name=name, **decided)
     given: dict[str, Any] = {**TUNE_DEFAULTS, **options}
     sample, s, iterations, seed = take(given, "sample", "s", "iterations", "seed")
     replace, baseline, draws = take(given, "replace", "baseline", "draws")

@@ -333,7 +333,11 @@ class PostgresBackend(Backend):
             self.conn.cursor() as cur,
             cur.copy(f"COPY {ident(table).sql('postgres')} ({cols}) FROM STDIN".encode()) as copy,
         ):
-            if len(df.columns) and all(df[c].dtype.kind in "fiub" for c in df.columns):
+            # NumPy's dtypes only: pandas' masked ones (Int64, Float64, boolean) hold NA, which is NULL, not
+            # the text NaN that to_csv would write (an Int64 with NA was "NaN" for a bigint, issue 41)
+            if len(df.columns) and all(
+                isinstance(df[c].dtype, np.dtype) and df[c].dtype.kind in "fiub" for c in df.columns
+            ):
                 # numbers only: the whole frame as one block of COPY text, written by pandas in C (floats
                 # in their shortest exact form, NaN as NaN), faster than a write_row per row
                 # (``python -m bench.probes pg-copy``, figures in docs/benchmarks.md; the round trip of

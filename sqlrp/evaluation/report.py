@@ -37,6 +37,7 @@ from ..core.params import finite, positive_int, positive_ints, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline import targets
+from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
 from ..pipeline.plan import plan, registry_of
 from .metrics import (
@@ -107,8 +108,9 @@ def evaluate(
     """
     refuse_unknown("evaluate", options, names(EvaluateOptions))
     if is_frame(table):
-        with db.frame_table(table) as registered:
-            return evaluate(db, registered, id_column, projection, out=out, **options)
+        label = (options.get("label_column"),)
+        with frame_input(db, table, id_column, dict(options), keep=label) as (registered, decided):
+            return evaluate(db, registered, id_column, projection, out=out, **decided)
     given: dict[str, Any] = {**EVALUATE_DEFAULTS, **options}
     sample, queries, recall_k, seed = take(given, "sample", "queries", "recall_k", "seed")
     ks, kernel, label_column, in_sql = take(given, "ks", "kernel", "label_column", "in_sql")

@@ -12,6 +12,8 @@ from ..core.errors import InputError
 from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from ..methods import reference
+from .frame_admit import admit
+from .frame_columns import column_names
 
 
 def transform_frame(
@@ -43,24 +45,28 @@ def transform_frame(
         _finite(X, np.arange(len(X)))
         return reference.transform(projection, X)
     kind = type(frame).__module__.split(".")[0]
-    if not isinstance(frame, pd.DataFrame) and not hasattr(frame, "to_pandas"):
+    if not is_frame(frame):
         raise InputError(
             f"transform_frame takes a DataFrame (pandas, polars, pyarrow) or a 2-D array, not {type(frame).__name__}"
         )
-    data = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()  # polars, pyarrow
-    cols = list(columns) if columns else list(data.columns)
-    missing = [c for c in cols if c not in data.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column {', '.join(map(repr, missing[:5]))}; its columns are: "
-            f"{', '.join(map(str, list(data.columns)[:20]))}"
-        )
-    if len(cols) != d:
-        raise InputError(f"the projection expects d = {d} feature columns; {len(cols)} were given")
-    try:
-        X = data[cols].to_numpy(dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"the feature columns must be numeric: {exc}") from None
+    if columns is not None and not columns:
+        columns = None
+    names = column_names(frame)
+    if columns is not None:
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise InputError(
+                f"the frame has no column {', '.join(map(repr, missing[:5]))}; its columns are: "
+                f"{', '.join(map(str, names[:20]))}"
+            )
+    if len(columns if columns is not None else names) != d:
+        given = len(columns if columns is not None else names)
+        raise InputError(f"the projection expects d = {d} feature columns; {given} were given")
+    # the columns read as the SQL path reads them (admit): decimals, float16, nullable and sparse columns alike
+    admitted = admit(frame, None, {"columns": list(columns) if columns is not None else None}, every_column=True)
+    X = admitted.matrix()
+    index = frame.index if isinstance(frame, pd.DataFrame) else pd.RangeIndex(len(X))
+    data = pd.DataFrame(index=index)
     _finite(X, data.index.to_numpy())
     Y = reference.transform(projection, X, labels=data.index.to_numpy())  # overflow refused as in SQL
     out = pd.DataFrame(Y, columns=[f"{prefix}{j}" for j in range(projection.k)])
@@ -90,60 +96,6 @@ def is_frame(obj: Any) -> bool:
         return False
     module = type(obj).__module__.split(".")[0]
     return module in ("pandas", "polars", "pyarrow") and hasattr(obj, "columns")
-
-
-def frame_keys(frame: Any, id_column: str) -> Any:
-    """The frame's id column as a pandas Series (its own dtype), checked: the frame is one sqlrp can
-    read (pandas, polars, Arrow; string column names) and has that column."""
-    if not (isinstance(frame, pd.DataFrame) or hasattr(frame, "to_pandas")):
-        raise InputError(f"a {type(frame).__name__} is no table: collect it into a DataFrame first")
-    names = list(frame.columns if not hasattr(frame, "column_names") else frame.column_names)
-    if not isinstance(id_column, str) or not all(isinstance(c, str) for c in names):
-        raise InputError(
-            "a frame's column names, and the id column's, must be strings (a MultiIndex or numbered columns: "
-            "rename them first)"
-        )
-    if len(set(names)) != len(names):
-        raise InputError(f"the frame names a column twice: {sorted({c for c in names if names.count(c) > 1})[:5]}")
-    if id_column not in names:
-        raise InputError(f"the frame has no id column {id_column!r}; its columns are: {', '.join(names[:20])}")
-    column = frame[id_column] if isinstance(frame, pd.DataFrame) else frame.select([id_column]).to_pandas()[id_column]
-    if column.isna().any():
-        raise InputError(f"the frame's id column {id_column!r} has missing values: every row needs an id")
-    return column.reset_index(drop=True)
-
-
-def numbers_as_numbers(frame: Any, keep: Sequence[str]) -> Any:
-    """A pandas ``frame`` whose object columns holding only numbers (``Decimal``, ``int``, ``float``: what
-    a database driver hands back for NUMERIC) are float64, as the SQL reads them; an engine would
-    otherwise store them as text and leave them out of the features.  ``keep`` (the keys) as they are."""
-    if not isinstance(frame, pd.DataFrame):
-        return frame
-    kinds = ("decimal", "integer", "floating", "mixed-integer-float")
-    numeric = [
-        c
-        for c in frame.columns
-        if c not in keep and frame[c].dtype == object and pd.api.types.infer_dtype(frame[c], skipna=True) in kinds
-    ]
-    return frame.astype({c: "float64" for c in numeric}) if numeric else frame
-
-
-def with_positions(frame: Any) -> tuple[Any, str]:
-    """``frame`` with one more column holding each row's position (0, 1, ...), and that column's name
-    (``_sqlrp_row``, or with a suffix if the frame has one): the projection is keyed by it, so the rows
-    come back in the frame's order whatever the engine makes of the ids' type."""
-    names = set(frame.columns if not hasattr(frame, "column_names") else frame.column_names)
-    name = next(f"_sqlrp_row{i or ''}" for i in range(len(names) + 1) if f"_sqlrp_row{i or ''}" not in names)
-    positions = np.arange(len(frame), dtype=np.int64)
-    if isinstance(frame, pd.DataFrame):
-        return frame.assign(**{name: positions}), name
-    if hasattr(frame, "append_column"):  # pyarrow
-        import pyarrow as pa
-
-        return frame.append_column(name, pa.array(positions)), name
-    import polars as pl
-
-    return frame.with_columns(pl.Series(name, positions)), name
 
 
 def with_frame_ids(result: Any, key: str, ids: Any, id_column: str, frame: Any, fmt: str) -> Any:

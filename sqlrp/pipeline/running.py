@@ -12,19 +12,20 @@ from ..compiler import compile_statements
 from ..core import files
 from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
-from ..core.layout import SOURCE_OPTIONS, Formulation, Target
+from ..core.layout import Formulation, Target
 from ..core.options import FormulationOptions, TargetOptions, names
 from ..core.params import batches, block_size, optional_positive
 from ..dialects import get_dialect
 from . import outputs, targets
+from .frame_admit import FRAME_DECIDES, admit
 from .frame_table import frame_table
-from .frames import frame_keys, is_frame, numbers_as_numbers, with_frame_ids, with_positions
+from .frames import is_frame, with_frame_ids
 from .materialise import file_target
 from .outputs import Projected
 from .plan import Plan, decide
 from .progress import command_bar
 from .projecting import plan_and_project
-from .sources import input_dimension, resolve_source
+from .sources import input_dimension
 
 
 def run(
@@ -87,8 +88,6 @@ def run_frame(
     result cut into chunks.  Pooled and long-layout results, and rows written ``into`` a table or
     file, are keyed by the ids as the engine holds them (pooled and long: in key order)."""
     options = dict(options)
-    ids = frame_keys(frame, id_column)
-    frame = numbers_as_numbers(frame, [id_column, options.get("group_column") or id_column])
     if options.get("view"):
         raise InvalidParameter("a view of a DataFrame would outlive it: project it into a table (--into) instead")
     if not isinstance(projection, str) and not options.get("save_as"):
@@ -97,21 +96,18 @@ def run_frame(
     layout = options.get("layout", "wide")
     by_position = into is None and layout != "long" and not options.get("group_column")
     fmt = options.get("output_format", "pandas")
+    # every column decided once, here: the same features, of the same types, on every engine
+    admitted = admit(frame, id_column, options, by_position=by_position)
+    rest = {k: v for k, v in options.items() if k not in FRAME_DECIDES}
+    decided = {**rest, **{k: v for k, v in admitted.source.items() if v is not None}}
+    with frame_table(db, admitted) as name:
+        result = run(db, name, admitted.id_column, projection, decided, into)
     if not by_position:
-        with frame_table(db, frame) as name:
-            result = run(db, name, id_column, projection, options, into)
         return outputs.chunks_of(result, rows, fmt) if rows and result is not None else result
-    keyed, key = with_positions(frame)
-    with frame_table(db, keyed, ids) as name:
-        # the features the user's id would leave (the id itself is no feature): read, then named
-        given = {k: v for k, v in options.items() if k in SOURCE_OPTIONS and k != "group_column"}
-        source = resolve_source(db, name, id_column, **given, group_column=key)  # the key: no feature either
-        chosen = dict(layout=source.layout, columns=source.columns or None, array_column=source.array_column)
-        result = run(db, name, key, projection, {**options, **chosen}, into)
     names = [] if fmt == "numpy" else (result.column_names if fmt == "arrow" else list(result.columns))
     if id_column in names[1:]:
         raise InvalidParameter(f"output column {id_column!r} would be the id column too; choose another prefix")
-    result = with_frame_ids(result, key, ids, id_column, frame, fmt)
+    result = with_frame_ids(result, admitted.key, admitted.ids, id_column, frame, fmt)
     return outputs.chunks_of(result, rows, fmt) if rows else result
 
 

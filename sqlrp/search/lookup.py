@@ -22,6 +22,8 @@ from ..core.errors import InputError, InvalidParameter, warn_caller
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..pipeline import targets
+from ..pipeline.frame_columns import column_names
+from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
 from ..pipeline.materialise import atomic_table, output_table
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
@@ -99,8 +101,16 @@ def search(
     """
     refuse_unknown("search", options, SearchOptions.__annotations__)
     if is_frame(query_table):
-        with db.frame_table(query_table) as name:
-            return search(db, index, name, query_id_column, top=top, into=into, **options)
+        src = load_index(db, index).source  # the index's features, read from the frame by name
+        present = set(column_names(query_table))
+        wanted = {"layout": src.layout, "columns": [c for c in src.columns if c in present] or None}
+        if src.layout == "array" and src.array_column in present:
+            wanted["array_column"] = src.array_column
+        if src.layout == "long":
+            wanted.update(feature_column=src.feature_column, value_column=src.value_column)
+        with frame_input(db, query_table, query_id_column, {**options, **wanted}) as (name, decided):
+            rest = {k: v for k, v in decided.items() if k in options}
+            return search(db, index, name, query_id_column, top=top, into=into, **rest)
     o: dict = {**SEARCH_DEFAULTS, **options}
     with Steps(o["progress"], f"search {index}", ["checking the table", "searching"]) as steps:
         return _search(
