@@ -37,8 +37,8 @@ def closure(root: str, extras: tuple[str, ...]) -> list[md.Distribution]:
 
 
 if __name__ == "__main__":
-    print("# The versions CI installs (bash .ci/run: pip install -c constraints.txt '.[test]'): what the tests and the")
-    print("# fuzzer's fixed examples were checked with, so a CI verdict never depends on the day's releases (issue 41).")
+    print("# The versions CI installs (bash .ci/run: pip install -c constraints.txt '.[test]'): what the tests and")
+    print("# the fuzzer's fixed examples were checked with, so a CI verdict never depends on the day's releases.")
     print("# Regenerate after a deliberate upgrade: pip install -U '.[test]' && python .ci/pins.py > constraints.txt")
     for dist in closure("sqlrp", ("test",)):
         print(f"{dist.metadata['Name']}=={dist.version}")
