@@ -19,7 +19,7 @@ from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source, strategies
 from ..compiler.guard import guardable
 from ..compiler.preprocess import read_stats, stats_query
 from ..core import files
-from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError
 from ..core.ir import Composed, Projection
 from ..core.layout import SOURCE_OPTIONS, Formulation
 from ..core.options import PlanOptions
@@ -31,6 +31,7 @@ from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
+from ..registry.validate import check_matrix_table, validate
 from .moments import sample_kurtosis
 from .sources import describe, infer_d, resolve_source
 
@@ -100,7 +101,7 @@ def plan(
     if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
         projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
     if isinstance(projection, (Projection, Composed)):
-        proj = projection
+        proj = validate(projection)  # an object is checked as the registry and the files are
     elif isinstance(projection, str) and registry.exists(projection):
         proj = _stored(registry, projection, method, k, seed, params)
     else:
@@ -281,13 +282,27 @@ def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
     """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
     under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
     join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
+    proj = p.projection
+    if matrix == "registry":  # the SQL joins the stored rows: they must be this projection, unedited
+        registry_of(db).verify(proj)
+    elif matrix not in ("auto", "values") and isinstance(proj, Projection):  # --matrix TABLE
+        check_matrix_table(db, proj, matrix)
     if matrix != "auto":
         return matrix
-    proj = p.projection
     if not getattr(proj, "name", None):
         return "values"
     if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
+        try:
+            registry_of(db).verify(proj)
+        except SqlrpError:  # stored nowhere here, or another one (or an edited one) under that name
+            return "values"
         return "registry"
-    registry_of(db)  # its tables exist from here on
+    registry = registry_of(db)  # its tables exist from here on
     held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
-    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
+    if not (held and held[0][0] == proj.linear.nnz):
+        return "values"
+    try:  # the rows joined must be this projection's, unedited (sqlrp.registry.validate: the digest)
+        registry.verify(proj)
+    except SqlrpError:  # another projection (or an edited one) under that name: the matrix given, inlined
+        return "values"
+    return "registry"

@@ -150,7 +150,7 @@ class Registry:
         if not name:
             raise InvalidParameter("a stored projection needs a name")
         refuse_nul(name, "projection name")
-        validate(projection, f"projection {name!r}")  # nothing unsound is stored (sqlrp.registry.validate)
+        validate(projection, f"projection {name!r}", stored=True)  # nothing unsound is stored (sqlrp.registry.validate)
         if isinstance(projection, Composed):
             return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner

@@ -52,6 +52,8 @@ from .store import Registry, stage_names
 FORMATS = (".parquet", ".csv")  #: the file endings export and import accept (and JSON_ENDING)
 JSON_ENDING = ".sqlrp.json"  #: one JSON file: the metadata and, under ``entries``, the matrix's columns
 METADATA_KEY = "sqlrp.projection"  #: Parquet key-value metadata key of the JSON document
+
+
 def _format(path: Path) -> str:
     if path.name.lower().endswith(JSON_ENDING):
         return "json"

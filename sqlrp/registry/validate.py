@@ -163,10 +163,13 @@ def _zero_outputs_allowed(method: str, params: dict[str, Any]) -> bool:
     return method == "maclaurin" and params.get("sampling") == "paper" and not params.get("truncate")
 
 
-def assemble(parts: Parts, where: str) -> Projection:
+def assemble(parts: Parts, where: str, repeats: bool = False) -> Projection:
     """The projection ``parts`` describe, checked; :class:`~sqlrp.core.errors.InputError`
     ``"<where>: not a valid projection (<what is wrong>)"`` otherwise.  ``where`` names the source:
-    ``"stored projection 'rp'"``, ``"'rp.parquet'"``, ``"projection 'rp'"``."""
+    ``"stored projection 'rp'"``, ``"'rp.parquet'"``, ``"projection 'rp'"``.  ``repeats``: an entry
+    ``(vector, feature)`` may be given more than once (its weights add up, as the compiler and
+    :meth:`~sqlrp.core.ir.LinearStage.dense` read it): allowed in an object, never in a stored or
+    written matrix (the registry's key, the file's rows)."""
     try:
         method = parts.method
         if not isinstance(method, str) or not method:
@@ -185,7 +188,7 @@ def assemble(parts: Parts, where: str) -> Projection:
         feature = _indexes(parts.feature, "the matrix's feature index", 0, d, f"d = {d}")
         if not (len(vector) == len(feature) == len(weight)):
             raise _Bad("the matrix's vector, feature and weight columns differ in length")
-        if len(vector) and len(np.unique(vector * np.int64(d) + feature)) != len(vector):
+        if not repeats and len(vector) and len(np.unique(vector * np.int64(d) + feature)) != len(vector):
             raise _Bad("the matrix has more than one entry for some (vector, feature)")
         bias = power = None
         if parts.bias is not None:
@@ -235,13 +238,16 @@ def parts_of(projection: Projection) -> Parts:
     )
 
 
-def validate(projection: Projection | Composed, where: str | None = None) -> Projection | Composed:
+def validate(
+    projection: Projection | Composed, where: str | None = None, stored: bool = False
+) -> Projection | Composed:
     """``projection`` (an object built in Python, or returned by any source) checked as the registry
-    and file import check theirs: itself, if sound; else :class:`~sqlrp.core.errors.InputError`."""
+    and file import check theirs: itself, if sound; else :class:`~sqlrp.core.errors.InputError`.
+    ``stored``: it is about to be stored, where an entry given twice has no place (:func:`assemble`)."""
     where = where or (f"projection {projection.name!r}" if projection.name else "the projection given")
     if isinstance(projection, Composed):
         for i, stage in enumerate(projection.stages, start=1):
-            validate(stage, f"{where}, stage {i}")
+            validate(stage, f"{where}, stage {i}", stored)
         if projection.first.k != projection.second.d:
             raise InputError(
                 f"{where}: not a valid projection (its first stage outputs {projection.first.k} values, the "
@@ -250,7 +256,7 @@ def validate(projection: Projection | Composed, where: str | None = None) -> Pro
         return projection
     if not isinstance(projection, Projection):
         raise InputError(f"{where}: not a projection ({type(projection).__name__})")
-    assemble(parts_of(projection), where)
+    assemble(parts_of(projection), where, repeats=not stored)
     return projection
 
 
@@ -346,11 +352,55 @@ def digest_of(projection: Projection | Composed, stored_params: dict[str, Any] |
     )
 
 
+def check_matrix_table(db: Any, projection: Projection, matrix: str) -> None:
+    """``--matrix TABLE`` where the table is in ``db`` itself: its rows ``(vector, feature, weight)`` are
+    read and checked to be ``projection``'s matrix (with its scale and combiner they would otherwise
+    give other numbers without a word).  A table elsewhere (a warehouse the SQL is compiled for, a
+    catalog-qualified name) cannot be read here and is left to the warehouse."""
+    from sqlglot import exp
+
+    from ..core.nodes import col, ident
+
+    names = matrix.split(".")
+    if len(names) > 2 or not all(names):
+        return  # catalog.schema.table, or a malformed name: the compiler refuses or the warehouse holds it
+    table, schema = names[-1], (names[0] if len(names) == 2 else None)
+    if not db.table_exists(table, schema):
+        return
+    where = f"matrix table {matrix!r}"
+    have = {c.name for c in db.columns(table, schema)}
+    missing = [c for c in ("vector", "feature", "weight") if c not in have]
+    if missing:
+        raise InputError(
+            f"{where} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}: it must "
+            "hold vector, feature, weight as sqlrp projections export writes them"
+        )
+    select = exp.select(col("vector"), col("feature"), col("weight")).from_(
+        exp.Table(this=ident(table), db=ident(schema) if schema else None)
+    )
+    rows = db.fetchall(db.sql_dialect.render(select))
+    try:
+        entries = np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=np.float64).reshape(-1, 3)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{where}: not a valid matrix (its rows hold values that are not numbers)") from None
+    parts = parts_of(projection)
+    parts.vector, parts.feature, parts.weight = entries[:, 0], entries[:, 1], entries[:, 2]
+    loaded = assemble(parts, where)
+    if digest(loaded) != digest(projection):
+        raise InputError(
+            f"{where} does not hold the matrix of projection {projection.name or '(given)'!r} (other entries or "
+            f"weights: {len(rows)} rows where it has {projection.linear.nnz}): the SQL would join its weights with the "
+            "projection's scale and combiner; load that projection's export into the table again, or give the "
+            "projection the table was exported from"
+        )
+
+
 __all__ = [
     "Parts",
     "StoredProjectionChanged",
     "assemble",
     "canonical_json",
+    "check_matrix_table",
     "composed_digest",
     "digest",
     "digest_of",
