@@ -35,18 +35,12 @@ from .schema import LATEST, OWNED_TABLES, TABLES, VERSIONS, bootstrap, statement
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
 from .schema import VERSION_TABLE as _VERSION_TABLE
 from .schema import migration_files as migration_files  # (version, file name, SQL) per registry version
+from .validate import STAGES_KEY as STAGES_KEY  # a composition's stage names, in its params
 from .validate import Parts, StoredProjectionChanged, assemble, composed_digest, digest, digest_of, validate
+from .validate import stage_names as stage_names  # where a composition's stages are stored
 
 VERSION_TABLE = _VERSION_TABLE.name
 DIGEST_VERSION = 5  # the registry version that added sqlrp_projection.digest (filled in by the upgrade)
-# A composed projection (sqlrp.core.ir.Composed) is stored as its two stages under derived names plus one
-# sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
-STAGES_KEY = "_stages"
-
-
-def stage_names(name: str) -> list[str]:
-    """Names under which the stages of the composed projection ``name`` are stored."""
-    return [f"{name}__stage1", f"{name}__stage2"]
 
 
 def bootstrap_sql(dialect: str) -> str:

@@ -32,11 +32,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from ..core.errors import InputError
 from ..core.ir import Combiner, Composed, LinearStage, Projection
+from ..core.nodes import col, ident
 
 DIGEST_TAG = "sqlrp-digest-1"  #: the serialisation's version, hashed first
+# A composed projection (sqlrp.core.ir.Composed) is stored as its two stages under derived names plus one
+# sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
+STAGES_KEY = "_stages"
+
+
+def stage_names(name: str) -> list[str]:
+    """Names under which the stages of the composed projection ``name`` are stored."""
+    return [f"{name}__stage1", f"{name}__stage2"]
 
 
 class StoredProjectionChanged(InputError):
@@ -338,8 +348,6 @@ def digest_of(projection: Projection | Composed, stored_params: dict[str, Any] |
     """The digest of a projection or a composition (whose stages carry their stored names)."""
     if isinstance(projection, Projection):
         return digest(projection, stored_params)
-    from .store import STAGES_KEY, stage_names
-
     names = [s.name or n for s, n in zip(projection.stages, stage_names(projection.name or ""), strict=True)]
     params = stored_params if stored_params is not None else {**projection.params, STAGES_KEY: names}
     return composed_digest(
@@ -357,10 +365,6 @@ def check_matrix_table(db: Any, projection: Projection, matrix: str) -> None:
     read and checked to be ``projection``'s matrix (with its scale and combiner they would otherwise
     give other numbers without a word).  A table elsewhere (a warehouse the SQL is compiled for, a
     catalog-qualified name) cannot be read here and is left to the warehouse."""
-    from sqlglot import exp
-
-    from ..core.nodes import col, ident
-
     names = matrix.split(".")
     if len(names) > 2 or not all(names):
         return  # catalog.schema.table, or a malformed name: the compiler refuses or the warehouse holds it
