@@ -94,9 +94,9 @@ def _numbers(values: Any, what: str) -> np.ndarray:
     try:
         out = np.asarray(values if values is not None else [], dtype=np.float64).reshape(-1)
     except (TypeError, ValueError, OverflowError):
-        raise _Bad(f"{what} holds values that are not numbers") from None
+        raise _Bad(f"{what}: a value that is not a number") from None
     if not np.all(np.isfinite(out)):
-        raise _Bad(f"{what} holds values that are not finite numbers (NaN, infinity or NULL)")
+        raise _Bad(f"{what}: a value that is not a finite number (NaN, infinity or NULL)")
     return out
 
 
@@ -104,12 +104,12 @@ def _indexes(values: Any, what: str, low: int, high: int | None, bound: str) -> 
     """Whole numbers in ``[low, high)`` (``high`` None: no upper bound) as int64."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
-            raise _Bad(f"{what} holds an index beyond int64")
+            raise _Bad(f"{what}: an index beyond int64")
         out = values.astype(np.int64).reshape(-1)
     else:
         as_float = _numbers(values, what)
         if np.any(as_float != np.round(as_float)):
-            raise _Bad(f"{what} must hold whole numbers")
+            raise _Bad(f"{what}: a value that is not a whole number")
         if len(as_float) and (as_float.min() < low or (high is not None and as_float.max() >= high)):
             raise _Bad(f"{what} out of range [{low}, {bound}): {_outside(as_float, low, high)}")
         out = as_float.astype(np.int64)
