@@ -372,7 +372,10 @@ class Registry:
         stages = params[STAGES_KEY]
         if not (isinstance(stages, list) and len(stages) == 2 and all(isinstance(s, str) for s in stages)):
             raise InputError(f"{where}: not a valid projection (its stages are not two names){_fix(name)}")
-        loaded = [self._load(stage, check) for stage in stages]
+        try:
+            loaded = [self._load(stage, check) for stage in stages]
+        except SqlrpError as exc:  # named as the composition asked for, then its stage
+            raise type(exc)(f"composition {name!r}: {cli_words(exc)}") from None
         first, second = (stage for stage, _ in loaded)
         try:
             composed = Composed(
