@@ -429,10 +429,20 @@ class Registry:
         if not isinstance(values[2], str):
             values[2] = json.dumps(values[2])
         self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
-        self.backend.execute(
-            f"INSERT INTO sqlrp_projection ({columns}, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [*values, value],
-        )
+        try:
+            self.backend.execute(
+                f"INSERT INTO sqlrp_projection ({columns}, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*values, value],
+            )
+        except Exception:  # noqa: BLE001 - a driver that cannot bind the timestamp it returned
+            if self.backend.transactional:
+                raise  # the transaction rolls the delete back
+            # no transaction (Spark, ClickHouse): the row written again, its creation time now
+            self.backend.execute(
+                f"INSERT INTO sqlrp_projection ({columns[: -len(', created_at')]}, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*values[:-1], value],
+            )
 
     def _fill_digests(self) -> None:
         """The upgrade to registry version 5: the digest of every projection stored before it, computed

@@ -344,3 +344,32 @@ def test_the_digest_is_the_same_on_postgres_with_jsonb_params(pg):
     back = sqlrp.load_projection(pg, "j")
     assert digest(back) == digest(p) and float(back.params["zeta"]) == 1e300
     np.testing.assert_array_equal(back.linear.weight, p.linear.weight)
+
+
+@pytest.mark.parametrize("engine", ["duckdb://", "sqlite://", "datafusion://", "hyper://", "chdb"])
+def test_every_engine_stores_the_same_digest(engine):
+    """The digest is computed in Python from the rows as read back: the same projection has the same
+    digest on every engine (doubles round-trip exactly), and an accepted edit is stored on each."""
+    if engine == "chdb":
+        pytest.importorskip("chdb")
+        from sqlrp.backends.clickhouse import ChdbBackend
+
+        db = ChdbBackend(":memory:")
+        db.execute("CREATE DATABASE IF NOT EXISTS tamper_digest")
+        db.execute("USE tamper_digest")
+        db.execute("DROP TABLE IF EXISTS sqlrp_schema_version")
+    else:
+        pytest.importorskip({"datafusion://": "datafusion", "hyper://": "tableauhyperapi"}.get(engine, "duckdb"))
+        db = sqlrp.connect(engine)
+    try:
+        p = sqlrp.create_projection(db, "pk", "pk-rp", d=6, k=3, degree=2, t=2, seed=5)
+        assert db.fetchall("SELECT digest FROM sqlrp_projection WHERE name = 'pk'") == [(digest(p),)]
+        db.execute("DELETE FROM sqlrp_linear_entry WHERE projection = 'pk' AND vector = 0")
+        with pytest.raises(StoredProjectionChanged, match="'pk' was changed outside sqlrp"):
+            sqlrp.load_projection(db, "pk")
+        accepted = sqlrp.accept_projection(db, "pk")
+        assert sqlrp.load_projection(db, "pk").linear.nnz == accepted.linear.nnz < p.linear.nnz
+    finally:
+        if engine == "chdb":
+            db.execute("DROP DATABASE IF EXISTS tamper_digest")
+        db.close()
