@@ -249,13 +249,28 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
     dialect = dialect or db.sql_dialect
     proj = p.projection
     block_size(how.block, proj.d)
-    how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
-    if isinstance(proj, Projection) and p.source.standardize is None:
-        given = pairs_for(db, p, dialect, how.strategy)
-        strategy, pairs = strategies.decide(proj, p.source, dialect, how.strategy, how.matrix, given)
-        how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+    asked = how
+    how = _strategy(db, p, dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix)), dialect)
+    # SQL that joins the registry's rows (join, lookup; a composition's stages, decided later) runs only on
+    # rows that are this projection, unedited (its digest); else auto inlines the matrix, and registry refuses
+    if how.matrix == "registry" and how.strategy in (*strategies.LONG_STRATEGIES, "auto"):
+        try:
+            registry_of(db).verify(proj)
+        except SqlrpError:
+            if asked.matrix == "registry":
+                raise
+            how = _strategy(db, p, dataclasses.replace(asked, matrix="values"), dialect)
     checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
     return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))
+
+
+def _strategy(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect) -> Formulation:
+    """``how`` with its strategy and pairs plan decided (a composition's or a standardised input's: later)."""
+    if isinstance(p.projection, Projection) and p.source.standardize is None:
+        given = pairs_for(db, p, dialect, how.strategy)
+        strategy, pairs = strategies.decide(p.projection, p.source, dialect, how.strategy, how.matrix, given)
+        how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+    return how
 
 
 def pairs_for(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> PairsPlan | None:
@@ -283,26 +298,14 @@ def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
     under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
     join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
     proj = p.projection
-    if matrix == "registry":  # the SQL joins the stored rows: they must be this projection, unedited
-        registry_of(db).verify(proj)
-    elif matrix not in ("auto", "values") and isinstance(proj, Projection):  # --matrix TABLE
-        check_matrix_table(db, proj, matrix)
+    if matrix not in ("auto", "values", "registry") and isinstance(proj, Projection):  # --matrix TABLE
+        check_matrix_table(db, proj, matrix)  # (the registry's rows: checked in decide, once it is known read)
     if matrix != "auto":
         return matrix
     if not getattr(proj, "name", None):
         return "values"
     if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
-        try:
-            registry_of(db).verify(proj)
-        except SqlrpError:  # stored nowhere here, or another one (or an edited one) under that name
-            return "values"
         return "registry"
-    registry = registry_of(db)  # its tables exist from here on
+    registry_of(db)  # its tables exist from here on
     held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
-    if not (held and held[0][0] == proj.linear.nnz):
-        return "values"
-    try:  # the rows joined must be this projection's, unedited (sqlrp.registry.validate: the digest)
-        registry.verify(proj)
-    except SqlrpError:  # another projection (or an edited one) under that name: the matrix given, inlined
-        return "values"
-    return "registry"
+    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
