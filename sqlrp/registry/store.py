@@ -558,9 +558,9 @@ def _params(raw: object, where: str, name: str) -> dict:
 
 
 def _params_json(params: dict, name: str) -> str:
-    """``params`` as the JSON text stored (no NaN or infinity: JSON has none, and PostgreSQL refuses them)."""
+    """``params`` as the JSON text stored, or :class:`InvalidParameter` for a value JSON cannot hold."""
     try:
-        return json.dumps(params, allow_nan=False)
+        return json.dumps(params)
     except (TypeError, ValueError) as exc:
         raise InvalidParameter(f"projection {name!r}: its params cannot be stored as JSON ({exc})") from None
 
