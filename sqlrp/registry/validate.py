@@ -111,11 +111,17 @@ def _indexes(values: Any, what: str, low: int, high: int | None, bound: str) -> 
         if np.any(as_float != np.round(as_float)):
             raise _Bad(f"{what}: a value that is not a whole number")
         if len(as_float) and (as_float.min() < low or (high is not None and as_float.max() >= high)):
-            raise _Bad(f"{what} out of range [{low}, {bound}): {_outside(as_float, low, high)}")
+            raise _Bad(_range(what, low, high, bound, as_float))
         out = as_float.astype(np.int64)
     if len(out) and (out.min() < low or (high is not None and out.max() >= high)):
-        raise _Bad(f"{what} out of range [{low}, {bound}): {_outside(out, low, high)}")
+        raise _Bad(_range(what, low, high, bound, out))
     return out
+
+
+def _range(what: str, low: int, high: int | None, bound: str, values: np.ndarray) -> str:
+    """What :func:`_indexes` says of a value outside its range."""
+    shown = _outside(values, low, high)
+    return f"{what} out of range [{low}, {bound}): {shown}" if high is not None else f"{what} below {low}: {shown}"
 
 
 def _outside(values: np.ndarray, low: int, high: int | None) -> str:

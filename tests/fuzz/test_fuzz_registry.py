@@ -6,8 +6,8 @@ layout).
 The edits: the scale set to 0, negative, NaN, infinite or another positive value; ``k`` or ``d``
 raised or lowered; a matrix weight changed (to another value, 0, NaN, infinity); an entry deleted or
 added (inside or outside ``[0, d)``); a combiner factor pointed at a vector that does not exist; a
-combiner term deleted, moved to another output or re-weighted; the params JSON changed or made
-invalid; the digest emptied; the version table dropped.
+combiner term deleted, moved to another output or re-weighted; a vector given a bias or a power
+(0 included); the params JSON changed or made invalid; the digest emptied; the version table dropped.
 
 The oracle: the projection is refused with one line of a sqlrp error naming it -- never numbers
 other than the stored projection's as NumPy computes them (``sqlrp.methods.reference``), never a raw
@@ -47,6 +47,8 @@ EDITS = (
     "delete term",
     "term component",
     "term weight",
+    "vector bias",
+    "vector power",
     "params",
     "params invalid",
     "digest",
@@ -142,6 +144,20 @@ def _edit(db, proj, case: dict) -> str | None:  # noqa: ANN001 - a sqlrp backend
                     [value if value != old else -old, term],
                 )
             ]
+    elif edit in ("vector bias", "vector power"):
+        if not lin.p:
+            return None
+        v = pick % lin.p
+        bias, power = (value, 1) if edit == "vector bias" else (0.0, max(0, 2 + shift) if shift != -1 else 0)
+        if bias == 0.0 and power == 1:
+            bias = 0.5
+        statements = [
+            (f"DELETE FROM sqlrp_linear_vector {where} AND vector = ?", [v]),
+            (
+                "INSERT INTO sqlrp_linear_vector (projection, vector, bias, power) VALUES (?, ?, ?, ?)",
+                [NAME, v, bias, power],
+            ),
+        ]
     elif edit == "params":
         statements = [
             ("UPDATE sqlrp_projection SET params = ? WHERE name = ?", [json.dumps({"s": shift, "edited": True}), NAME])
