@@ -397,11 +397,12 @@ def check_matrix_table(db: Any, projection: Projection, matrix: str) -> None:
     parts.vector, parts.feature, parts.weight = entries[:, 0], entries[:, 1], entries[:, 2]
     loaded = assemble(parts, where)
     if digest(loaded) != digest(projection):
+        which = f"projection {projection.name!r}" if projection.name else "the projection of this call"
         raise InputError(
-            f"{where} does not hold the matrix of projection {projection.name or '(given)'!r} (other entries or "
-            f"weights: {len(rows)} rows where it has {projection.linear.nnz}): the SQL would join its weights with the "
-            "projection's scale and combiner; load that projection's export into the table again, or give the "
-            "projection the table was exported from"
+            f"{where} does not hold the matrix of {which} (other entries or weights: {len(rows)} rows where it has "
+            f"{projection.linear.nnz}): the SQL would join its weights with that projection's scale and combiner; "
+            "give --projection (the stored projection or the exported file the table was loaded from), or load "
+            "that projection's export into the table again"
         )
 
 

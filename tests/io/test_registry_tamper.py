@@ -373,3 +373,27 @@ def test_every_engine_stores_the_same_digest(engine):
         if engine == "chdb":
             db.execute("DROP DATABASE IF EXISTS tamper_digest")
         db.close()
+
+
+def test_a_matrix_table_with_a_new_matrix_drawn_is_refused_on_the_command_line(tmp_path, capsys):
+    """Silently wrong #1 where the table is in --db: ``project --layout long --matrix TABLE --d --k``
+    without --projection drew a new matrix and used the table's weights with its scale; refused."""
+    url = f"duckdb:///{tmp_path / 'w.db'}"
+    p = sqlrp.create_projection(None, "x", "achlioptas", d=6, k=3, s=3, seed=9)
+    with sqlrp.connect(url) as db:
+        db.write_dataframe("tl", long_frame(X))
+        db.write_dataframe(
+            "m", pd.DataFrame({"vector": p.linear.vector, "feature": p.linear.feature, "weight": p.linear.weight})
+        )
+    export_projection(None, p, tmp_path / "x.csv")
+    capsys.readouterr()
+    base = ["project", "--db", url, "--table", "tl", "--id-column", "id", "--layout", "long", "--matrix", "m"]
+    assert main([*base, "--d", "6", "--k", "3", "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert "matrix table 'm' does not hold the matrix of the projection of this call" in err and "--projection" in err
+    out = tmp_path / "o.csv"
+    assert main([*base, "--projection", str(tmp_path / "x.csv"), "--into", str(out), "--no-progress"]) == 0
+    got = pd.read_csv(out).sort_values("id")
+    np.testing.assert_allclose(
+        got.drop(columns="id").to_numpy(), reference.transform(p, X)[got["id"].to_numpy()], rtol=1e-12
+    )
