@@ -18,6 +18,7 @@ are methods), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
 """
 
 from .api import (
+    accept_projection,
     compile_projection,
     copy_projection,
     create_projection,
@@ -60,6 +61,7 @@ __all__ = [
     "SQLRandomProjection",
     "Source",
     "SqlrpError",
+    "accept_projection",
     "build_index",
     "compile_projection",
     "compile_select",

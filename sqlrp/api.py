@@ -61,6 +61,7 @@ from .registry.store import Registry
 from .relation import projected, split_destination
 
 __all__ = [
+    "accept_projection",
     "compile_projection",
     "connect",
     "copy_projection",
@@ -117,6 +118,19 @@ def load_projection(db: Backend, name: str) -> Projection | Composed:
     :returns: the projection (:class:`~sqlrp.core.errors.ProjectionNotFound` if there is none).
     """
     return registry_of(existing_database(db)).load(name)
+
+
+def accept_projection(db: Backend, name: str) -> Projection | Composed:
+    """Accept the stored projection ``name`` as its rows hold it now: after an edit made outside sqlrp
+    on purpose (the registry then refuses it, :class:`~sqlrp.registry.validate.StoredProjectionChanged`),
+    or for a projection stored before registry version 5 whose digest is missing.  Its digest is computed
+    from the rows and stored; rows that make no sound projection are still refused (re-create it).
+
+    :param db: the connection whose registry holds it.
+    :param name: the stored name.
+    :returns: the projection as its rows hold it.
+    """
+    return registry_of(existing_database(db)).accept(name)
 
 
 def list_projections(db: Backend) -> pd.DataFrame:

@@ -33,6 +33,7 @@ MIRROR: dict[str, str] = {
     "projections export": "export_projection",
     "projections import": "import_projection",
     "projections drop": "drop_projection",
+    "projections accept": "accept_projection",
     "tune": "tune",
     "evaluate": "evaluate",
     "evaluate --index": "evaluate_search",

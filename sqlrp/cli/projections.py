@@ -54,19 +54,23 @@ def add_projections(sub: Any) -> None:
     p = command(
         sub,
         "projections",
-        "list, show, copy, export, import or drop stored projections",
+        "list, show, copy, export, import, drop or accept stored projections",
         [
             "sqlrp projections list --db duckdb:///w.db",
             "sqlrp projections export rp64 --db duckdb:///w.db --to rp64.parquet",
             "sqlrp projections import --db postgresql://localhost/w --from rp64.parquet",
+            "sqlrp projections accept rp64 --db duckdb:///w.db",
         ],
     )
     p.add_argument(
         "action",
-        choices=["list", "show", "copy", "export", "import", "drop"],
-        help="list them; show, copy, export or drop the one named; import one from a file",
+        choices=["list", "show", "copy", "export", "import", "drop", "accept"],
+        help="list them; show, copy, export or drop the one named; import one from a file; accept the one named as "
+        "its rows are now (after an edit made outside sqlrp on purpose: its digest is stored again)",
     )
-    p.add_argument("name", nargs="?", help="the projection (show, copy, export, drop; import: the name to store)")
+    p.add_argument(
+        "name", nargs="?", help="the projection (show, copy, export, drop, accept; import: the name to store)"
+    )
     add_db(p)
     p.add_argument("--to", help="copy: the database URL to copy into; export: a .parquet or .csv file")
     p.add_argument("--from", dest="source", help="import: the file to read (written by export)")
@@ -105,6 +109,11 @@ def cmd_projections(args: argparse.Namespace) -> int:
         elif args.action == "drop":
             api.drop_projection(db, args.name)
             print(f"dropped {args.name!r}", file=sys.stderr)
+        elif args.action == "accept":
+            if not args.name:
+                raise InvalidParameter("projections accept needs the NAME of a stored projection")
+            api.accept_projection(db, args.name)
+            print(f"accepted {args.name!r} as its rows are now", file=sys.stderr)
     return 0
 
 

@@ -19,7 +19,7 @@ from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source, strategies
 from ..compiler.guard import guardable
 from ..compiler.preprocess import read_stats, stats_query
 from ..core import files
-from ..core.errors import InputError, InvalidParameter, ProjectionExists
+from ..core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError
 from ..core.ir import Composed, Projection
 from ..core.layout import SOURCE_OPTIONS, Formulation
 from ..core.options import PlanOptions
@@ -31,6 +31,7 @@ from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
+from ..registry.validate import check_matrix_table, validate
 from .moments import sample_kurtosis
 from .sources import describe, infer_d, resolve_source
 
@@ -100,7 +101,7 @@ def plan(
     if isinstance(projection, str) and is_projection_file(projection) and not registry.exists(projection):
         projection = dataclasses.replace(read_projection(projection), name=None)  # a file's, stored nowhere
     if isinstance(projection, (Projection, Composed)):
-        proj = projection
+        proj = validate(projection)  # an object is checked as the registry and the files are
     elif isinstance(projection, str) and registry.exists(projection):
         proj = _stored(registry, projection, method, k, seed, params)
     else:
@@ -248,13 +249,28 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
     dialect = dialect or db.sql_dialect
     proj = p.projection
     block_size(how.block, proj.d)
-    how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
-    if isinstance(proj, Projection) and p.source.standardize is None:
-        given = pairs_for(db, p, dialect, how.strategy)
-        strategy, pairs = strategies.decide(proj, p.source, dialect, how.strategy, how.matrix, given)
-        how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+    asked = how
+    how = _strategy(db, p, dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix)), dialect)
+    # SQL that joins the registry's rows (join, lookup; a composition's stages, decided later) runs only on
+    # rows that are this projection, unedited (its digest); else auto inlines the matrix, and registry refuses
+    if how.matrix == "registry" and how.strategy in (*strategies.LONG_STRATEGIES, "auto"):
+        try:
+            registry_of(db).verify(proj)
+        except SqlrpError:
+            if asked.matrix == "registry":
+                raise
+            how = _strategy(db, p, dataclasses.replace(asked, matrix="values"), dialect)
     checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
     return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))
+
+
+def _strategy(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect) -> Formulation:
+    """``how`` with its strategy and pairs plan decided (a composition's or a standardised input's: later)."""
+    if isinstance(p.projection, Projection) and p.source.standardize is None:
+        given = pairs_for(db, p, dialect, how.strategy)
+        strategy, pairs = strategies.decide(p.projection, p.source, dialect, how.strategy, how.matrix, given)
+        how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+    return how
 
 
 def pairs_for(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> PairsPlan | None:
@@ -281,9 +297,11 @@ def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
     """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
     under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
     join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
+    proj = p.projection
+    if matrix not in ("auto", "values", "registry") and isinstance(proj, Projection):  # --matrix TABLE
+        check_matrix_table(db, proj, matrix)  # (the registry's rows: checked in decide, once it is known read)
     if matrix != "auto":
         return matrix
-    proj = p.projection
     if not getattr(proj, "name", None):
         return "values"
     if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names

@@ -5,19 +5,18 @@ themselves: :mod:`sqlrp.registry.transfer`."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.ir import Combiner, LinearStage, Projection
+from ..core.ir import Projection
 from ..core.lazy import pd
+from .validate import Parts, assemble, digest
 
 COLUMNS = ("vector", "feature", "weight")  #: the columns of the matrix file, in order
 FORMAT_NAME = "sqlrp-projection"
 FORMAT_VERSION = 1
-
 
 
 def metadata(projection: Projection) -> dict[str, Any]:
@@ -49,6 +48,7 @@ def metadata(projection: Projection) -> dict[str, Any]:
         "vector_bias": None if lin.bias is None else lin.bias.tolist(),
         "vector_power": None if lin.power is None else lin.power.tolist(),
         "combiner": combiner,
+        "digest": digest(projection),
     }
 
 
@@ -91,71 +91,35 @@ def from_parts(frame: pd.DataFrame, meta: dict[str, Any], where: str = "the file
         )
     if frame.isna().any().any():
         raise InputError(f"{where}: the matrix has empty (NULL) values")
-    if not np.all(np.isfinite(frame["weight"].to_numpy(dtype=np.float64))):
-        raise InputError(f"{where}: the matrix has weights that are not finite numbers")
-    if frame.duplicated(["vector", "feature"]).any():
-        raise InputError(f"{where}: the matrix has more than one row for some (vector, feature)")
     try:
-        d, k = (_count(meta[key], key) for key in ("d", "k"))
-        p = _count(meta["p"], "p", minimum=0)  # 0: a Maclaurin map of degree 0 is its constant term alone
-        scale = meta["scale"]
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be a finite positive number, got {scale!r}")
-        params = meta.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValueError(f"params must be a JSON object, got {type(params).__name__}")
-        vector = _integers(frame["vector"], "vector")
-        feature = _integers(frame["feature"], "feature")
-        if len(vector) and (vector.min() < 0 or vector.max() >= p):
-            raise ValueError(f"vector index out of range [0, p = {p}): {int(vector.max())}")
-        if len(feature) and (feature.min() < 0 or feature.max() >= d):
-            raise ValueError(f"feature index out of range [0, d = {d}): {int(feature.max())}")
-        linear = LinearStage(
-            d=d,
-            p=p,
-            vector=vector,
-            feature=feature,
-            weight=frame["weight"].to_numpy(dtype=np.float64),
-            bias=meta.get("vector_bias"),
-            power=meta.get("vector_power"),
-        )
-        combiner = _combiner(meta["combiner"], k, linear.p)
-    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        vector, feature = (_integers(frame[column], column) for column in ("vector", "feature"))
+    except ValueError as exc:
         raise InputError(f"{where}: not a valid projection ({exc})") from None
-    return Projection(
-        method=str(meta["method"]),
-        linear=linear,
-        combiner=combiner,
-        scale=float(scale),
-        params=dict(params),
+    parts = Parts(
+        method=meta["method"],
+        d=meta["d"],
+        k=meta["k"],
+        p=meta["p"],
+        scale=meta["scale"],
+        vector=vector,
+        feature=feature,
+        weight=frame["weight"].to_numpy(),
+        params=meta.get("params") or {},
         seed=meta.get("seed"),
         name=meta.get("name"),
+        bias=meta.get("vector_bias"),
+        power=meta.get("vector_power"),
+        combiner=meta["combiner"],
     )
-
-
-def _combiner(comb: Any, k: int, p: int) -> Combiner:
-    """The combiner the metadata describes, its factors reading vectors and terms that exist."""
-    if comb == "identity":
-        if k != p:
-            raise ValueError(f"a linear projection has k = p outputs; the metadata says k = {k}, p = {p}")
-        return Combiner.identity(k)
-    if not isinstance(comb, dict):
-        raise ValueError("combiner must be 'identity' or a JSON object")
-    arrays = ("term_component", "term_weight", "factor_term", "factor_vector")
-    combiner = Combiner(k=k, **{key: comb[key] for key in arrays})
-    if len(combiner.factor_vector) and (combiner.factor_vector.min() < 0 or combiner.factor_vector.max() >= p):
-        raise ValueError(f"a combiner factor reads a vector outside [0, p = {p})")
-    terms = combiner.factor_term
-    if len(terms) and (terms.min() < 0 or terms.max() >= combiner.n_terms):
-        raise ValueError("a combiner factor belongs to a term that does not exist")
-    return combiner
-
-
-def _count(value: Any, key: str, minimum: int = 1) -> int:
-    """A metadata count (d, k, p): a whole number >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{key} must be a whole number >= {minimum}, got {value!r}")
-    return value
+    projection = assemble(parts, where)  # the one validator (sqlrp.registry.validate)
+    written = meta.get("digest")
+    if written is not None and written != digest(projection):
+        raise InputError(
+            f"{where}: the projection was changed since sqlrp wrote it (its matrix, scale, combiner or parameters "
+            "no longer match the digest written with it): export it again, or, if the edit was meant, delete the "
+            '"digest" entry of its metadata'
+        )
+    return projection
 
 
 def _integers(series: pd.Series, column: str) -> np.ndarray:

@@ -90,6 +90,14 @@ VERSIONS = (
         "bands) as JSON: kind, d, lists, code bits, rotation rounds and seed, metric, default probes.  An index "
         "of version 3 (bands) has none, and is refused with a note to rebuild it.",
     ),
+    Version(
+        5,
+        "projection_digest",
+        "a digest of each stored projection (SHA-256 of its canonical matrix, scale, combiner and parameters: "
+        "sqlrp/registry/validate.py), written with it and compared on every load, so that a matrix changed "
+        "outside sqlrp is refused.  The upgrade computes it for the projections already stored (in Python, "
+        "after these statements).",
+    ),
 )
 
 VERSION_TABLE = Table(
@@ -116,6 +124,7 @@ TABLES = (
             Column("seed", "BIGINT", null=True),
             Column("scale", "DOUBLE"),
             Column("created_at", "TIMESTAMP", default=NOW),
+            Column("digest", "TEXT", null=True, since=5),
         ),
     ),
     Table(

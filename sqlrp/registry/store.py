@@ -18,25 +18,29 @@ import numpy as np
 
 from ..backends import Backend
 from ..compiler.strategies import pairs_budget
-from ..core.errors import InvalidParameter, ProjectionExists, ProjectionNotFound, refuse_nul
-from ..core.ir import Combiner, Composed, LinearStage, Projection
+from ..core.errors import (
+    InputError,
+    InvalidParameter,
+    ProjectionExists,
+    ProjectionNotFound,
+    SqlrpError,
+    cli_words,
+    refuse_nul,
+)
+from ..core.ir import Composed, LinearStage, Projection
 from ..core.lazy import pd
 from ..core.pairs_plan import PairsPlan, signs_of
 from ..dialects import SqlrpDialect, get_dialect
-from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
+from .schema import LATEST, OWNED_TABLES, TABLES, VERSIONS, bootstrap, statements
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
 from .schema import VERSION_TABLE as _VERSION_TABLE
 from .schema import migration_files as migration_files  # (version, file name, SQL) per registry version
+from .validate import STAGES_KEY as STAGES_KEY  # a composition's stage names, in its params
+from .validate import Parts, StoredProjectionChanged, assemble, composed_digest, digest, digest_of, validate
+from .validate import stage_names as stage_names  # where a composition's stages are stored
 
 VERSION_TABLE = _VERSION_TABLE.name
-# A composed projection (sqlrp.core.ir.Composed) is stored as its two stages under derived names plus one
-# sqlrp_projection row (p = 0, scale = 1, no matrix rows) whose params hold the stage names under this key.
-STAGES_KEY = "_stages"
-
-
-def stage_names(name: str) -> list[str]:
-    """Names under which the stages of the composed projection ``name`` are stored."""
-    return [f"{name}__stage1", f"{name}__stage2"]
+DIGEST_VERSION = 5  # the registry version that added sqlrp_projection.digest (filled in by the upgrade)
 
 
 def bootstrap_sql(dialect: str) -> str:
@@ -83,18 +87,50 @@ class Registry:
         applied = []
         with self.backend.transaction():
             self.backend.lock("sqlrp migrations")
-            current = self.version()
+            current = self.version() or self._recorded_again()
             for version in VERSIONS:
                 if version.number <= current:
                     continue
                 with self.backend.transaction():
                     for statement in statements(version, self.backend.dialect):
                         self.backend.execute(statement)
+                    if version.number == DIGEST_VERSION:
+                        self._fill_digests()
                     self.backend.execute(
                         f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version.number, version.file]
                     )
                 applied.append(version.file)
         return applied
+
+    def _recorded_again(self) -> int:
+        """A registry whose version table is empty (dropped, or emptied) while its tables are there: the
+        versions whose tables and columns all exist are recorded again (their statements would fail on
+        what exists: "sqlrp_projection already exists"), and the last of them returned; 0 for a new
+        database.  A version whose tables are there only in part is refused in one line."""
+        present = {t for t in REGISTRY_TABLES if t != VERSION_TABLE and self.backend.table_exists(t)}
+        if not present:
+            return 0
+        found = 0
+        for version in VERSIONS:
+            tables = [t for t in TABLES if t.since == version.number]
+            added = [
+                (t, c) for t in TABLES for c in t.columns if c.since == version.number and t.since < version.number
+            ]
+            have = [t.name in present for t in tables]
+            have += [t.name in present and c.name in {i.name for i in self.backend.columns(t.name)} for t, c in added]
+            if all(have) and found == version.number - 1:
+                found = version.number
+            elif any(have):
+                raise InputError(
+                    f"the registry's version table {VERSION_TABLE} is gone and its tables are there only in part "
+                    f"(up to version {found}, then some of version {version.number}): restore the database from a "
+                    "backup, or move the sqlrp_* tables away and store the projections again"
+                )
+        for version in VERSIONS[:found]:
+            self.backend.execute(
+                f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version.number, version.file]
+            )
+        return found
 
     def exists(self, name: str) -> bool:
         refuse_nul(name, "projection name")
@@ -108,23 +144,26 @@ class Registry:
         if not name:
             raise InvalidParameter("a stored projection needs a name")
         refuse_nul(name, "projection name")
+        validate(projection, f"projection {name!r}", stored=True)  # nothing unsound is stored (sqlrp.registry.validate)
         if isinstance(projection, Composed):
             return self._save_composed(projection, name, replace)
         lin, comb = projection.linear, projection.combiner
+        params = _params_json(projection.params, name)
         with self._atomic(name):
             self._make_room(name, replace)
             self.backend.execute(
-                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     name,
                     projection.method,
-                    json.dumps(projection.params),
+                    params,
                     projection.d,
                     projection.k,
                     lin.p,
                     projection.seed,
                     float(projection.scale),
+                    digest(projection, json.loads(params)),
                 ],
             )
             # column blocks, not DataFrames: DuckDB reads NumPy arrays directly (sqlrp.core.lazy)
@@ -197,74 +236,224 @@ class Registry:
             self._make_room(name, replace)
             for stage, stage_name in zip(composed.stages, names, strict=True):
                 self.save(stage, stage_name, replace=replace)
+            params = json.loads(_params_json({**composed.params, STAGES_KEY: names}, name))
             self.backend.execute(
-                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sqlrp_projection (name, method, params, d, k, p, seed, scale, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     name,
                     composed.method,
-                    json.dumps({**composed.params, STAGES_KEY: names}),
+                    json.dumps(params),
                     composed.d,
                     composed.k,
                     0,
                     composed.seed,
                     1.0,
+                    digest_of(composed, params),
                 ],
             )
         composed.name = name
         return composed
 
     def load(self, name: str) -> Projection | Composed:
-        """The stored projection ``name``, rebuilt from its rows."""
+        """The stored projection ``name``, rebuilt from its rows, checked by the one validator
+        (:func:`sqlrp.registry.validate.assemble`) and against the digest stored with it: a projection
+        edited outside sqlrp is refused (:class:`~sqlrp.registry.validate.StoredProjectionChanged`)."""
+        return self._load(name)[0]
+
+    def _load(self, name: str, check: bool = True) -> tuple[Projection | Composed, str]:
+        """``(projection, its digest as computed from the rows)``; ``check``: compare that with the
+        stored digest (off only to compute it: the upgrade to version 5, :meth:`accept`)."""
         refuse_nul(name, "projection name")
+        where = f"stored projection {name!r}"
         rows = self.backend.fetchall(
-            "SELECT method, params, d, k, p, seed, scale FROM sqlrp_projection WHERE name = ?", [name]
+            "SELECT method, params, d, k, p, seed, scale, digest FROM sqlrp_projection WHERE name = ?", [name]
         )
         if not rows:
             known = [r[0] for r in self.backend.fetchall("SELECT name FROM sqlrp_projection ORDER BY name")]
             hint = f" Stored: {', '.join(known[:20])}" if known else " No projections are stored here yet."
             raise ProjectionNotFound(f"no stored projection named {name!r}.{hint}")
-        method, params, d, k, p, seed, scale = rows[0]
-        params = params if isinstance(params, dict) else json.loads(params)
+        if len(rows) > 1:  # engines without keys (Spark, ClickHouse) let an edit write a second row
+            raise InputError(
+                f"{where}: not a valid projection (it has {len(rows)} rows in sqlrp_projection){_fix(name)}"
+            )
+        method, params, d, k, p, seed, scale, stored = rows[0]
+        params = _params(params, where, name)
         if STAGES_KEY in params:
-            first, second = (self.load(stage) for stage in params.pop(STAGES_KEY))
-            return Composed(first=first, second=second, method=method, params=params, seed=seed, name=name)
+            projection, computed = self._load_composed(name, method, params, d, k, seed, check)
+        else:
+            try:
+                projection = assemble(self._parts(name, method, params, d, k, p, seed, scale), where)
+            except InputError as exc:
+                raise InputError(f"{cli_words(exc)}{_fix(name)}") from None
+            computed = digest(projection)
+        if check:
+            _same_digest(name, stored, computed)
+        return projection, computed
+
+    def _parts(
+        self, name: str, method: object, params: dict, d: object, k: object, p: object, seed: object, scale: object
+    ) -> Parts:
+        """The rows of the stored projection ``name`` as :class:`~sqlrp.registry.validate.Parts`."""
+        where = f"stored projection {name!r}"
         entries = self._array(
             "SELECT vector, feature, weight FROM sqlrp_linear_entry WHERE projection = ? ORDER BY vector, feature",
             name,
             3,
+            where,
         )
         vectors = self._array(
-            "SELECT vector, bias, power FROM sqlrp_linear_vector WHERE projection = ? ORDER BY vector", name, 3
+            "SELECT vector, bias, power FROM sqlrp_linear_vector WHERE projection = ? ORDER BY vector", name, 3, where
         )
         terms = self._array(
-            "SELECT term, component, weight FROM sqlrp_combiner_term WHERE projection = ? ORDER BY term", name, 3
+            "SELECT term, component, weight FROM sqlrp_combiner_term WHERE projection = ? ORDER BY term",
+            name,
+            3,
+            where,
         )
         factors = self._array(
             "SELECT term, position, vector FROM sqlrp_combiner_factor WHERE projection = ? ORDER BY term, position",
             name,
             3,
+            where,
         )
         bias = power = None
         if len(vectors):
-            bias, power = np.zeros(p), np.ones(p, dtype=np.int64)
-            bias[vectors[:, 0].astype(int)] = vectors[:, 1]
-            power[vectors[:, 0].astype(int)] = vectors[:, 2]
-            bias = bias if np.any(bias) else None
+            try:
+                count = _int(p)
+                index = vectors[:, 0]
+                if (
+                    not isinstance(count, int)
+                    or count < 0
+                    or not np.all(np.isfinite(index))
+                    or np.any(index != np.round(index))
+                ):
+                    raise ValueError
+                if index.min() < 0 or index.max() >= count or len(np.unique(index)) != len(index):
+                    raise ValueError
+            except ValueError:
+                raise InputError(
+                    f"{where}: not a valid projection (sqlrp_linear_vector holds a vector outside [0, p = {p}) or "
+                    f"one twice){_fix(name)}"
+                ) from None
+            bias, power = np.zeros(count), np.ones(count)
+            bias[index.astype(np.int64)] = vectors[:, 1]
+            power[index.astype(np.int64)] = vectors[:, 2]
+            bias = bias if np.any(bias != 0) or not np.all(np.isfinite(bias)) else None
             power = power if np.any(power != 1) else None
-        linear = LinearStage(
-            d=d, p=p, vector=entries[:, 0], feature=entries[:, 1], weight=entries[:, 2], bias=bias, power=power
+        return Parts(
+            method=method,
+            d=_int(d),
+            k=_int(k),
+            p=_int(p),
+            scale=scale,
+            vector=entries[:, 0],
+            feature=entries[:, 1],
+            weight=entries[:, 2],
+            params=params,
+            seed=_int(seed),
+            name=name,
+            bias=bias,
+            power=power,
+            combiner={
+                "term_component": terms[:, 1],
+                "term_weight": terms[:, 2],
+                "factor_term": factors[:, 0],
+                "factor_vector": factors[:, 2],
+            },
+            term_ids=terms[:, 0],
         )
-        combiner = Combiner(
-            k=k,
-            term_component=terms[:, 1],
-            term_weight=terms[:, 2],
-            factor_term=factors[:, 0],
-            factor_vector=factors[:, 2],
-        )
-        return Projection(
-            method=method, linear=linear, combiner=combiner, scale=float(scale), params=params, seed=seed, name=name
-        )
+
+    def _load_composed(
+        self, name: str, method: object, params: dict, d: object, k: object, seed: object, check: bool
+    ) -> tuple[Composed, str]:
+        """A stored composition: its two stages (each loaded and checked), then its own row."""
+        where = f"stored projection {name!r}"
+        stages = params[STAGES_KEY]
+        if not (isinstance(stages, list) and len(stages) == 2 and all(isinstance(s, str) for s in stages)):
+            raise InputError(f"{where}: not a valid projection (its stages are not two names){_fix(name)}")
+        try:
+            loaded = [self._load(stage, check) for stage in stages]
+        except SqlrpError as exc:  # named as the composition asked for, then its stage
+            raise type(exc)(f"composition {name!r}: {cli_words(exc)}") from None
+        first, second = (stage for stage, _ in loaded)
+        try:
+            composed = Composed(
+                first=first,
+                second=second,
+                method=str(method),
+                params={key: v for key, v in params.items() if key != STAGES_KEY},
+                seed=_int(seed),
+                name=name,
+            )
+        except ValueError as exc:
+            raise InputError(f"{where}: not a valid projection ({exc}){_fix(name)}") from None
+        computed = composed_digest(str(method), _int(d), _int(k), _int(seed), params, [dg for _, dg in loaded])
+        return composed, computed
+
+    def accept(self, name: str) -> Projection | Composed:
+        """Accept the stored projection ``name`` as its rows now hold it (edited outside sqlrp, or
+        stored by a release before registry version 5): its digest is computed from the rows and
+        written.  The rows must still make a sound projection (the validator's checks); a composition's
+        stages are accepted with it."""
+        refuse_nul(name, "projection name")
+        with self.backend.transaction():
+            projection, computed = self._load(name, check=False)
+            if isinstance(projection, Composed):
+                for stage in projection.stages:
+                    self.accept(stage.name)
+            self._write_digest(name, computed)
+        return projection
+
+    def verify(self, projection: Projection | Composed) -> None:
+        """Refuse, before SQL that joins the registry's rows of ``projection.name`` runs, a registry
+        whose rows are not ``projection``: edited since they were stored (the digest), or another
+        projection of the same name.  (``matrix="registry"``: :func:`sqlrp.pipeline.plan.decide`.)"""
+        name = projection.name
+        if not name:
+            return
+        stored = self._load(name)[1]
+        if digest_of(projection) != stored:
+            raise StoredProjectionChanged(
+                f"stored projection {name!r} is not the projection given under that name (another matrix, scale, "
+                "combiner or parameters): the SQL would join the stored rows; project with the stored one (pass "
+                "its name), or store the one given under another name"
+            )
+
+    def _write_digest(self, name: str, value: str) -> None:
+        """Write ``value`` as ``name``'s digest: the row read, deleted and inserted again (no UPDATE:
+        Spark's file tables and ClickHouse have none that is portable)."""
+        columns = "name, method, params, d, k, p, seed, scale, created_at"
+        row = self.backend.fetchall(f"SELECT {columns} FROM sqlrp_projection WHERE name = ?", [name])[0]
+        values = list(row)
+        if not isinstance(values[2], str):
+            values[2] = json.dumps(values[2])
+        self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
+        try:
+            self.backend.execute(
+                f"INSERT INTO sqlrp_projection ({columns}, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*values, value],
+            )
+        except Exception:  # noqa: BLE001 - a driver that cannot bind the timestamp it returned
+            if self.backend.transactional:
+                raise  # the transaction rolls the delete back
+            # no transaction (Spark, ClickHouse): the row written again, its creation time now
+            self.backend.execute(
+                f"INSERT INTO sqlrp_projection ({columns[: -len(', created_at')]}, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*values[:-1], value],
+            )
+
+    def _fill_digests(self) -> None:
+        """The upgrade to registry version 5: the digest of every projection stored before it, computed
+        from its rows as they are (one the validator refuses is left without one: it stays refused)."""
+        names = [r[0] for r in self.backend.fetchall("SELECT name FROM sqlrp_projection WHERE digest IS NULL")]
+        for name in names:
+            try:
+                computed = self._load(name, check=False)[1]
+            except SqlrpError:
+                continue
+            self._write_digest(name, computed)
 
     def load_pairs(self, projection: Projection, dialect: SqlrpDialect | str) -> PairsPlan | None:
         """The ``pairs`` plan stored beside ``projection`` for ``dialect``'s column budget, or ``None``
@@ -303,9 +492,16 @@ class Registry:
             return False
         return np.array_equal(signs_of(stored.linear), signs_of(linear))
 
-    def _array(self, sql: str, name: str, width: int) -> np.ndarray:
+    def _array(self, sql: str, name: str, width: int, where: str = "") -> np.ndarray:
         rows = self.backend.fetchall(sql, [name])
-        return np.array(rows, dtype=np.float64).reshape(-1, width)
+        try:
+            return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=np.float64).reshape(
+                -1, width
+            )
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(
+                f"{where or repr(name)}: not a valid projection (its rows hold values that are not numbers){_fix(name)}"
+            ) from None
 
     def list(self) -> pd.DataFrame:
         """One row per stored projection: name, method, d, k, nnz, seed, created_at."""
@@ -334,6 +530,55 @@ class Registry:
         for table in OWNED_TABLES:
             self.backend.execute(f"DELETE FROM {table} WHERE projection = ?", [name])
         self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
+
+
+def _int(value: object) -> object:
+    """A count or seed as read: a NumPy or driver integer as ``int``; anything else as it is (for the
+    validator to refuse)."""
+    return int(value) if isinstance(value, (np.integer, int)) and not isinstance(value, bool) else value
+
+
+def _fix(name: str) -> str:
+    """What to do about a stored projection that is not sound, said after its error."""
+    return f"; re-create it with --replace, or drop it (sqlrp projections drop {name!r})"
+
+
+def _params(raw: object, where: str, name: str) -> dict:
+    """The stored parameters (JSON text, or a dict where the driver parses JSON) as a dict."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise InputError(f"{where}: not a valid projection (its params are not valid JSON){_fix(name)}") from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"{where}: not a valid projection (its params must be a JSON object, got {type(raw).__name__}){_fix(name)}"
+        )
+    return raw
+
+
+def _params_json(params: dict, name: str) -> str:
+    """``params`` as the JSON text stored, or :class:`InvalidParameter` for a value JSON cannot hold."""
+    try:
+        return json.dumps(params)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(f"projection {name!r}: its params cannot be stored as JSON ({exc})") from None
+
+
+def _same_digest(name: str, stored: object, computed: str) -> None:
+    """Refuse a stored projection whose rows no longer give the digest stored with them."""
+    accept = f"accept it (sqlrp projections accept {name!r}, accept_projection)"
+    if stored is None:
+        raise StoredProjectionChanged(
+            f"stored projection {name!r} has no digest (stored before registry version 5 and not upgraded, or "
+            f"edited outside sqlrp): if its rows are as meant, {accept}; else re-create it with --replace"
+        )
+    if stored != computed:
+        raise StoredProjectionChanged(
+            f"stored projection {name!r} was changed outside sqlrp: its matrix, scale, combiner or parameters no "
+            f"longer match the digest stored with it; re-create it with --replace, or, if the edit was meant, "
+            f"{accept}"
+        )
 
 
 def _positions(factor_term: np.ndarray) -> np.ndarray:

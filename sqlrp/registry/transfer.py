@@ -21,6 +21,10 @@ factors, and the per-vector bias and power of kernel methods -- is one JSON docu
   ``entries`` (no pyarrow needed).  sqlrp writes one beside every file it projects into
   (``out.parquet`` -> ``out.parquet.sqlrp.json``, :mod:`sqlrp.core.files`).
 
+The document holds the projection's digest (:mod:`sqlrp.registry.validate`): a file whose matrix or
+metadata was edited since sqlrp wrote it is refused on import, like an edited registry; delete its
+``"digest"`` entry to accept the edit.  Every import is checked by the registry's validator.
+
 Any other file ending is refused (nothing is written in another format).  Floats are written so
 that they read back bit for bit (Parquet doubles; CSV and JSON in Python's shortest round-trip
 form), so an imported projection equals the exported one exactly: the same matrix, scale, combiner,
@@ -52,6 +56,8 @@ from .store import Registry, stage_names
 FORMATS = (".parquet", ".csv")  #: the file endings export and import accept (and JSON_ENDING)
 JSON_ENDING = ".sqlrp.json"  #: one JSON file: the metadata and, under ``entries``, the matrix's columns
 METADATA_KEY = "sqlrp.projection"  #: Parquet key-value metadata key of the JSON document
+
+
 def _format(path: Path) -> str:
     if path.name.lower().endswith(JSON_ENDING):
         return "json"

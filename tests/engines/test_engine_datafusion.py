@@ -354,11 +354,11 @@ def test_the_callers_session(dfb):
 
 
 def test_the_registry(dfb):
-    """Version 4 from nothing (its ADD COLUMN done by the backend), every table written, read and
+    """Version 5 from nothing (its ADD COLUMNs done by the backend), every table written, read and
     deleted; a stored projection survives a failed save of another."""
     use_registry(dfb)
-    assert dfb.fetchall("SELECT max(version) FROM sqlrp_schema_version")[0][0] == 4
-    assert dfb.columns("sqlrp_index")[-1].name == "params"
+    assert dfb.fetchall("SELECT max(version) FROM sqlrp_schema_version")[0][0] == 5
+    assert dfb.columns("sqlrp_index")[-1].name == "params" and dfb.columns("sqlrp_projection")[-1].name == "digest"
     row = dfb.fetchall("SELECT created_at FROM sqlrp_index WHERE name = 'idx'")[0][0]
     assert row is not None  # the DEFAULT survived the rebuild
     with pytest.raises(DataFusionError, match="non-nullable|null"):  # so did NOT NULL

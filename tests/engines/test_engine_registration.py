@@ -102,7 +102,7 @@ def test_the_new_engine_keeps_a_registry_and_projects(tmp_path):
         want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
         np.testing.assert_allclose(out.drop(columns="id").to_numpy(), want, rtol=1e-9)
         assert {"sqlrp_projection", "sqlrp_schema_version", "sqlrp_index"} <= set(db.table_names())
-        assert db.fetchall("SELECT max(version) FROM sqlrp_schema_version")[0][0] == 4
+        assert db.fetchall("SELECT max(version) FROM sqlrp_schema_version")[0][0] == 5
 
 
 def test_driver_errors_come_from_the_registrations():

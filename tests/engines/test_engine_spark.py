@@ -211,15 +211,26 @@ def test_registry_migrates_saves_loads_lists_drops(spark_db):
 def test_a_registry_made_by_earlier_releases_is_upgraded(spark_db):
     """A Spark registry at version 2, made by the hand-written migrations of earlier releases, is
     upgraded by the rendered ones (``ALTER TABLE ... ADD COLUMN`` included) and works."""
+    from sqlrp.registry.validate import StoredProjectionChanged
     from testkit.engine_cases import build_by_hand, use_registry
 
     for table in spark_db.table_names():
         if table.startswith("sqlrp_"):
             spark_db.execute(f"DROP TABLE IF EXISTS {table}")
     build_by_hand(spark_db, 2)
-    assert Registry(spark_db, migrate=False).migrate() == ["0003_search_index.sql", "0004_index_params.sql"]
+    assert Registry(spark_db, migrate=False).migrate() == [
+        "0003_search_index.sql",
+        "0004_index_params.sql",
+        "0005_projection_digest.sql",
+    ]
     use_registry(spark_db)
     spark_db.execute("DELETE FROM sqlrp_index")
+    # an edit made outside sqlrp is refused (the digest), then accepted on purpose (its row written again)
+    spark_db.execute("DELETE FROM sqlrp_linear_entry WHERE projection = 'pk' AND vector = 0")
+    with pytest.raises(StoredProjectionChanged, match="'pk' was changed outside sqlrp"):
+        sqlrp.load_projection(spark_db, "pk")
+    assert sqlrp.accept_projection(spark_db, "pk").linear.nnz == sqlrp.load_projection(spark_db, "pk").linear.nnz
+    assert spark_db.fetchall("SELECT count(*) FROM sqlrp_projection WHERE name = 'pk'") == [(1,)]
     sqlrp.drop_projection(spark_db, "pk")
 
 
