@@ -122,10 +122,19 @@ def test_a_frame_with_nan_or_infinity_is_refused_in_one_line_before_anything_is_
         maria.write_dataframe("t", frame)
     assert "\n" not in str(caught.value) and "mysql stores no NaN or infinity" in str(caught.value)
     assert "t" not in maria.table_names()  # nothing was created
-    for nulls in ("error", "zero"):  # the frame itself: "the frame", not a scratch table's name
-        with pytest.raises(sqlrp.InputError, match=r"^the frame: column 'f1' holds"):
-            sqlrp.project(maria, frame, "id", k=2, seed=1, nulls=nulls)
-    assert maria.table_names() == []
+    # the frame itself: "the frame", not a scratch table's name (a pandas NaN is a missing value, as on
+    # every engine: nulls='zero' reads it as 0; an infinity is refused whatever nulls says)
+    with pytest.raises(sqlrp.InputError, match=r"^the frame"):
+        sqlrp.project(maria, frame, "id", k=2, seed=1)
+    if np.isnan(bad):
+        p = sqlrp.create_projection(None, None, "achlioptas", d=3, k=2, seed=1)
+        out = sqlrp.project(maria, frame, "id", p, nulls="zero")
+        X[3, 1] = 0.0
+        close(out.iloc[:, 1:].to_numpy(), reference.transform(p, X))
+    else:
+        with pytest.raises(sqlrp.InputError, match=r"^the frame"):
+            sqlrp.project(maria, frame, "id", k=2, seed=1, nulls="zero")
+    assert [n for n in maria.table_names() if not n.startswith("sqlrp_")] == []
     # an object column too, and NULL (None) is not refused
     mixed = pd.DataFrame({"id": [1, 2], "x": [1.5, None]}, dtype=object)
     maria.write_dataframe("ok", mixed)
