@@ -17,7 +17,7 @@ from ..core.files import file_format, output_format
 from ..core.ir import Composed, Projection
 from ..core.layout import Formulation, Target
 from ..core.lazy import pd
-from ..core.params import arg_positive, block_size
+from ..core.params import arg_count, block_size
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods import make_projection
 from ..pipeline import given
@@ -63,7 +63,7 @@ def add_project(sub: Any) -> None:
         w.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
     )
     add_progress(w)
-    w.add_argument("--chunk-rows", type=arg_positive, default=100_000, help="CSV output: rows fetched per chunk")
+    w.add_argument("--chunk-rows", type=arg_count("chunk_rows"), default=100_000, help="CSV output: rows fetched per chunk")
     p.set_defaults(func=cmd_project)
 
 
@@ -75,7 +75,7 @@ def add_progress(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     )
     p.add_argument(
         "--batches",
-        type=arg_positive,
+        type=arg_count("batches"),
         help="with --into: materialise in this many id-range batches behind the progress bar (default: DuckDB "
         "reports the progress of one statement; PostgreSQL batches, up to 10 of >= 20,000 rows each)",
     )

@@ -14,7 +14,7 @@ from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
 from ..core.layout import SOURCE_OPTIONS, Formulation, Target
 from ..core.options import FormulationOptions, TargetOptions, names
-from ..core.params import batches, block_size, optional_positive
+from ..core.params import batches, block_size, optional_count
 from ..dialects import get_dialect
 from . import outputs, targets
 from .frame_table import frame_table
@@ -61,11 +61,11 @@ def run_table(
     into = target.into
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
-    block = optional_positive("block", how.block)  # sqlrp.core.params: every count checked before any work
-    optional_positive("d", options.get("d"))
+    block = optional_count("block", how.block)  # sqlrp.core.params.LIMITS: every count checked before any work
+    optional_count("d", options.get("d"))
     if block is not None:  # against d too, before a new projection is stored
         block_size(block, input_dimension(db, table, id_column, projection, options))
-    chunk_rows = optional_positive("chunk_rows", target.chunk_rows)
+    chunk_rows = optional_count("chunk_rows", target.chunk_rows)
     if chunk_rows and into is not None:
         raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
     progress = batches(progress)
@@ -99,7 +99,7 @@ def run_frame(
         raise InvalidParameter("a view of a DataFrame would outlive it: project it into a table (--into) instead")
     if not isinstance(projection, str) and not options.get("save_as"):
         options["store"] = False  # exploratory: nothing left in the registry
-    rows = optional_positive("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
+    rows = optional_count("chunk_rows", options.pop("chunk_rows", None))  # the frame is in memory: chunks cut
     if rows and into is not None:
         raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
     layout = options.get("layout", "wide")

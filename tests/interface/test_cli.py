@@ -115,7 +115,7 @@ def test_errors_are_one_line(dbfile, capsys):
     capsys.readouterr()
     assert main(["project", "--db", url, "--table", "my table", "--id-column", "id", "--k", "2", "--seed", "-1"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: seed must be") and err.count("\n") == 1
+    assert err.startswith("error: argument --seed: expected a whole number from 0 to") and err.count("\n") == 1
 
 
 @contextlib.contextmanager
