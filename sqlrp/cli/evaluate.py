@@ -33,8 +33,12 @@ def add_tune(sub: Any) -> None:
         p.add_argument("--sample", type=arg_count("sample"), default=500, help="training rows (a seeded sample)"),
         p.add_argument("--k", type=arg_count("k"), required=True, help="output dimension"),
         add_s(p),
-        p.add_argument("--iterations", type=arg_count("iterations"), default=4000, help="tuning steps (sign flips tried)"),
-        p.add_argument("--seed", type=arg_count("seed"), default=0, help="seed of the sample and of the starting matrix"),
+        p.add_argument(
+            "--iterations", type=arg_count("iterations"), default=4000, help="tuning steps (sign flips tried)"
+        ),
+        p.add_argument(
+            "--seed", type=arg_count("seed"), default=0, help="seed of the sample and of the starting matrix"
+        ),
         p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)"),
         p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name"),
         p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner"),
@@ -73,7 +77,9 @@ def add_evaluate(sub: Any) -> None:
         p,
         p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots"),
         p.add_argument("--sample", type=arg_count("sample"), default=300, help="rows in the seeded evaluation sample"),
-        p.add_argument("--queries", type=arg_count("queries"), default=100, help="Recall@K queries (the rest is the database)"),
+        p.add_argument(
+            "--queries", type=arg_count("queries"), default=100, help="Recall@K queries (the rest is the database)"
+        ),
         p.add_argument("--recall-k", type=arg_count("recall_k"), default=5, help="K of Recall@K"),
         p.add_argument("--seed", type=arg_count("seed"), default=0, help="seed of the evaluation sample"),
         p.add_argument("--ks", type=arg_count_list("k"), help="comma-separated k values for the distortion-vs-k plot"),

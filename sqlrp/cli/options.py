@@ -129,7 +129,9 @@ def add_source(p: argparse.ArgumentParser) -> None:
     g.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
     g.add_argument("--k", type=arg_count("k"), help="output dimension (new projections)")
     add_method_params(p, g)
-    g.add_argument("--seed", type=arg_count("seed"), help="seed of a new projection (default 0); a stored one keeps its own")
+    g.add_argument(
+        "--seed", type=arg_count("seed"), help="seed of a new projection (default 0); a stored one keeps its own"
+    )
     g.add_argument("--d", type=arg_count("d"), help="input dimension, when it cannot be read off the table")
     o = p.add_argument_group("the output")
     add_input(p, o.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)"))

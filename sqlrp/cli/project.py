@@ -63,7 +63,9 @@ def add_project(sub: Any) -> None:
         w.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
     )
     add_progress(w)
-    w.add_argument("--chunk-rows", type=arg_count("chunk_rows"), default=100_000, help="CSV output: rows fetched per chunk")
+    w.add_argument(
+        "--chunk-rows", type=arg_count("chunk_rows"), default=100_000, help="CSV output: rows fetched per chunk"
+    )
     p.set_defaults(func=cmd_project)
 
 
@@ -131,9 +133,7 @@ def _exact_lists(frame: pd.DataFrame) -> pd.DataFrame:
     for column in frame.columns:
         cells = frame[column]
         if cells.dtype == object and any(hasattr(v, "__len__") and not isinstance(v, str) for v in cells):
-            frame = frame.assign(
-                **{column: [None if v is None else json.dumps([float(x) for x in v]) for v in cells]}
-            )
+            frame = frame.assign(**{column: [None if v is None else json.dumps([float(x) for x in v]) for v in cells]})
     return frame
 
 

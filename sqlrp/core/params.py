@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from ..core.errors import InvalidParameter
-from ..core.params import count
 from ..core.ir import Combiner, LinearStage, Projection
+from ..core.params import count
 from .sparsity import choose_s
 
 

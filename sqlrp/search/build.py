@@ -19,10 +19,10 @@ from ..backends import Backend
 from ..compiler import Source, col, ident
 from ..core import files
 from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
-from ..core.params import count, optional_count
 from ..core.layout import SOURCE_OPTIONS, SourceOptions
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
+from ..core.params import count, optional_count
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
 from ..pipeline.frames import table_name

@@ -16,11 +16,11 @@ from sqlglot import exp
 
 from ..compiler import Source, col, dense_source, number, table_ref
 from ..core.errors import InvalidParameter
-from ..core.params import count
 from ..core.nodes import balanced
 from ..core.nodes import bare_paren as _p
 from ..core.nodes import bare_select as _select
 from ..core.options import refuse_unknown, take
+from ..core.params import count
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
 

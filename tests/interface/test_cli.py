@@ -346,8 +346,18 @@ def test_the_cli_and_the_python_api_mirror_each_other():
         commands |= {f"{name} {choice}" for choice in action.choices} if action else {name}
     assert commands | {"evaluate --index"} == set(MIRROR)
     assert all(name in sqlrp.__all__ and callable(getattr(sqlrp, name)) for name in MIRROR.values())
-    python_only = {"connect", "plan", "projected", "compile_sql", "compile_select", "make_projection", "transform",
-                   "transform_frame", "expected_distortion", "johnson_lindenstrauss_min_dim"}
+    python_only = {
+        "connect",
+        "plan",
+        "projected",
+        "compile_sql",
+        "compile_select",
+        "make_projection",
+        "transform",
+        "transform_frame",
+        "expected_distortion",
+        "johnson_lindenstrauss_min_dim",
+    }
     functions = {n for n in sqlrp.__all__ if n[0].islower()} - python_only
     assert functions == set(MIRROR.values())
 
