@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -189,12 +190,15 @@ def batches(value: bool | int) -> bool | int:
 # ---- the same checks as argparse types: a bad option is a one-line usage error (exit status 2) ----
 
 
+#: a whole number as the command line takes it: ASCII digits, a sign at most
+_DIGITS = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
 def _argtype(check: Callable[[int], Any], what: str) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not _DIGITS.fullmatch(text.strip()):  # int() would take "1_000" and other scripts' digits too
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        value = int(text.strip())
         try:
             return check(value)
         except InvalidParameter:
