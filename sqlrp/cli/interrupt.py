@@ -51,6 +51,7 @@ class Watched:
     things: list[Thing] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # output files: temporary siblings are looked for
     ready: bool = False  # the states before are known
+    stdout: bool = False  # the command prints its rows: what was printed is a cut part of them
 
     def snapshot(self) -> None:
         """Note each thing's state before the command (on a connection of its own, closed again).  A
@@ -79,6 +80,8 @@ class Watched:
         except Exception as exc:  # noqa: BLE001 - the line is printed whatever happens; say what is unknown
             return f"interrupted; the outputs could not be checked ({' '.join(str(exc).split())[:200]})"
         removed += _remove_temporary_files(self.files)
+        if self.stdout:
+            parts.append("the rows printed on stdout stop where the interrupt cut them: incomplete")
         if not parts:
             parts.append("this command writes nothing")
         line = "interrupted: " + "; ".join(parts)
@@ -260,6 +263,8 @@ def planned(args: argparse.Namespace) -> Watched:
             things.append(Thing(f"{'view' if args.view else 'table'} {into!r}", _table_state(into, schema)))
     elif command == "search" and into:
         things.append(Thing(f"table {into!r}", _table_state(into, schema)))
+    elif command in ("project", "search"):
+        watched.stdout = True
     elif command == "index":
         from ..search.index import index_table_names  # noqa: PLC0415
 
