@@ -325,19 +325,12 @@ class DuckDBBackend(Backend):
                     "or leave --catalog out"
                 )
         database = "coalesce(?, current_database())"
-        schemas = [
-            r[0]
-            for r in self.fetchall(
-                f"SELECT schema_name FROM duckdb_schemas() WHERE database_name = {database}", [catalog]
-            )
-        ]
+        names = f"SELECT schema_name FROM duckdb_schemas() WHERE database_name = {database}"
+        schemas = [r[0] for r in self.fetchall(names, [catalog])]
+        names = f"SELECT table_name FROM information_schema.tables WHERE table_catalog = {database} AND lower("
         tables = [
             r[0]
-            for r in self.fetchall(
-                f"SELECT table_name FROM information_schema.tables WHERE table_catalog = {database} "
-                "AND lower(table_schema) = lower(coalesce(?, current_schema()))",
-                [catalog, schema],
-            )
+            for r in self.fetchall(names + "table_schema) = lower(coalesce(?, current_schema()))", [catalog, schema])
         ]
         return missing_table(table, schema, tables, reads_files=catalog is None, catalog=catalog, schemas=schemas)
 
