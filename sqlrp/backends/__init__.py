@@ -132,32 +132,31 @@ def _open(reg: Registration, backend: type[Backend], text: str, what: str, **opt
     return db
 
 
-#: the first bytes of a database file of another engine, and the URL scheme that opens it
-_HEADERS = {b"SQLite format 3\x00": ("SQLite", "sqlite:///")}
-
-
 def _check_path(reg: Registration, path: str, text: str) -> None:
-    """Refuse, in one line, a database path no file can have (a part longer than the file system's 255
-    bytes) and a file that another engine wrote (a SQLite file given to DuckDB: it would try to load its
-    sqlite extension, from the network)."""
+    """Refuse, in one line, a database path that would open another file than the one named (a backslash,
+    read as a folder separator by an engine on a POSIX system: ``x\\0y`` opened ``x/0y``), one no file can
+    have (a part longer than the file system's 255 bytes), and a file another engine wrote (by its first
+    bytes, :attr:`Registration.magic`: a SQLite file given to another engine, which tried to download an
+    extension to read it)."""
     if path in ("", ":memory:") or path.startswith((":memory:", "md:")):
         return
-    if reg.name == "DuckDB" and os.sep == "/" and "\\" in path:
+    if os.sep == "/" and "\\" in path:
         raise InvalidParameter(
-            f"the database path {path!r} holds a backslash, which DuckDB reads as a folder separator (it would "
+            f"the database path {path!r} holds a backslash, which is read as a folder separator (it would "
             f"open {path.replace(chr(92), '/')!r}, another file): rename the file"
         )
     if any(len(part.encode()) > 255 for part in path.split(os.sep)):
         raise InvalidParameter(f"the database path in {text!r} has a part longer than 255 bytes: no file is named so")
     try:
         with open(path, "rb") as handle:
-            head = handle.read(16)
+            head = handle.read(64)
     except OSError:
         return  # missing (made on the first write, or refused by the command) or unreadable: the engine says
-    for magic, (engine, scheme) in _HEADERS.items():
-        if head.startswith(magic) and engine != reg.name:
+    for other, _ in registered():
+        if other.magic and head.startswith(other.magic) and other.name != reg.name:
+            scheme = f"{other.schemes[0]}:///" if other.schemes else other.example
             raise InvalidParameter(
-                f"{path!r} is a {engine} database, not a {reg.name} one: open it with {scheme}{path}"
+                f"{path!r} is a {other.name} database, not a {reg.name} one: open it with {scheme}{path}"
             )
 
 

@@ -39,6 +39,7 @@ class Registration:
     example: str = ""  # a URL, for messages and the engines table
     default: bool = False  # the database of connect() without a URL
     fallback: bool = False  # takes every URL no other registration takes (SQLAlchemy)
+    magic: bytes = b""  # the first bytes of its database files: another engine given one is refused
 
     def matches(self, text: str) -> bool:
         """True if the bare string ``text`` (no ``://``) matches one of :attr:`patterns`."""

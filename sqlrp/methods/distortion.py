@@ -90,9 +90,13 @@ class Kernel:
     modified: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 1:
+        try:
+            whole_degree = not isinstance(self.degree, bool) and int(self.degree) == self.degree
+        except (TypeError, ValueError, OverflowError):
+            whole_degree = False
+        if not whole_degree or self.degree < 1:
             raise InvalidParameter(f"kernel degree must be a whole number >= 1, got {self.degree!r}")
-        count("kernel degree", self.degree, limit="kernel_degree")
+        count("kernel degree", int(self.degree), limit="kernel_degree")  # its bound: sqlrp.core.params.LIMITS
         if self.modified and (self.degree != 2 or self.c != 0):
             raise ValueError("the modified kernel is the homogeneous degree-2 kernel (degree=2, c=0)")
 
