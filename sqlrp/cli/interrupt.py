@@ -23,8 +23,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sqlglot import exp
+
+from ..backends import LIVE, connect
+from ..compiler import ident
 from ..core.files import definition_path, file_format, output_format
 from ..core.names import PREFIX
+from ..search.index import index_table_names
 
 #: the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
@@ -146,8 +151,6 @@ def _connection(args: argparse.Namespace) -> Iterator[Any]:
     if not url or _missing_file(url):  # connecting would make the file
         yield None
         return
-    from ..backends import connect  # noqa: PLC0415 - only when needed
-
     with connect(url) as db:
         yield db
 
@@ -167,10 +170,6 @@ def _table_state(name: str, schema: str | None = None) -> Callable[[Any], Any]:
     def state(db: Any) -> Any:
         if db is None or not db.table_exists(name, schema):
             return None
-        from sqlglot import exp  # noqa: PLC0415
-
-        from ..compiler import ident  # noqa: PLC0415
-
         table = exp.Table(this=ident(name), db=ident(schema) if schema else None)
         rows = db.fetchall(db.sql_dialect.render(exp.select(exp.func("COUNT", exp.Star())).from_(table)))[0][0]
         return (tuple(c.name for c in db.columns(name, schema)), int(rows))
@@ -218,10 +217,6 @@ def _drop_staging_tables(db: Any) -> list[str]:
     if db is None:
         return []
     left = [t for t in db.table_names() if t.startswith((f"{PREFIX}staging_", f"{PREFIX}ix_"))]
-    from sqlglot import exp  # noqa: PLC0415
-
-    from ..compiler import ident  # noqa: PLC0415
-
     for name in left:
         with contextlib.suppress(Exception):
             db.execute(db.sql_dialect.render(exp.Drop(tables=[exp.Table(this=ident(name))], kind="TABLE", exists=True)))
@@ -266,8 +261,6 @@ def planned(args: argparse.Namespace) -> Watched:
     elif command in ("project", "search"):
         watched.stdout = True
     elif command == "index":
-        from ..search.index import index_table_names  # noqa: PLC0415
-
         things.append(Thing(f"index {args.name!r}", _registry_state("index", args.name)))
         things += [Thing(f"table {t!r}", _table_state(t, schema)) for t in index_table_names(args.name)]
     elif command == "indexes" and action == "drop" and args.name:
@@ -373,8 +366,6 @@ def _interrupt_queries() -> None:
     """Interrupt the running query of every backend :func:`sqlrp.connect` opened that can be
     (DuckDB's ``interrupt()``, safe from another thread); the main thread then gets its error, and the
     signal's ``KeyboardInterrupt``."""
-    from ..backends import LIVE  # noqa: PLC0415
-
     for db in list(LIVE):
         interrupt = getattr(getattr(db, "_con", None), "interrupt", None)
         if callable(interrupt):
