@@ -32,7 +32,7 @@ from .core.options import (
     refuse_unknown,
     take,
 )
-from .core.params import positive_int, whole
+from .core.params import count
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
@@ -301,12 +301,12 @@ def tune(
     sample, s, iterations, seed = take(given, "sample", "s", "iterations", "seed")
     replace, baseline, draws = take(given, "replace", "baseline", "draws")
     source_options = given  # the input's
-    sample = positive_int("sample", sample)
-    k = positive_int("k", k)
-    iterations = whole("iterations", iterations, 0)
-    draws = positive_int("draws", draws)
+    sample = count("sample", sample)  # every count in its range (sqlrp.core.params.LIMITS)
+    k = count("k", k)
+    iterations = count("iterations", iterations)
+    draws = count("draws", draws)
     if seed is not None:
-        whole("seed", seed, 0)
+        count("seed", seed)
     source = resolve_source(db, table, id_column, **source_options)
     d = infer_d(db, source)
     sample_seed = 0 if seed is None else int(seed)

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .backends import connect
 from .core.errors import InputError, InvalidParameter
 from .core.ir import Projection
-from .core.params import is_whole, positive_int
+from .core.params import count, is_whole
 from .methods import johnson_lindenstrauss_min_dim, make_projection, reference
 from .methods.sparsity import data_sparsity, kurtosis_of
 from .registry.store import Registry
@@ -139,7 +139,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             return k
         if not is_whole(self.n_components):
             raise InvalidParameter(f"n_components must be 'auto' or a whole number >= 1, got {self.n_components!r}")
-        k = positive_int("n_components", self.n_components)
+        k = count("n_components", self.n_components, limit="k")
         if k > d:
             warnings.warn(
                 f"The number of components is higher than the number of features: n_features < n_components "

@@ -39,10 +39,15 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import weakref
 from typing import Any
 
-from ..core.errors import InvalidParameter, need
-from .base import REGISTERED, URL, Backend, ColumnInfo, Registration, parse_url
+from ..core.errors import InvalidParameter, need, refuse_nul
+from .base import REGISTERED, URL, Backend, ColumnInfo, Registration, parse_url, url_path
+
+#: every backend :func:`connect` opened and not yet collected: Ctrl-C interrupts their running queries
+#: (:mod:`sqlrp.cli.interrupt`; DuckDB otherwise notices a signal only between its tasks)
+LIVE: weakref.WeakSet[Backend] = weakref.WeakSet()
 
 _discovered = False
 
@@ -83,7 +88,7 @@ def connect(url: object = None, **options: Any) -> Backend:
     engines = registered()
     if url is not None and not isinstance(url, str):
         return _from_object(url, engines, **options)
-    text = (url or "").strip()
+    text = refuse_nul((url or "").strip(), "database URL")  # C drivers end the path there: another file
     if not text:
         return next(backend for reg, backend in engines if reg.default).open("", **options)
     if "://" in text:
@@ -120,7 +125,39 @@ def _open(reg: Registration, backend: type[Backend], text: str, what: str, **opt
     """``backend.open(text)``, once its driver imports (else :class:`MissingExtra` with the pip line)."""
     if reg.extra and reg.drivers:
         need(reg.drivers[0], reg.extra, f"{what} ({reg.name})")
-    return backend.open(text, **options)
+    if reg.files:  # an engine of database files: a path it cannot be, or a file of another engine
+        _check_path(reg, url_path(text) if "://" in text else text, text)
+    db = backend.open(text, **options)
+    LIVE.add(db)
+    return db
+
+
+def _check_path(reg: Registration, path: str, text: str) -> None:
+    """Refuse, in one line, a database path that would open another file than the one named (a backslash,
+    read as a folder separator by an engine on a POSIX system: ``x\\0y`` opened ``x/0y``), one no file can
+    have (a part longer than the file system's 255 bytes), and a file another engine wrote (by its first
+    bytes, :attr:`Registration.magic`: a SQLite file given to another engine, which tried to download an
+    extension to read it)."""
+    if path in ("", ":memory:") or path.startswith((":memory:", "md:")):
+        return
+    if os.sep == "/" and "\\" in path:
+        raise InvalidParameter(
+            f"the database path {path!r} holds a backslash, which is read as a folder separator (it would "
+            f"open {path.replace(chr(92), '/')!r}, another file): rename the file"
+        )
+    if any(len(part.encode()) > 255 for part in path.split(os.sep)):
+        raise InvalidParameter(f"the database path in {text!r} has a part longer than 255 bytes: no file is named so")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return  # missing (made on the first write, or refused by the command) or unreadable: the engine says
+    for other, _ in registered():
+        if other.magic and head.startswith(other.magic) and other.name != reg.name:
+            scheme = f"{other.schemes[0]}:///" if other.schemes else other.example
+            raise InvalidParameter(
+                f"{path!r} is a {other.name} database, not a {reg.name} one: open it with {scheme}{path}"
+            )
 
 
 def _from_object(obj: object, engines: list[tuple[Registration, type[Backend]]], **options: Any) -> Backend:

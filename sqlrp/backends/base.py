@@ -39,6 +39,7 @@ class Registration:
     example: str = ""  # a URL, for messages and the engines table
     default: bool = False  # the database of connect() without a URL
     fallback: bool = False  # takes every URL no other registration takes (SQLAlchemy)
+    magic: bytes = b""  # the first bytes of its database files: another engine given one is refused
 
     def matches(self, text: str) -> bool:
         """True if the bare string ``text`` (no ``://``) matches one of :attr:`patterns`."""
@@ -366,12 +367,33 @@ class NoTransactions(Backend):
         yield
 
 
-def missing_table(table: str, schema: str | None, available: list[str], reads_files: bool = False) -> InputError:
+def missing_table(
+    table: str,
+    schema: str | None,
+    available: list[str],
+    reads_files: bool = False,
+    catalog: str | None = None,
+    schemas: list[str] | None = None,
+) -> InputError:
     """The error for a table that is not there, naming the tables that are and, for a dotted name, the
     schema-qualified reading; ``reads_files`` (DuckDB reads a file named as the table): a name that
-    looks like a file which is not there is named first, with a close name beside it (issue 35)."""
-    where = f"{schema}.{table}" if schema else table
-    hint = f" Tables here: {', '.join(sorted(available)[:20])}." if available else " The database has no tables."
+    looks like a file which is not there is named first, with a close name beside it (issue 35).  With
+    ``schema`` (and ``catalog``): a schema that does not exist is said so, with the ``schemas`` there when
+    the engine listed them, and an empty one by name -- not "the database has no tables" (issue 41)."""
+    where = ".".join(part for part in (catalog, schema, table) if part)
+    place = " in " + ".".join(f"{p}" for p in (catalog, schema) if p) if (schema or catalog) else " here"
+    if schema and schemas is not None and schema.lower() not in {s.lower() for s in schemas}:
+        inside = f" in catalog {catalog!r}" if catalog else ""
+        return InputError(
+            f"no table named {where!r}: there is no schema {schema!r}{inside} (schemas: "
+            f"{', '.join(sorted(schemas)[:20]) or 'none'}); check --schema"
+        )
+    if available:
+        hint = f" Tables{place}: {', '.join(sorted(available)[:20])}."
+    elif schema:
+        hint = f" Schema {schema!r} holds no tables{f' (or does not exist in {catalog!r})' if catalog else ''}."
+    else:
+        hint = f" {'Catalog ' + repr(catalog) if catalog else 'The database'} has no tables."
     if "." in table and schema is None:
         first, _, rest = table.partition(".")
         hint += f" For a table in another schema, pass --schema={text_value(first)} with --table={text_value(rest)}."

@@ -313,7 +313,7 @@ class DuckDBBackend(Backend):
                 self.read_file(table)
                 rows = self._lookup(table, "main", "temp")
         if not rows:
-            raise missing_table(table, schema, self.table_names(schema), reads_files=catalog is None)
+            raise self._missing(table, schema, catalog)
         out = []
         for name, dtype in rows:
             m = _ARRAY.match(dtype)
@@ -322,6 +322,27 @@ class DuckDBBackend(Backend):
             else:
                 out.append(ColumnInfo(name, dtype))
         return out
+
+    def _missing(self, table: str, schema: str | None, catalog: str | None) -> InputError:
+        """The error for ``[catalog.][schema.]table`` not found: a catalog that is not attached, a schema
+        that is not there, or the tables that are, each named (issue 41)."""
+        if catalog is not None:
+            attached = [r[0] for r in self.fetchall("SELECT database_name FROM duckdb_databases()")]
+            if catalog not in attached:
+                return InputError(
+                    f"no table named {'.'.join(p for p in (catalog, schema, table) if p)!r}: no catalog (attached "
+                    f"database) named {catalog!r}; attached: {', '.join(sorted(attached))}. ATTACH it first, "
+                    "or leave --catalog out"
+                )
+        database = "coalesce(?, current_database())"
+        names = f"SELECT schema_name FROM duckdb_schemas() WHERE database_name = {database}"
+        schemas = [r[0] for r in self.fetchall(names, [catalog])]
+        names = f"SELECT table_name FROM information_schema.tables WHERE table_catalog = {database} AND lower("
+        tables = [
+            r[0]
+            for r in self.fetchall(names + "table_schema) = lower(coalesce(?, current_schema()))", [catalog, schema])
+        ]
+        return missing_table(table, schema, tables, reads_files=catalog is None, catalog=catalog, schemas=schemas)
 
     def _lookup(self, table: str, schema: str | None, catalog: str | None) -> list[tuple[str, str]]:
         # DuckDB matches quoted names ignoring ASCII case ("Out" is "out"): so does the lookup

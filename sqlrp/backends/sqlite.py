@@ -70,6 +70,7 @@ class SQLiteBackend(Backend):
         connections=("sqlite3.",),
         drivers=("sqlite3",),
         example="sqlite:///path.sqlite",
+        magic=b"SQLite format 3\x00",  # https://www.sqlite.org/fileformat.html, "The Database Header"
     )
 
     def __init__(self, path: str = ":memory:"):

@@ -16,6 +16,7 @@ from typing import NoReturn
 from .. import __version__
 from ..core.errors import EXIT_USAGE, cli_words, exit_status, one_line
 from . import evaluate, project, projections, search
+from .interrupt import EXIT_INTERRUPTED, Watched, planned, signals_as_interrupt, uninterrupted, was_interrupted
 from .options import input_table
 
 __all__ = ["MIRROR", "build_parser", "main"]
@@ -83,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(watched: Watched | None) -> int:
+    """After Ctrl-C or SIGTERM: one line saying what was and was not written, checked on a fresh connection
+    (:meth:`~sqlrp.cli.interrupt.Watched.verdict`), and exit status 130."""
+    with uninterrupted():
+        verdict = watched.verdict() if watched else "interrupted before the command started: nothing was written"
+        print(verdict, file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -95,15 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"projections {args.action} needs a NAME")
     if args.command == "indexes" and args.action in ("show", "drop") and not args.name:
         parser.error(f"indexes {args.action} needs a NAME")
+    watched = None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), signals_as_interrupt():
             warnings.showwarning = _warning_line
             input_table(args)
+            watched = planned(args)  # what the command may write: its state now, checked after an interrupt
+            watched.snapshot()
             return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (signals_as_interrupt)
+        return _interrupted(watched)
     except BrokenPipeError:  # e.g. `sqlrp project ... | head`
         sys.stderr.close()
         return 0
     except Exception as exc:  # noqa: BLE001 - every expected error: one line, a status by kind
+        if was_interrupted(exc):  # an engine's own error for the interrupt (DuckDB: "Query interrupted")
+            return _interrupted(watched)
         status = exit_status(exc)
         if status is None:
             raise  # a defect in sqlrp: the traceback is what a bug report needs

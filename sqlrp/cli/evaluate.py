@@ -10,7 +10,7 @@ from typing import Any
 from .. import api
 from ..backends import connect
 from ..core.errors import InvalidParameter
-from ..core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
+from ..core.params import arg_count, arg_count_list, arg_finite
 from ..evaluation.metrics import Kernel
 from ..registry.transfer import is_projection_file, read_projection
 from ..search.evaluate import evaluate_search
@@ -30,15 +30,19 @@ def add_tune(sub: Any) -> None:
     add_table(p)
     hand_on(
         p,
-        p.add_argument("--sample", type=arg_positive, default=500, help="training rows (a seeded sample)"),
-        p.add_argument("--k", type=arg_positive, required=True, help="output dimension"),
+        p.add_argument("--sample", type=arg_count("sample"), default=500, help="training rows (a seeded sample)"),
+        p.add_argument("--k", type=arg_count("k"), required=True, help="output dimension"),
         add_s(p),
-        p.add_argument("--iterations", type=arg_nonnegative, default=4000, help="tuning steps (sign flips tried)"),
-        p.add_argument("--seed", type=int, default=0, help="seed of the sample and of the starting matrix"),
+        p.add_argument(
+            "--iterations", type=arg_count("iterations"), default=4000, help="tuning steps (sign flips tried)"
+        ),
+        p.add_argument(
+            "--seed", type=arg_count("seed"), default=0, help="seed of the sample and of the starting matrix"
+        ),
         p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>_seed<seed>)"),
         p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name"),
         p.add_argument("--baseline", choices=["dt-rp", "best-of-n"], default="dt-rp", help="tuner"),
-        p.add_argument("--draws", type=arg_positive, default=20, help="best-of-n: how many random matrices"),
+        p.add_argument("--draws", type=arg_count("draws"), default=20, help="best-of-n: how many random matrices"),
     )
     p.set_defaults(func=cmd_tune)
 
@@ -66,21 +70,23 @@ def add_evaluate(sub: Any) -> None:
     p.add_argument(
         "--index", help="instead: Recall@K of this search index against exact k-NN, per number of candidates"
     )
-    p.add_argument("--top", type=arg_positive, default=10, help="--index: K of Recall@K")
+    p.add_argument("--top", type=arg_count("top"), default=10, help="--index: K of Recall@K")
     p.add_argument("--candidates", help="--index: comma-separated candidate counts (default K, 2K, 5K, 10K, ...)")
     p.add_argument("--metric", choices=["euclidean", "angular"], help="--index: check the index was built for it")
     hand_on(  # to api.evaluate (a search index's evaluation takes some of them: cmd_evaluate)
         p,
         p.add_argument("--out", help="folder for metrics.csv/json and the PNG plots"),
-        p.add_argument("--sample", type=arg_positive, default=300, help="rows in the seeded evaluation sample"),
-        p.add_argument("--queries", type=arg_positive, default=100, help="Recall@K queries (the rest is the database)"),
-        p.add_argument("--recall-k", type=arg_positive, default=5, help="K of Recall@K"),
-        p.add_argument("--seed", type=int, default=0, help="seed of the evaluation sample"),
-        p.add_argument("--ks", type=arg_positive_list, help="comma-separated k values for the distortion-vs-k plot"),
+        p.add_argument("--sample", type=arg_count("sample"), default=300, help="rows in the seeded evaluation sample"),
+        p.add_argument(
+            "--queries", type=arg_count("queries"), default=100, help="Recall@K queries (the rest is the database)"
+        ),
+        p.add_argument("--recall-k", type=arg_count("recall_k"), default=5, help="K of Recall@K"),
+        p.add_argument("--seed", type=arg_count("seed"), default=0, help="seed of the evaluation sample"),
+        p.add_argument("--ks", type=arg_count_list("k"), help="comma-separated k values for the distortion-vs-k plot"),
     )
     p.add_argument(
         "--kernel-degree",
-        type=arg_positive,
+        type=arg_count("kernel_degree"),
         help="measure distortion in this polynomial kernel's space (default: the kernel the projection "
         "approximates, from its stored parameters; 1: the input space)",
     )
@@ -99,7 +105,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 args.index,
                 queries=args.queries,
                 top=args.top,
-                candidates=positive_list(args.candidates, "--candidates") if args.candidates else None,
+                candidates=positive_list(args.candidates, "--candidates", "candidates") if args.candidates else None,
                 metric=args.metric,
                 seed=args.seed,
                 out=args.out,

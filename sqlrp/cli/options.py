@@ -14,7 +14,7 @@ from ..backends import connect, default_url, engines_table
 from ..compiler.strategies import STRATEGIES
 from ..core.errors import InputError, InvalidParameter
 from ..core.files import file_format, looks_like_a_file, no_such_file, output_format, read_input, refuse_file_ending
-from ..core.params import arg_finite, arg_nonnegative, arg_positive, arg_positive_list
+from ..core.params import arg_count, arg_count_list, arg_finite
 from ..methods import METHODS
 from ..methods.maclaurin import SAMPLINGS
 
@@ -127,10 +127,12 @@ def add_source(p: argparse.ArgumentParser) -> None:
         "(NAME.sqlrp.json written beside a projected file, or a projections export)",
     )
     g.add_argument("--method", choices=sorted(METHODS), help="new projections (default: achlioptas)")
-    g.add_argument("--k", type=arg_positive, help="output dimension (new projections)")
+    g.add_argument("--k", type=arg_count("k"), help="output dimension (new projections)")
     add_method_params(p, g)
-    g.add_argument("--seed", type=int, help="seed of a new projection (default 0); a stored one keeps its own")
-    g.add_argument("--d", type=arg_positive, help="input dimension, when it cannot be read off the table")
+    g.add_argument(
+        "--seed", type=arg_count("seed"), help="seed of a new projection (default 0); a stored one keeps its own"
+    )
+    g.add_argument("--d", type=arg_count("d"), help="input dimension, when it cannot be read off the table")
     o = p.add_argument_group("the output")
     add_input(p, o.add_argument("--group-column", help="pool (sum) the projections of rows sharing this key (CBP-KRP)"))
     o.add_argument(
@@ -153,7 +155,7 @@ def add_source(p: argparse.ArgumentParser) -> None:
         help="SQL formulation: auto (measured rule), inline, pairs, mailman or list_transform (DuckDB) (wide/array), "
         "join or lookup (long)",
     )
-    q.add_argument("--block", type=arg_positive, help="mailman strategy: features per block (default: chosen)")
+    q.add_argument("--block", type=arg_count("block"), help="mailman strategy: features per block (default: chosen)")
     q.add_argument(
         "--matrix",
         default="auto",
@@ -181,7 +183,7 @@ def plan_options(args: argparse.Namespace) -> dict:
 
 
 def add_profile(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=arg_positive, help="small-device profile: DuckDB threads")
+    p.add_argument("--threads", type=arg_count("threads"), help="small-device profile: DuckDB threads")
     p.add_argument("--memory-limit", help="small-device profile: DuckDB memory_limit, e.g. 1GB")
     p.add_argument("--temp-directory", help="small-device profile: where DuckDB spills beyond --memory-limit")
 
@@ -192,10 +194,10 @@ def add_method_params(p: argparse.ArgumentParser, group: argparse._ArgumentGroup
     given = [add_s(group or p, None, "; default per method")]
     k = p.add_argument_group("polynomial-kernel methods (p-rp, pk-rp, cbp, maclaurin, craftmap)")
     given += [
-        k.add_argument("--m", type=arg_positive, help="p-rp: number of sign matrices summed (CLT; default 10, even)"),
-        k.add_argument("--degree", type=arg_nonnegative, help="pk-rp, maclaurin, craftmap: polynomial degree"),
-        k.add_argument("--t", type=arg_positive, help="pk-rp, cbp: products summed per output (CLT)"),
-        k.add_argument("--p", type=arg_positive, help="pk-rp, cbp: number of random vectors (default g*t*k)"),
+        k.add_argument("--m", type=arg_count("m"), help="p-rp: number of sign matrices summed (CLT; default 10, even)"),
+        k.add_argument("--degree", type=arg_count("degree"), help="pk-rp, maclaurin, craftmap: polynomial degree"),
+        k.add_argument("--t", type=arg_count("t"), help="pk-rp, cbp: products summed per output (CLT)"),
+        k.add_argument("--p", type=arg_count("p"), help="pk-rp, cbp: number of random vectors (default g*t*k)"),
         k.add_argument("--c", type=arg_finite, help="constant of the inhomogeneous kernel (x.y + c)^degree"),
         k.add_argument(
             "--kernel-modified",
@@ -207,7 +209,7 @@ def add_method_params(p: argparse.ArgumentParser, group: argparse._ArgumentGroup
         k.add_argument("--index", choices=["distinct", "balanced"], help="pk-rp: index scheme"),
         k.add_argument("--distribution", choices=["achlioptas", "gaussian"], help="pk-rp, cbp: random vectors"),
         k.add_argument("--up", choices=["maclaurin", "pk-rp"], help="craftmap: up-projection method"),
-        k.add_argument("--up-k", type=arg_positive, help="craftmap: up-projection dimension D (default 4k)"),
+        k.add_argument("--up-k", type=arg_count("up_k"), help="craftmap: up-projection dimension D (default 4k)"),
         k.add_argument("--down-s", type=sparsity, help="craftmap: sparsity of the down-projection (default 3)"),
         k.add_argument("--sampling", choices=SAMPLINGS, help="maclaurin: how degrees are drawn (default support)"),
         k.add_argument("--base", type=arg_finite, help="maclaurin: base of the geometric or paper law (default 2)"),
@@ -319,10 +321,10 @@ def _check_file_db(url: str, creating: bool) -> None:
         )
 
 
-def positive_list(text: str, flag: str) -> list[int]:
-    """``10,20,50`` as positive whole numbers; an InvalidParameter naming ``flag`` otherwise."""
+def positive_list(text: str, flag: str, limit: str) -> list[int]:
+    """``10,20,50`` as whole numbers in ``LIMITS[limit]``'s range; an InvalidParameter naming ``flag`` otherwise."""
     try:
-        return arg_positive_list(text)
+        return arg_count_list(limit)(text)
     except argparse.ArgumentTypeError as exc:
         raise InvalidParameter(f"{flag} takes comma-separated positive whole numbers: {exc}") from None
 

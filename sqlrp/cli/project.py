@@ -17,7 +17,7 @@ from ..core.files import file_format, output_format
 from ..core.ir import Composed, Projection
 from ..core.layout import Formulation, Target
 from ..core.lazy import pd
-from ..core.params import arg_positive, block_size
+from ..core.params import arg_count, block_size
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods import make_projection
 from ..pipeline import given
@@ -64,7 +64,10 @@ def add_project(sub: Any) -> None:
     )
     add_progress(w)
     w.add_argument(
-        "--chunk-rows", type=arg_positive, default=None, help="CSV output: rows fetched per chunk (default 100,000)"
+        "--chunk-rows",
+        type=arg_count("chunk_rows"),
+        default=None,
+        help="CSV output: rows fetched per chunk (default 100,000)",
     )
     p.set_defaults(func=cmd_project)
 
@@ -77,7 +80,7 @@ def add_progress(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     )
     p.add_argument(
         "--batches",
-        type=arg_positive,
+        type=arg_count("batches"),
         help="with --into: materialise in this many id-range batches behind the progress bar (default: DuckDB "
         "reports the progress of one statement; PostgreSQL batches, up to 10 of >= 20,000 rows each)",
     )
@@ -133,9 +136,7 @@ def _exact_lists(frame: pd.DataFrame) -> pd.DataFrame:
     for column in frame.columns:
         cells = frame[column]
         if cells.dtype == object and any(hasattr(v, "__len__") and not isinstance(v, str) for v in cells):
-            frame = frame.assign(
-                **{column: [None if v is None else json.dumps([float(x) for x in v]) for v in cells]}
-            )
+            frame = frame.assign(**{column: [None if v is None else json.dumps([float(x) for x in v]) for v in cells]})
     return frame
 
 

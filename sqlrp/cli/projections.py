@@ -11,7 +11,7 @@ from .. import api
 from ..backends import connect
 from ..core.errors import InvalidParameter
 from ..core.lazy import pd
-from ..core.params import arg_positive, arg_positive_list
+from ..core.params import arg_count, arg_count_list
 from ..demo import run_demo
 from ..methods import METHODS
 from ..registry.store import Registry
@@ -32,10 +32,10 @@ def add_create(sub: Any) -> None:
     add_db(p)
     p.add_argument("--name", required=True, help="store the projection under this name")
     p.add_argument("--method", choices=sorted(METHODS), default="achlioptas", help="the projection's method")
-    p.add_argument("--d", type=arg_positive, required=True, help="input dimension (feature columns)")
-    p.add_argument("--k", type=arg_positive, required=True, help="output dimension")
+    p.add_argument("--d", type=arg_count("d"), required=True, help="input dimension (feature columns)")
+    p.add_argument("--k", type=arg_count("k"), required=True, help="output dimension")
     add_method_params(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of the random matrix")
+    p.add_argument("--seed", type=arg_count("seed"), default=0, help="seed of the random matrix")
     p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name")
     p.set_defaults(func=cmd_create)
 
@@ -173,7 +173,7 @@ def add_demo(sub: Any) -> None:
         ],
     )
     p.add_argument("--db", default="sqlrp_demo.duckdb", help="the database to write (a DuckDB file, or any URL)")
-    p.add_argument("--k", type=arg_positive_list, default=[20, 40, 80, 160], help="comma-separated output dimensions")
+    p.add_argument("--k", type=arg_count_list("k"), default=[20, 40, 80, 160], help="comma-separated output dimensions")
     p.add_argument("--s", type=sparsity, default="auto", help=S_HELP)
     p.set_defaults(func=cmd_demo)
 

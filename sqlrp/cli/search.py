@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..backends import connect
-from ..core.params import arg_nonnegative, arg_positive
+from ..core.params import arg_count
 from ..search.build import build_index
 from ..search.index import describe_defaults, describe_index, drop_index, list_indexes, load_index
 from ..search.lookup import search
@@ -28,11 +28,13 @@ def add_index(sub: Any) -> None:
     hand_on(
         p,
         p.add_argument("--name", required=True, help="the index: tables <name>, <name>__lists and <name>__tops"),
-        p.add_argument("--lists", type=arg_positive, help="inverted lists (default: about sqrt(rows))"),
-        p.add_argument("--bits", type=arg_positive, help="code bits, a power of two >= d (default: 256 for d = 128)"),
+        p.add_argument("--lists", type=arg_count("lists"), help="inverted lists (default: about sqrt(rows))"),
+        p.add_argument(
+            "--bits", type=arg_count("bits"), help="code bits, a power of two >= d (default: 256 for d = 128)"
+        ),
         p.add_argument(
             "--probes",
-            type=arg_positive,
+            type=arg_count("probes"),
             help="lists a search probes by default (default: calibrated on the table, adaptive)",
         ),
         p.add_argument(
@@ -40,7 +42,7 @@ def add_index(sub: Any) -> None:
         ),
         p.add_argument(
             "--calibration-queries",
-            type=arg_nonnegative,
+            type=arg_count("calibration_queries"),
             default=100,
             help="table rows searched as queries to calibrate the defaults (default 100; 0: none)",
         ),
@@ -48,9 +50,13 @@ def add_index(sub: Any) -> None:
             "--metric", choices=["euclidean", "angular"], default="euclidean", help="angular: cosine distance"
         ),
         p.add_argument(
-            "--sample", type=arg_positive, help="rows k-means trains the lists on (default 40 a list, <= 100,000)"
+            "--sample",
+            type=arg_count("index_sample"),
+            help="rows k-means trains the lists on (default 40 a list, <= 100,000)",
         ),
-        p.add_argument("--seed", type=int, default=0, help="seed of the sample, k-means and the rotation"),
+        p.add_argument(
+            "--seed", type=arg_count("seed"), default=0, help="seed of the sample, k-means and the rotation"
+        ),
         p.add_argument(
             "--incremental", action="store_true", help="refresh: new, changed and deleted rows (same lists)"
         ),
@@ -93,12 +99,16 @@ def add_search(sub: Any) -> None:
         p.add_argument("--query-id-column", required=True, help="the query table's id column (query_id of the result)"),
         p.add_argument("--schema", help="schema of the query (and output) tables"),
         p.add_argument("--catalog", help="catalog holding --schema"),
-        p.add_argument("--top", type=arg_positive, default=10, help="neighbours per query (K)"),
+        p.add_argument("--top", type=arg_count("top"), default=10, help="neighbours per query (K)"),
         p.add_argument(
-            "--candidates", type=arg_positive, help="rows re-ranked exactly per query (C; default: calibrated)"
+            "--candidates",
+            type=arg_count("candidates"),
+            help="rows re-ranked exactly per query (C; default: calibrated)",
         ),
         p.add_argument(
-            "--probes", type=arg_positive, help="lists probed per query (P; default: the index's calibrated rule)"
+            "--probes",
+            type=arg_count("probes"),
+            help="lists probed per query (P; default: the index's calibrated rule)",
         ),
         p.add_argument("--metric", choices=["euclidean", "angular"], help="check the index was built for it"),
         p.add_argument("--strict", action="store_true", help="refuse (rather than warn) if the table changed since"),

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 from .errors import InvalidParameter, refuse_nul
 from .files import refuse_file_ending
 from .pairs_plan import PairsPlan
-from .params import optional_positive
+from .params import optional_count
 
 LAYOUTS = ("wide", "long", "array")
 NULL_MODES = ("error", "zero")
@@ -168,7 +168,7 @@ class Formulation:
             if not isinstance(value, str) or not value.strip():
                 raise InvalidParameter(f"{name} must be a name, got {value!r}")
             refuse_nul(value, name)
-        object.__setattr__(self, "block", optional_positive("block", self.block))
+        object.__setattr__(self, "block", optional_count("block", self.block))
         _flag("check", self.check)
 
 
@@ -198,7 +198,7 @@ class Target:
             refuse_file_ending(self.into)  # x.xlsx would quietly be a table of that name
         for name in ("view", "replace", "incremental", "ordered", "insert", "temporary"):
             _flag(name, getattr(self, name))
-        rows = optional_positive("chunk_rows", self.chunk_rows, upper=MAX_CHUNK_ROWS, bound="rows in one chunk")
+        rows = optional_count("chunk_rows", self.chunk_rows)  # sqlrp.core.params.LIMITS
         object.__setattr__(self, "chunk_rows", rows)
         if self.output_format not in OUTPUT_FORMATS:
             raise InvalidParameter(
@@ -219,8 +219,6 @@ class Target:
 
 #: the output formats of rows handed back to Python
 OUTPUT_FORMATS = ("pandas", "arrow", "polars", "numpy")
-#: the most rows in one chunk handed back (more is one fetch of the whole result: leave chunk_rows out)
-MAX_CHUNK_ROWS = 2**31 - 1
 
 
 def _flag(name: str, value: Any) -> None:

@@ -33,7 +33,7 @@ from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
 from ..core.files import existing_database, writable_folder
 from ..core.lazy import pd
 from ..core.options import EVALUATE_DEFAULTS, EvaluateOptions, names, refuse_unknown, take
-from ..core.params import finite, positive_int, positive_ints, whole
+from ..core.params import count, counts, finite, positive_int, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
 from ..pipeline import targets
@@ -162,11 +162,11 @@ def _checked_counts(
     sample: int, queries: int, recall_k: int, ks: list[int] | None, seed: int, kernel: Kernel | str | None
 ) -> tuple[int, int, int, list[int] | None]:
     """Every count of :func:`evaluate`, checked before any work (:mod:`sqlrp.core.params`)."""
-    sample = whole("sample", sample, 3)  # R_NX needs n >= 3
-    queries = positive_int("queries", queries)
-    recall_k = positive_int("recall_k", recall_k)
-    ks = positive_ints("ks", ks)
-    whole("seed", seed, 0)
+    sample = whole("sample", count("sample", sample), 3)  # R_NX needs n >= 3; the bounds: core.params.LIMITS
+    queries = count("queries", queries)
+    recall_k = count("recall_k", recall_k)
+    ks = counts("ks", ks, limit="k")
+    count("seed", seed)
     if isinstance(kernel, Kernel):
         finite("the kernel constant c", kernel.c)
     if queries >= sample:

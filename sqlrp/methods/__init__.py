@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Composed, Projection
+from ..core.params import LIMITS, MAX_D, MAX_K, MAX_SEED
 from .kernel import cbp, craftmap, maclaurin, p_rp, pk_rp
 from .linear import achlioptas, expected_distortion, gaussian, johnson_lindenstrauss_min_dim, resolve_s
 
@@ -28,13 +29,8 @@ METHODS: dict[str, Callable[..., Projection | Composed]] = {
 }
 
 
-# Bounds checked before anything is generated (a k of 10^6 would otherwise run until killed):
-# every output is one expression and one column, and no engine sqlrp renders for holds more than
-# 10,000 columns (BigQuery; PostgreSQL 1,600) or a statement of 10^5 sums within its size limit;
-# d bounds the matrix held in memory while it is drawn (d * k / s entries of 16 bytes).
-MAX_K = 100_000
-MAX_D = 10_000_000
-MAX_SEED = 2**63 - 1  # stored as BIGINT
+# Bounds checked before anything is generated (a k of 10^6 would otherwise run until killed): the one
+# table of every whole number's range, sqlrp.core.params.LIMITS (the reasons are there).
 
 
 def check_dimensions(d: int, k: int, seed: int | None) -> None:
@@ -43,10 +39,7 @@ def check_dimensions(d: int, k: int, seed: int | None) -> None:
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise InvalidParameter(f"{name} must be a whole number, not {value!r}")
         if value > top:  # below 1: each method's own message
-            raise InvalidParameter(
-                f"{name} = {value} is above {top:,}: sqlrp compiles one SQL expression and column per output "
-                f"and holds the matrix in memory while drawing it"
-            )
+            raise InvalidParameter(f"{name} = {value} is above {top:,}: {LIMITS[name].why}")
     if seed is not None and (
         isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED
     ):

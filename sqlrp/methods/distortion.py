@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import MissingExtra
+from ..core.errors import InvalidParameter, MissingExtra
+from ..core.params import count
 from .kernels import kernel_sq_distances, polynomial_kernel
 
 
@@ -89,8 +90,13 @@ class Kernel:
     modified: bool = False
 
     def __post_init__(self) -> None:
-        if int(self.degree) != self.degree or self.degree < 1:
-            raise ValueError(f"kernel degree must be a whole number >= 1, got {self.degree}")
+        try:
+            whole_degree = not isinstance(self.degree, bool) and int(self.degree) == self.degree
+        except (TypeError, ValueError, OverflowError):
+            whole_degree = False
+        if not whole_degree or self.degree < 1:
+            raise InvalidParameter(f"kernel degree must be a whole number >= 1, got {self.degree!r}")
+        count("kernel degree", int(self.degree), limit="kernel_degree")  # its bound: sqlrp.core.params.LIMITS
         if self.modified and (self.degree != 2 or self.c != 0):
             raise ValueError("the modified kernel is the homogeneous degree-2 kernel (degree=2, c=0)")
 

@@ -80,6 +80,7 @@ def p_rp(d: int, k: int, m: int = 10, s: float | str = 3.0, modified: bool = Fal
     """
     check_dims(d, k)
     m = _positive_int("m", m)
+    _positive_int("p", m * k)  # the m * k sign vectors drawn (sqlrp.core.params.LIMITS)
     s_val = resolve_s(s, d)
     rng = np.random.default_rng(seed)
     signs = sign_matrix(d, m * k, s_val, rng)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.errors import InvalidParameter
 from ..core.ir import Combiner, LinearStage, Projection
+from ..core.params import count
 from .sparsity import choose_s
 
 
@@ -81,6 +82,8 @@ def check_dims(d: int, k: int) -> None:
         raise InvalidParameter(f"the input needs at least one feature column (d >= 1), got d = {d}")
     if int(k) != k or k < 1:
         raise InvalidParameter(f"k (the output dimension) must be a whole number >= 1, got {k}")
+    count("d", int(d))  # the upper bounds (sqlrp.core.params.LIMITS)
+    count("k", int(k))
 
 
 def sign_matrix(d: int, p: int, s: float, rng: np.random.Generator) -> LinearStage:

@@ -206,7 +206,7 @@ def pk_rp(
     s = default_s(g, d) if s is None else s
     t = _positive_int("t", t)
     c = _nonnegative("c", c)
-    p = g * t * k if p is None else _positive_int("p", p)
+    p = _positive_int("p", g * t * k if p is None else p)  # the default too: p vectors are held in memory
     s_val = resolve_s(s, d + (1 if c > 0 else 0), kurtosis) if distribution == "achlioptas" else 1.0
     rng = np.random.default_rng(seed)
     vectors, magnitude = _random_vectors(d, p, distribution, s_val, c, rng)

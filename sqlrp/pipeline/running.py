@@ -14,7 +14,7 @@ from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Projection
 from ..core.layout import Formulation, Target
 from ..core.options import FormulationOptions, TargetOptions, names
-from ..core.params import batches, block_size, optional_positive
+from ..core.params import batches, block_size, optional_count
 from ..dialects import get_dialect
 from . import outputs, targets
 from .frame_admit import FRAME_DECIDES, admit
@@ -62,7 +62,7 @@ def run_table(
     into = target.into
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
-    optional_positive("d", options.get("d"))
+    optional_count("d", options.get("d"))
     if how.block is not None:  # against d too, before a new projection is stored
         block_size(how.block, input_dimension(db, table, id_column, projection, options))
     if into is None:

@@ -22,6 +22,7 @@ from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
 from ..core.layout import SOURCE_OPTIONS, SourceOptions
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
+from ..core.params import count, optional_count
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
 from ..pipeline.frames import table_name
@@ -56,10 +57,6 @@ from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
 BUILD_STAGES = ("reading the table", "k-means", "writing codes", "calibrating")
 
 
-def _whole(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
-
-
 @dataclass(frozen=True)
 class IndexSpec:
     """How an index is made (:func:`build_index`'s parameters of the index itself), checked once."""
@@ -76,18 +73,14 @@ class IndexSpec:
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
-        for label, value in (("lists", self.lists), ("probes", self.probes), ("sample", self.sample)):
-            if value is not None and (not _whole(value) or value <= 0):
-                raise InvalidParameter(f"{label} must be a positive integer, got {value!r}")
-        if not _whole(self.seed) or self.seed < 0:
-            raise InvalidParameter(f"seed must be a non-negative integer, got {self.seed!r}")
+        for label, value in (("lists", self.lists), ("probes", self.probes), ("bits", self.bits)):
+            optional_count(label, value)  # whole numbers in their ranges (sqlrp.core.params.LIMITS)
+        optional_count("sample", self.sample, limit="index_sample")
+        count("seed", self.seed)
         recall = self.recall
         if isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0 < recall <= 1:
             raise InvalidParameter(f"recall must be a number in (0, 1], got {recall!r}")
-        if not _whole(self.calibration_queries) or self.calibration_queries < 0:
-            raise InvalidParameter(
-                f"calibration_queries must be a whole number >= 0, got {self.calibration_queries!r}"
-            )
+        count("calibration_queries", self.calibration_queries)
 
 
 class IndexOptions(SourceOptions, total=False):

@@ -28,7 +28,7 @@ from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
 from ..core.lazy import pd
 from ..core.names import scratch_name
-from ..core.params import positive_int, positive_ints, whole
+from ..core.params import count, counts
 from ..pipeline import targets
 from ..pipeline.materialise import output_table
 from .index import Index, load_index
@@ -101,10 +101,10 @@ def evaluate_search(
     :returns: the report: one row per setting of probes and candidates with its recall and seconds, the
         exact brute force's seconds, and the files written.
     """
-    queries = positive_int("queries", queries)  # every count before any work (sqlrp.core.params)
-    top = positive_int("top", top)
-    candidates = positive_ints("candidates", candidates)
-    whole("seed", seed, 0)
+    queries = count("queries", queries)  # every count before any work, in its range (sqlrp.core.params.LIMITS)
+    top = count("top", top)
+    candidates = counts("candidates", candidates)
+    count("seed", seed)
     if metric is not None and metric not in METRICS:
         raise InvalidParameter(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     if out is not None:

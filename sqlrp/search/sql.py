@@ -20,6 +20,7 @@ from ..core.nodes import balanced
 from ..core.nodes import bare_paren as _p
 from ..core.nodes import bare_select as _select
 from ..core.options import refuse_unknown, take
+from ..core.params import count
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
 
@@ -98,8 +99,7 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
     for name, value in (("top", top), ("candidates", candidates), ("probes", probes)):
         if name == "probes" and value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise InvalidParameter(f"{name} must be a positive integer, got {value!r}")
+        count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:

@@ -32,7 +32,7 @@ DESTINATION_BAD = [
     ({"incremental": True}, "give it with"),
     ({"into": "out", "chunk_rows": 5}, "does not go with"),
     ({"chunk_rows": 0}, "chunk_rows must be a whole number >= 1"),
-    ({"chunk_rows": 2**63}, "rows in one chunk"),
+    ({"chunk_rows": 2**63}, "chunk_rows"),
     ({"chunk_rows": 2.0}, "chunk_rows must be a whole number >= 1"),
     ({"output_format": "excel"}, "output_format must be one of"),
     ({"into": "out.xlsx"}, "not '.xlsx'"),

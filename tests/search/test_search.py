@@ -372,7 +372,7 @@ def test_bad_input_gets_a_clear_error_and_leaves_nothing(duck):
     with pytest.raises(IndexNotFound, match="no index named 'nope'"):
         sqlrp.search(db, "nope", "qs", "qid")
     for top in (0, -1, 2.5, True):
-        with pytest.raises(InvalidParameter, match="top must be a positive integer"):
+        with pytest.raises(InvalidParameter, match="top must be a whole number >= 1"):
             sqlrp.search(db, "idx", "qs", "qid", top=top)
     with pytest.raises(InvalidParameter, match="at least top"):
         sqlrp.search(db, "idx", "qs", "qid", top=10, candidates=5)
