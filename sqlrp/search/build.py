@@ -50,6 +50,7 @@ from .progress import Steps
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 from .rows import rows_select
 from .sample import sample_rows
+from .scale import check_range, engine_range, magnitude, scale_exponent
 from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
 
 #: the stages a build's progress bar shows
@@ -166,10 +167,13 @@ def build_index(db: Backend, table: str, id_column: str, name: str, **options: U
             f"index {name!r} exists; pass --replace to rebuild it or --incremental to refresh it from its table"
         )
     if incremental and existing is not None:
-        with Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps:
+        with (
+            engine_range(f"refresh of index {name!r}"),
+            Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps,
+        ):
             steps.start("refreshing")
             return refresh(db, load_index(db, name), check)
-    with Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
+    with engine_range(f"index {name!r}"), Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
         return _build(db, name, existing, steps, table, id_column, inputs, spec, check)
 
 
@@ -187,13 +191,17 @@ def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
     """:func:`build_index` once its arguments are checked: a new index (or a rebuild)."""
     steps.start("reading the table")
     source, d, size, rows = _read(db, name, existing, table, id_column, inputs, spec.bits, check)
+    # one pass for the table's magnitudes: the scale that keeps its squared distances finite (scale.py)
+    peak, smallest = magnitude(db, source, d, rows=spec.metric == "angular")
+    e = scale_exponent(peak)
+    check_range(f"table {source.table!r}", peak, smallest, d, e, name)
     L = min(spec.lists if spec.lists is not None else default_lists(rows), rows)
     want = spec.sample if spec.sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
     drawn_rows = min(want, rows)
-    drawn = sample_rows(db, source, d, spec.metric, rows, drawn_rows, spec.seed)
+    drawn = sample_rows(db, source, d, spec.metric, rows, drawn_rows, spec.seed, e)
     steps.start("k-means")
     centroids = train_lists(drawn, L, spec.seed)
-    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows)
+    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows, e)
     P = index.probes
     described = {
         "table": source.table,
@@ -257,6 +265,13 @@ def _read(  # noqa: PLR0913 - _build's
     _check_targets(db, name, source, registered_source(existing) if existing else None, existing)
     d = infer_d(db, source)
     size = rotation_size(d, bits)
+    widest = 2 + d + size  # the lists table: list, parent, d centroid and D rotated coordinates
+    limit = db.sql_dialect.max_columns
+    if limit is not None and widest > limit:
+        raise db.sql_dialect.refuse(
+            f"index {name!r} of d = {d} features with {size}-bit codes needs tables of {widest:,} columns; the "
+            f"engine allows {limit:,}: choose --bits={_widest_bits(d, limit)} or less"
+        )
     rows = unique_ids(db, source, "table")
     if check:
         check_source(db, d, source)
@@ -264,7 +279,7 @@ def _read(  # noqa: PLR0913 - _build's
 
 
 def _new_index(  # noqa: PLR0913 - _build's
-    db: Backend, name: str, source: Source, d: int, size: int, centroids: Lists, spec: IndexSpec, drawn: int
+    db: Backend, name: str, source: Source, d: int, size: int, centroids: Lists, spec: IndexSpec, drawn: int, e: int
 ) -> tuple[Index, dict]:
     """The index about to be written, and the parameters its registry row keeps."""
     dialect = db.sql_dialect
@@ -273,7 +288,7 @@ def _new_index(  # noqa: PLR0913 - _build's
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
     params |= {"rounds": ROUNDS, "seed": int(spec.seed), "word_bits": dialect.code_word_bits}
     params |= {"id_type": id_type(db, source)}
-    params |= {"metric": spec.metric, "probes": int(P), "sample": int(drawn)}
+    params |= {"metric": spec.metric, "probes": int(P), "sample": int(drawn), "scale": int(e)}
     index = Index(
         name,
         source,
@@ -286,8 +301,17 @@ def _new_index(  # noqa: PLR0913 - _build's
         int(P),
         dialect.code_word_bits,
         params["id_type"],
+        scale=int(e),
     )
     return index, params
+
+
+def _widest_bits(d: int, columns: int) -> int:
+    """The most code bits (a power of two) whose lists table of ``d`` features fits ``columns``."""
+    bits = 64
+    while 2 + d + 2 * bits <= columns:
+        bits *= 2
+    return bits
 
 
 def _check_name(dialect: SqlrpDialect, name: str, source: Source) -> None:

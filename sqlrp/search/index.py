@@ -80,6 +80,9 @@ class Index:
     word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
     id_type: str | None = None  #: the id column's type when built (None: an index of an older sqlrp)
     calibration: Calibration | None = None  #: the defaults measured on the table (:mod:`.calibrate`)
+    #: the rows are read times ``2^scale`` (:mod:`.scale`; None: an index of an older sqlrp, read unscaled,
+    #: its table's magnitudes checked at each search)
+    scale: int | None = None
 
     @property
     def layout(self) -> IndexLayout:
@@ -92,6 +95,7 @@ class Index:
             self.signs,
             self.metric,
             self.word_bits,
+            self.scale or 0,
         )
 
 
@@ -221,6 +225,7 @@ def load_index(db: Backend, name: str) -> Index:
         int(p.get("word_bits", 64)),
         p.get("id_type"),
         Calibration.from_json(p.get("calibration")),
+        int(p["scale"]) if p.get("scale") is not None else None,
     )
 
 

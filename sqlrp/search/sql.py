@@ -22,6 +22,7 @@ from ..core.nodes import bare_select as _select
 from ..core.options import refuse_unknown, take
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
+from .scale import scaled
 
 METRICS = ("euclidean", "angular")
 #: output columns of a search, in order
@@ -57,6 +58,7 @@ class IndexLayout:
     signs: np.ndarray  #: the rotation's signs (rounds x D)
     metric: str = "euclidean"
     word_bits: int = WORD_BITS  #: bits of a stored code word (the dialect's ``code_word_bits``)
+    scale: int = 0  #: the rows are read times ``2^scale`` (:mod:`sqlrp.search.scale`)
 
     @property
     def size(self) -> int:
@@ -84,6 +86,10 @@ class Probing(TypedDict, total=False):
     cap: int | None
 
 
+#: the most neighbours (``top``) and candidates a search takes: DuckDB's ``min_by(x, v, n)`` holds
+#: ``n < 1,000,000``; the same bound on every engine, so that no engine takes what another refuses
+MAX_COUNT = 999_999
+
 PROBING: Probing = {"top": 10, "candidates": 100, "probes": 8, "ratio": None, "cap": None}
 
 
@@ -100,6 +106,8 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise InvalidParameter(f"{name} must be a positive integer, got {value!r}")
+        if name != "probes" and value > MAX_COUNT:
+            raise InvalidParameter(f"{name} must be at most {MAX_COUNT:,}, got {value!r}")
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
@@ -127,14 +135,15 @@ def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Express
 
 
 def feature_rows(
-    source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean", hashed: bool = False
+    source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean", hashed: bool = False, scale: int = 0
 ) -> exp.Select:
     """``SELECT _id, _x0 .. _x{d-1} [, _h]``: the source's rows as the index sees them (the only place
     a user's column names are read: everything above refers to these aliases, which a user's column
     cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero).
     ``hashed`` adds ``_h``, the hash of the row's id and raw features (its array as one value where
     the engine reads it whole, several times faster than element by element: ``docs/benchmarks.md``,
-    "Search")."""
+    "Search").  ``scale``: the features times ``2^scale`` (:mod:`sqlrp.search.scale`; after the hash,
+    before the norm)."""
     rows = dense_source(d, source, dialect)
     if hashed:
         if source.layout == "array" and not dialect.needs_materialised_array():
@@ -145,6 +154,12 @@ def feature_rows(
             raw = [col("_id"), *xs(d)]
             rows = _select(exp.Star()).from_(rows.subquery("_e", copy=False), copy=False)
         rows = rows.select(exp.alias_(dialect.row_hash(raw), "_h", quoted=True, copy=False), append=True, copy=False)
+    if scale:
+        rows = _select(
+            col("_id"),
+            *[exp.alias_(scaled(x, scale), f"_x{i}", quoted=True, copy=False) for i, x in enumerate(xs(d))],
+            *([col("_h")] if hashed else []),
+        ).from_(rows.subquery("_sc", copy=False), copy=False)
     if metric != "angular":
         return rows
     norm = exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in xs(d)], exp.Add))
@@ -181,8 +196,8 @@ def rerank_rows(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
     src, d = layout.source, layout.d
     plain = src.layout == "array" and layout.metric == "euclidean" and src.nulls == "error"
     whole = dialect.whole_vector(col(src.array_column), d) if plain and not src.standardize else None
-    if whole is None or src.group_column is not None:
-        return with_vector(feature_rows(src, d, dialect, layout.metric), d, dialect)
+    if whole is None or src.group_column is not None or layout.scale:
+        return with_vector(feature_rows(src, d, dialect, layout.metric, scale=layout.scale), d, dialect)
     select = _select(
         exp.alias_(col(src.id_column), "_id", quoted=True, copy=False),
         exp.alias_(whole, "_vec", quoted=True, copy=False),
@@ -298,13 +313,15 @@ def pack_word(
     return balanced(bits, exp.Add)
 
 
-def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str) -> exp.Expression:
-    """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``)."""
+def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str, scale: int = 0) -> exp.Expression:
+    """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``, read
+    times ``2^scale``: the Euclidean distance is divided by it again, exactly; the angular one is of
+    normalised rows, which no scale changes)."""
     if metric == "angular":  # 1 - cos: half the squared distance of the normalised rows
         return exp.Div(this=_p(squared_distance(xs(d, left), xs(d, right))), expression=number(2.0))
     if dialect.vector(xs(1)) is not None:
-        return dialect.vector_distance(col("_vec", left), col("_vec", right))
-    return exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
+        return scaled(dialect.vector_distance(col("_vec", left), col("_vec", right)), -scale)
+    return scaled(exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right))), -scale)
 
 
 def nearest(
