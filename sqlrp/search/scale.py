@@ -150,7 +150,7 @@ def engine_range(what: str) -> Iterator[None]:
     except Exception as exc:
         module = type(exc).__module__.split(".")[0]
         text = str(exc).lower()
-        if module not in DRIVER_MODULES or "out of range" not in text:
+        if module not in DRIVER_MODULES or "out of range" not in text or "flow" not in text:
             raise
         kind = "underflowed" if "underflow" in text else "overflowed"
         first = " ".join(str(exc).split())[:120]
