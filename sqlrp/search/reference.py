@@ -14,7 +14,7 @@ import numpy as np
 from ..core.lazy import pd
 from .ivf import Lists, assign, estimates, query_planes, reference_codes
 from .rotation import rotate
-from .sql import RESULT_COLUMNS, Probing, check_search, probing
+from .sql import FINE, FINE_SCALE, RESULT_COLUMNS, Probing, check_search, probing
 
 
 def normalise(X: np.ndarray) -> np.ndarray:
@@ -22,6 +22,19 @@ def normalise(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     norm = np.sqrt((X * X).sum(axis=1))
     return X / np.where(norm == 0, 1.0, norm)[:, None]
+
+
+def euclidean(diff: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`~sqlrp.search.sql.pair_distance`'s Euclidean distance of the
+    differences ``diff`` (rows): below ``2^-FINE`` computed again on the differences times
+    ``2^FINE_SCALE``, so that their squares do not underflow."""
+    with np.errstate(under="ignore"):
+        d = np.sqrt((diff * diff).sum(axis=1))
+        small = d < 2.0**-FINE
+        if small.any():
+            fine = np.ldexp(diff[small], FINE_SCALE)
+            d[small] = np.ldexp(np.sqrt((fine * fine).sum(axis=1)), -FINE_SCALE)
+    return d
 
 
 def probe_counts(distances: np.ndarray, floor: int, cap: int | None = None, ratio: float | None = None) -> np.ndarray:
@@ -78,7 +91,7 @@ def reference_search(
         if metric == "angular":
             d = ((X[best] - Q[qi]) ** 2).sum(axis=1) / 2.0
         else:
-            d = np.ldexp(np.sqrt(((X[best] - Q[qi]) ** 2).sum(axis=1)), -scale)
+            d = np.ldexp(euclidean(X[best] - Q[qi]), -scale)
         for rank, at in enumerate(np.lexsort((ids[best], d))[:top], start=1):
             out.append((qid, ids[best[at]], rank, d[at]))
     return pd.DataFrame(out, columns=list(RESULT_COLUMNS))

@@ -19,9 +19,12 @@ wherever nothing under- or overflowed.  What remains:
   queries (and the table, if it changed since the build) whose largest ``|feature|`` exceeds
   ``2^(H - e)`` are refused in one line naming the index and the limit (:func:`check_range`), before
   any SQL runs;
-- squares of scaled differences below ``2^-511`` underflow: distances are exact to ``1e-9``
-  relative plus :func:`resolution` ``= sqrt(d) 2^(-511 - e)`` absolute (``M 2^-446`` at worst: rows
-  that differ by less are at distance 0 from each other, ties broken by id);
+- squares of scaled differences below ``2^-511`` underflow: a distance below ``2^-400`` is therefore
+  computed again on the differences times ``2^500`` (:func:`sqlrp.search.sql.pair_distance`), whose
+  squares underflow only below ``2^-1037``; distances are exact to ``1e-9`` relative plus
+  :func:`resolution` (about ``sqrt(d) 2^(-1036 - e)`` and the subnormals' ``2^-1074``: rows that
+  differ by less are at distance 0 from each other, ties broken by id).  PostgreSQL raises where a
+  product underflows, so there the first distance fails instead (:func:`engine_range`: one line);
 - ``angular`` divides each row by its norm, which underflows for a row whose largest ``|feature|`` is
   below ``2^-480`` after scaling: such rows (a table or queries spanning more than about ``2^480`` in
   magnitude from row to row) are refused at build and search time.
@@ -73,9 +76,13 @@ def limit(d: int, e: int) -> float:
     return math.ldexp(1.0, exponent) if exponent < 1024 else math.inf
 
 
-def resolution(d: int, e: int) -> float:
-    """Distances are exact to ``1e-9`` relative plus this absolute error (module docstring)."""
-    return math.sqrt(d) * math.ldexp(1.0, -511 - e)
+def resolution(d: int, e: int, fine: bool = True) -> float:
+    """Distances are exact to ``1e-9`` relative plus this absolute error (module docstring): squares
+    of scaled differences below ``2^-1037`` lost and the subnormal grid (``fine``), or, on an engine
+    without the fine distance (PostgreSQL), squares below ``2^-1022``."""
+    if not fine:
+        return math.sqrt(d) * math.ldexp(1.0, -511 - e)
+    return math.sqrt(d) * (math.ldexp(1.0, -1036 - e) + math.ldexp(1.0, -1074 - e)) + math.ldexp(1.0, -1073)
 
 
 def scaled(value: exp.Expression, e: int) -> exp.Expression:

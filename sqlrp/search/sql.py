@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from ..compiler import Source, col, dense_source, number, table_ref
@@ -313,15 +314,42 @@ def pack_word(
     return balanced(bits, exp.Add)
 
 
+#: a Euclidean distance below ``2^-FINE`` (on the scaled rows) is computed again on the differences
+#: times ``2^FINE_SCALE``: its squares no longer underflow (:mod:`sqlrp.search.scale`)
+FINE, FINE_SCALE = 400, 500
+
+
+def _elements(d: int, dialect: SqlrpDialect, table: str) -> list[exp.Expression]:
+    """The features of the row aliased ``table``: its ``_x`` columns, or the elements of its ``_vec``
+    where the engine measures vectors (the re-rank may read the vector alone)."""
+    if dialect.vector(xs(1)) is None:
+        return xs(d, table)
+    return [sqlglot.parse_one(f'"{table}"."_vec"[{i + 1}]', read="duckdb") for i in range(d)]
+
+
 def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str, scale: int = 0) -> exp.Expression:
     """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``, read
     times ``2^scale``: the Euclidean distance is divided by it again, exactly; the angular one is of
-    normalised rows, which no scale changes)."""
+    normalised rows, which no scale changes).  A Euclidean distance below ``2^-FINE`` is computed
+    again on the differences times ``2^FINE_SCALE`` (every difference is below it then: no overflow),
+    so that squares of differences down to about ``2^-1037`` still count (two rows ``1e-300`` apart
+    are not at distance 0) -- except on engines that raise where a product underflows (PostgreSQL),
+    where that distance would have failed already (:func:`sqlrp.search.scale.engine_range`)."""
     if metric == "angular":  # 1 - cos: half the squared distance of the normalised rows
         return exp.Div(this=_p(squared_distance(xs(d, left), xs(d, right))), expression=number(2.0))
     if dialect.vector(xs(1)) is not None:
-        return scaled(dialect.vector_distance(col("_vec", left), col("_vec", right)), -scale)
-    return scaled(exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right))), -scale)
+        coarse = dialect.vector_distance(col("_vec", left), col("_vec", right))
+    else:
+        coarse = exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
+    if dialect.float32_underflow_errors:  # PostgreSQL: raises on the underflow the fine distance avoids
+        return scaled(coarse, -scale)
+    diffs = [
+        _p(scaled(exp.Sub(this=a, expression=b), FINE_SCALE))
+        for a, b in zip(_elements(d, dialect, left), _elements(d, dialect, right), strict=True)
+    ]
+    fine = scaled(exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in diffs], exp.Add)), -FINE_SCALE)
+    small = exp.LT(this=coarse.copy(), expression=number(2.0**-FINE))
+    return scaled(exp.Case(ifs=[exp.If(this=small, true=fine)], default=coarse), -scale)
 
 
 def nearest(

@@ -151,7 +151,7 @@ def run_case(db, engine: str, c: dict) -> None:
     T = true_distances(X, Q, metric)
     q_small = metric == "angular" and _row_peaks(Q).size and _row_peaks(Q).min() * 2.0**e < 2.0**-ANGULAR_LOW
     beyond = float(np.abs(Q).max()) >= limit(d, e) or q_small
-    tol_abs = 4 * resolution(d, e) if metric == "euclidean" else 1e-12
+    tol_abs = 4 * resolution(d, e, fine=engine != "postgres") if metric == "euclidean" else 1e-12
     for kind, options in (
         ("default", {}),
         ("everything", {"probes": idx.lists, "candidates": max(n, top)}),
