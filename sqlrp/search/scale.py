@@ -159,13 +159,19 @@ def engine_range(what: str) -> Iterator[None]:
         text = str(exc).lower()
         if module not in DRIVER_MODULES or "out of range" not in text or "flow" not in text:
             raise
-        kind = "underflowed" if "underflow" in text else "overflowed"
         first = " ".join(str(exc).split())[:120]
-        raise InputError(
-            f"{what}: a double {kind} in the engine ({first}): its features (or the queries') span magnitudes "
-            f"beyond what its distances resolve -- values below about 1e-150 times the largest; round those to 0 "
-            f"or scale the rows first; nothing was written"
-        ) from None
+        if "underflow" in text:
+            why = (
+                "a double underflowed in the engine ({first}): its features (or the queries') span magnitudes beyond "
+                "what its distances resolve -- values below about 1e-150 times the largest; round those to 0 or "
+                "scale the rows first"
+            )
+        else:
+            why = (
+                "a double overflowed in the engine ({first}): its features (or the queries') are too close to the "
+                "doubles' limit (1.8e308); scale the rows first"
+            )
+        raise InputError(f"{what}: {why.format(first=first)}; nothing was written") from None
 
 
 __all__ = ["check_range", "engine_range", "limit", "magnitude", "resolution", "scale_exponent", "scaled"]

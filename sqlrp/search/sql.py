@@ -7,6 +7,8 @@ Everything here is a sqlglot expression rendered per dialect; a user's column na
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
@@ -342,14 +344,25 @@ def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: 
     else:
         coarse = exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
     if dialect.float32_underflow_errors:  # PostgreSQL: raises on the underflow the fine distance avoids
-        return scaled(coarse, -scale)
+        return _unscaled(coarse, scale, dialect)
     diffs = [
         _p(scaled(exp.Sub(this=a, expression=b), FINE_SCALE))
         for a, b in zip(_elements(d, dialect, left), _elements(d, dialect, right), strict=True)
     ]
     fine = scaled(exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in diffs], exp.Add)), -FINE_SCALE)
     small = exp.LT(this=coarse.copy(), expression=number(2.0**-FINE))
-    return scaled(exp.Case(ifs=[exp.If(this=small, true=fine)], default=coarse), -scale)
+    return _unscaled(exp.Case(ifs=[exp.If(this=small, true=fine)], default=coarse), scale, dialect)
+
+
+def _unscaled(distance: exp.Expression, scale: int, dialect: SqlrpDialect) -> exp.Expression:
+    """``distance * 2^-scale``: a distance of rows scaled down (``scale < 0``) may pass the largest
+    double once scaled up again -- ``inf``, as NumPy's ``math.dist`` gives, where PostgreSQL would
+    raise ``value out of range: overflow`` instead."""
+    if scale >= 0 or not dialect.float32_underflow_errors:
+        return scaled(distance, -scale)
+    beyond = exp.GT(this=distance.copy(), expression=number(math.ldexp(sys.float_info.max, scale)))
+    infinite = exp.cast(exp.Literal.string("Infinity"), DOUBLE)
+    return exp.Case(ifs=[exp.If(this=beyond, true=infinite)], default=scaled(distance, -scale))
 
 
 def nearest(

@@ -96,6 +96,12 @@ EXAMPLES = [
         "Q": [[1.0, 1.0]],
         "metric": "angular",
     },
+    {  # distances beyond the largest double (found by the long run): inf, as math.dist; PostgreSQL raised
+        "d": 2,
+        "X": [[-7e307, 2e307], [0.0, -6e307], [5.3e306, 2.89e307], [-9e307, 1.05e307], [-9.68e307, 9.31e307]],
+        "Q": [[0.0, -6e307], [8.5e306, -8e307]],
+        "metric": "euclidean",
+    },
 ]
 
 
@@ -207,7 +213,7 @@ def test_fuzz_search_range_postgres(pg_url) -> None:
     sep = "&" if "?" in pg_url else "?"
     db = sqlrp.connect(f"{pg_url}{sep}options=-csearch_path%3D{schema}")
 
-    @_with_examples(0, 2)  # PostgreSQL's overflow, and a refusal
+    @_with_examples(0, 4)  # PostgreSQL's overflows
     @given(case())
     @fuzz_settings(2)
     def check(c: dict) -> None:
