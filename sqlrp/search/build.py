@@ -50,7 +50,7 @@ from .progress import Steps
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 from .rows import rows_select
 from .sample import sample_rows
-from .scale import check_range, engine_range, magnitude, scale_exponent
+from .scale import check_range, engine_range, magnitude, needs_fine, scale_exponent
 from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
 
 #: the stages a build's progress bar shows
@@ -192,16 +192,16 @@ def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
     steps.start("reading the table")
     source, d, size, rows = _read(db, name, existing, table, id_column, inputs, spec.bits, check)
     # one pass for the table's magnitudes: the scale that keeps its squared distances finite (scale.py)
-    peak, smallest = magnitude(db, source, d, rows=spec.metric == "angular")
-    e = scale_exponent(peak)
-    check_range(f"table {source.table!r}", peak, smallest, d, e, name)
+    seen = magnitude(db, source, d, rows=spec.metric == "angular")
+    e = scale_exponent(seen.peak)
+    check_range(f"table {source.table!r}", seen.peak, seen.row_min, d, e, name)
     L = min(spec.lists if spec.lists is not None else default_lists(rows), rows)
     want = spec.sample if spec.sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
     drawn_rows = min(want, rows)
     drawn = sample_rows(db, source, d, spec.metric, rows, drawn_rows, spec.seed, e)
     steps.start("k-means")
     centroids = train_lists(drawn, L, spec.seed)
-    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows, e)
+    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows, e, needs_fine(seen.least, e))
     P = index.probes
     described = {
         "table": source.table,
@@ -279,7 +279,16 @@ def _read(  # noqa: PLR0913 - _build's
 
 
 def _new_index(  # noqa: PLR0913 - _build's
-    db: Backend, name: str, source: Source, d: int, size: int, centroids: Lists, spec: IndexSpec, drawn: int, e: int
+    db: Backend,
+    name: str,
+    source: Source,
+    d: int,
+    size: int,
+    centroids: Lists,
+    spec: IndexSpec,
+    drawn: int,
+    e: int,
+    fine: bool,
 ) -> tuple[Index, dict]:
     """The index about to be written, and the parameters its registry row keeps."""
     dialect = db.sql_dialect
@@ -289,6 +298,7 @@ def _new_index(  # noqa: PLR0913 - _build's
     params |= {"rounds": ROUNDS, "seed": int(spec.seed), "word_bits": dialect.code_word_bits}
     params |= {"id_type": id_type(db, source)}
     params |= {"metric": spec.metric, "probes": int(P), "sample": int(drawn), "scale": int(e)}
+    params |= {"fine": bool(fine)}
     index = Index(
         name,
         source,
@@ -302,6 +312,7 @@ def _new_index(  # noqa: PLR0913 - _build's
         dialect.code_word_bits,
         params["id_type"],
         scale=int(e),
+        fine=bool(fine),
     )
     return index, params
 

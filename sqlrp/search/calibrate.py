@@ -41,7 +41,7 @@ from .ivf import Lists
 from .query import exact_select
 from .reference import probe_counts
 from .sample import picked_ids
-from .sql import ID, LIST, IndexLayout, feature_rows, pair_distance, rerank_rows, with_vector
+from .sql import ID, LIST, IndexLayout, feature_rows, layout_distance, rerank_rows, with_vector
 from .staged import run_search
 
 #: the default Recall@K the calibration aims for (``--recall``)
@@ -247,7 +247,7 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
         exp.select(
             exp.alias_(col("_id", "q"), "_qid", quoted=True),
             exp.alias_(col("_id", "x"), "_id", quoted=True),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x", layout.scale), "_d", quoted=True),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True),
         )
         .from_(q.subquery("q"))
         .join(rerank_rows(layout, dialect).subquery("x"), join_type="CROSS")
@@ -272,7 +272,7 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
         exp.select(
             exp.alias_(col("_qid", "f"), "query_id", quoted=True),
             exp.alias_(col("_id", "f"), "id", quoted=True),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x", layout.scale), "distance", quoted=True),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "distance", quoted=True),
         )
         .from_(found.subquery("f"))
         .join(q.copy().subquery("q"), on=col("_id", "q").eq(col("_qid", "f")))

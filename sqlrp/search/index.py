@@ -83,6 +83,8 @@ class Index:
     #: the rows are read times ``2^scale`` (:mod:`.scale`; None: an index of an older sqlrp, read unscaled,
     #: its table's magnitudes checked at each search)
     scale: int | None = None
+    #: rows may differ by less than ``2^-400`` scaled: small distances computed again (:func:`.sql.pair_distance`)
+    fine: bool = False
 
     @property
     def layout(self) -> IndexLayout:
@@ -96,6 +98,7 @@ class Index:
             self.metric,
             self.word_bits,
             self.scale or 0,
+            self.fine,
         )
 
 
@@ -226,6 +229,7 @@ def load_index(db: Backend, name: str) -> Index:
         p.get("id_type"),
         Calibration.from_json(p.get("calibration")),
         int(p["scale"]) if p.get("scale") is not None else None,
+        bool(p.get("fine", False)),
     )
 
 

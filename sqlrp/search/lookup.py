@@ -10,6 +10,7 @@ short of ``top`` neighbours.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import TypedDict, Unpack
 
 import numpy as np
@@ -31,7 +32,7 @@ from .fresh import check_columns, check_fresh
 from .index import RESERVED, Index, check_engine, create_as, default_candidates, load_index, unique_ids
 from .progress import Steps
 from .query import exact_select, search_select
-from .scale import LOW, check_range, engine_range, magnitude
+from .scale import LOW, check_range, engine_range, magnitude, needs_fine
 from .sql import MAX_COUNT, check_search
 from .staged import run_search, staged_engine, staged_search
 
@@ -166,11 +167,15 @@ def _search(  # noqa: PLR0913 - search's own arguments
     if check:
         check_source(db, idx.d, queries)
     angular, e = idx.metric == "angular", idx.scale or 0
-    check_range(_named(query_table), *magnitude(db, queries, idx.d, rows=angular), idx.d, e, idx.name)
+    seen = magnitude(db, queries, idx.d, rows=angular)
+    check_range(_named(query_table), seen.peak, seen.row_min, idx.d, e, idx.name)
+    fine = idx.fine or needs_fine(seen.least, e)
     fresh = check_fresh(db, idx, strict) if not exact else False
     if not fresh or idx.scale is None:  # the rows re-ranked are the table's now: within the index's scale?
-        peak, smallest = magnitude(db, src, idx.d, rows=angular)
-        check_range(f"table {src.table!r}", peak, smallest, idx.d, e, idx.name, low=LOW)
+        now = magnitude(db, src, idx.d, rows=angular)
+        check_range(f"table {src.table!r}", now.peak, now.row_min, idx.d, e, idx.name, low=LOW)
+        fine = fine or needs_fine(now.least, e)
+    idx = dataclasses.replace(idx, fine=fine)
     steps.start("searching")
     if into is None:
         if exact:

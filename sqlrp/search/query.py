@@ -53,9 +53,9 @@ from .sql import (
     cte,
     distance_key,
     feature_rows,
+    layout_distance,
     named,
     nearest,
-    pair_distance,
     probing,
     rerank_rows,
     result_select,
@@ -135,7 +135,7 @@ def search_select(
             named("_qid", "t"),
             named("_id", "t"),
             *([named("_erank", "t")] if ranked else []),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x", layout.scale), "_d", quoted=True, copy=False),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(x.subquery("x", copy=False))
         .join(best.subquery("t", copy=False), on=col("_id", "x").eq(col("_id", "t")), copy=False)
@@ -295,7 +295,7 @@ def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, to
         _select(
             exp.alias_(col("_id", "q"), "_qid", quoted=True, copy=False),
             exp.alias_(col("_id", "x"), "_id", quoted=True, copy=False),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x", layout.scale), "_d", quoted=True, copy=False),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(q.subquery("q", copy=False))
         .join(x.subquery("x", copy=False), join_type="CROSS")

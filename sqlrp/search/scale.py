@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -93,15 +94,22 @@ def scaled(value: exp.Expression, e: int) -> exp.Expression:
     return exp.Mul(this=exp.paren(value, copy=False), expression=factor)
 
 
-def magnitude(db: Backend, source: Source, d: int, rows: bool = False) -> tuple[float, float | None]:
-    """``(M, m)``: the largest ``|feature|`` of ``source`` (``nan`` or ``inf`` if one is not finite; 0
-    for no rows) and, with ``rows``, the smallest of the rows' largest ``|feature|`` over the rows not
-    all zero (``None`` if there are none) -- one pass over the table."""
+class Magnitudes(NamedTuple):
+    """What one pass over a table says of its features' magnitudes (:func:`magnitude`)."""
+
+    peak: float  #: the largest ``|feature|`` (``nan`` or ``inf`` if one is not finite; 0 for no rows)
+    row_min: float | None  #: the smallest row's largest ``|feature|``, rows not all zero (``rows=True``)
+    least: float  #: the smallest nonzero ``|feature|`` (``inf`` if none)
+
+
+def magnitude(db: Backend, source: Source, d: int, rows: bool = False) -> Magnitudes:
+    """:class:`Magnitudes` of ``source``'s features, in one pass over it (``rows``: ``row_min`` too)."""
     from .sql import feature_rows  # sql imports this module
 
     dialect = db.sql_dialect
     xs = [exp.Abs(this=col(f"_x{i}")) for i in range(d)]
     aggregates: list[exp.Expression] = [exp.Max(this=x) for x in xs]
+    aggregates += [exp.Min(this=exp.Case(ifs=[exp.If(this=x.copy() > 0, true=x.copy())])) for x in xs]
     if rows:
         peak = xs[0].copy() if d == 1 else exp.Greatest(this=xs[0].copy(), expressions=[x.copy() for x in xs[1:]])
         nonzero = exp.Case(ifs=[exp.If(this=exp.paren(peak) > 0, true=peak.copy())])
@@ -110,8 +118,18 @@ def magnitude(db: Backend, source: Source, d: int, rows: bool = False) -> tuple[
     got = db.fetchall(dialect.render(select))[0]
     values = [float(v) for v in got[:d] if v is not None]
     M = math.nan if any(math.isnan(v) for v in values) else max(values, default=0.0)
-    smallest = None if not rows or got[d] is None else float(got[d])
-    return M, smallest
+    least = min((float(v) for v in got[d : 2 * d] if v is not None), default=math.inf)
+    smallest = None if not rows or got[2 * d] is None else float(got[2 * d])
+    return Magnitudes(M, smallest, least)
+
+
+def needs_fine(least: float, e: int) -> bool:
+    """Whether rows of features down to ``least`` (nonzero) may differ by less than ``2^-400`` once
+    scaled by ``2^e`` -- the fine distance's domain (:func:`sqlrp.search.sql.pair_distance`).  Two
+    distinct doubles of magnitude at least ``2^k`` differ by at least ``2^(k-52)``: with every nonzero
+    scaled feature at least ``2^-340``, no nonzero difference is below ``2^-400`` (nor its square
+    below the normal range), and a distance below ``2^-400`` is exactly 0."""
+    return math.isfinite(least) and least * math.ldexp(1.0, e) < math.ldexp(1.0, -340)
 
 
 def _shown(value: float) -> str:
@@ -174,4 +192,14 @@ def engine_range(what: str) -> Iterator[None]:
         raise InputError(f"{what}: {why.format(first=first)}; nothing was written") from None
 
 
-__all__ = ["check_range", "engine_range", "limit", "magnitude", "resolution", "scale_exponent", "scaled"]
+__all__ = [
+    "Magnitudes",
+    "check_range",
+    "engine_range",
+    "limit",
+    "magnitude",
+    "needs_fine",
+    "resolution",
+    "scale_exponent",
+    "scaled",
+]

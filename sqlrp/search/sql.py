@@ -62,6 +62,7 @@ class IndexLayout:
     metric: str = "euclidean"
     word_bits: int = WORD_BITS  #: bits of a stored code word (the dialect's ``code_word_bits``)
     scale: int = 0  #: the rows are read times ``2^scale`` (:mod:`sqlrp.search.scale`)
+    fine: bool = False  #: distances below ``2^-FINE`` computed again (:func:`pair_distance`)
 
     @property
     def size(self) -> int:
@@ -329,21 +330,25 @@ def _elements(d: int, dialect: SqlrpDialect, table: str) -> list[exp.Expression]
     return [sqlglot.parse_one(f'"{table}"."_vec"[{i + 1}]', read="duckdb") for i in range(d)]
 
 
-def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str, scale: int = 0) -> exp.Expression:
+def pair_distance(  # noqa: PLR0913 - the rows, and how they were read
+    metric: str, d: int, dialect: SqlrpDialect, left: str, right: str, scale: int = 0, fine: bool = False
+) -> exp.Expression:
     """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``, read
     times ``2^scale``: the Euclidean distance is divided by it again, exactly; the angular one is of
     normalised rows, which no scale changes).  A Euclidean distance below ``2^-FINE`` is computed
     again on the differences times ``2^FINE_SCALE`` (every difference is below it then: no overflow),
     so that squares of differences down to about ``2^-1037`` still count (two rows ``1e-300`` apart
     are not at distance 0) -- except on engines that raise where a product underflows (PostgreSQL),
-    where that distance would have failed already (:func:`sqlrp.search.scale.engine_range`)."""
+    where that distance would have failed already (:func:`sqlrp.search.scale.engine_range`).  Only
+    with ``fine``: where the rows may differ that little at all (:func:`sqlrp.search.scale.needs_fine`;
+    the second distance costs as much as the first)."""
     if metric == "angular":  # 1 - cos: half the squared distance of the normalised rows
         return exp.Div(this=_p(squared_distance(xs(d, left), xs(d, right))), expression=number(2.0))
     if dialect.vector(xs(1)) is not None:
         coarse = dialect.vector_distance(col("_vec", left), col("_vec", right))
     else:
         coarse = exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
-    if dialect.float32_underflow_errors:  # PostgreSQL: raises on the underflow the fine distance avoids
+    if not fine or dialect.float32_underflow_errors:  # PostgreSQL raises on the underflow it avoids
         return _unscaled(coarse, scale, dialect)
     diffs = [
         _p(scaled(exp.Sub(this=a, expression=b), FINE_SCALE))
@@ -352,6 +357,11 @@ def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: 
     fine = scaled(exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in diffs], exp.Add)), -FINE_SCALE)
     small = exp.LT(this=coarse.copy(), expression=number(2.0**-FINE))
     return _unscaled(exp.Case(ifs=[exp.If(this=small, true=fine)], default=coarse), scale, dialect)
+
+
+def layout_distance(layout: IndexLayout, dialect: SqlrpDialect, left: str, right: str) -> exp.Expression:
+    """:func:`pair_distance` of the rows aliased ``left`` and ``right`` as ``layout``'s index reads them."""
+    return pair_distance(layout.metric, layout.d, dialect, left, right, layout.scale, layout.fine)
 
 
 def _unscaled(distance: exp.Expression, scale: int, dialect: SqlrpDialect) -> exp.Expression:
