@@ -21,7 +21,9 @@ wherever nothing under- or overflowed.  What remains:
   any SQL runs;
 - squares of scaled differences below ``2^-511`` underflow: a distance below ``2^-400`` is therefore
   computed again on the differences times ``2^500`` (:func:`sqlrp.search.sql.pair_distance`), whose
-  squares underflow only below ``2^-1037``; distances are exact to ``1e-9`` relative plus
+  squares underflow only below ``2^-1037`` -- where rows can differ that little at all, a nonzero
+  scaled feature below ``2^-340`` in the table or the queries (:func:`needs_fine`; the second distance
+  costs as much as the first); distances are exact to ``1e-9`` relative plus
   :func:`resolution` (about ``sqrt(d) 2^(-1036 - e)`` and the subnormals' ``2^-1074``: rows that
   differ by less are at distance 0 from each other, ties broken by id).  PostgreSQL raises where a
   product underflows, so there the first distance fails instead (:func:`engine_range`: one line);
