@@ -140,8 +140,8 @@ def run_case(db, engine: str, c: dict) -> None:
     Q = np.array([r[1:] for r in db.fetchall(f"SELECT qid, {feats} FROM q ORDER BY qid")], dtype=np.float64)
     e = scale_exponent(float(np.abs(X).max()))
     # PostgreSQL raises where a product underflows to 0 (NumPy and DuckDB round): only near 2^-470 scaled
-    tiny = engine == "postgres" and min(_smallest(X), _smallest(Q)) * 2.0**e < 2.0**-470
-    small_rows = metric == "angular" and _row_peaks(X).size and _row_peaks(X).min() * 2.0**e < 2.0**-ANGULAR_LOW
+    tiny = engine == "postgres" and min(_smallest(X), _smallest(Q)) < math.ldexp(1.0, -470 - e)
+    small_rows = metric == "angular" and _row_peaks(X).size and _row_peaks(X).min() < math.ldexp(1.0, -ANGULAR_LOW - e)
     n, top = len(X), min(3, len(X))
     try:
         sqlrp.build_index(db, "t", "id", "ix", lists=2, metric=metric, replace=True, calibration_queries=20)
@@ -155,7 +155,7 @@ def run_case(db, engine: str, c: dict) -> None:
     idx = load_index(db, "ix")
     assert (idx.scale or 0) == e, (idx.scale, e)
     T = true_distances(X, Q, metric)
-    q_small = metric == "angular" and _row_peaks(Q).size and _row_peaks(Q).min() * 2.0**e < 2.0**-ANGULAR_LOW
+    q_small = metric == "angular" and _row_peaks(Q).size and _row_peaks(Q).min() < math.ldexp(1.0, -ANGULAR_LOW - e)
     beyond = float(np.abs(Q).max()) >= limit(d, e) or q_small
     tol_abs = 4 * resolution(d, e, fine=engine != "postgres") if metric == "euclidean" else 1e-12
     for kind, options in (
