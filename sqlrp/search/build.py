@@ -51,6 +51,7 @@ from .progress import Steps
 from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
 from .rows import rows_select
 from .sample import sample_rows
+from .scale import check_range, engine_range, magnitude, needs_fine, scale_exponent
 from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
 
 #: the stages a build's progress bar shows
@@ -159,10 +160,13 @@ def build_index(db: Backend, table: str, id_column: str, name: str, **options: U
             f"index {name!r} exists; pass --replace to rebuild it or --incremental to refresh it from its table"
         )
     if incremental and existing is not None:
-        with Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps:
+        with (
+            engine_range(f"refresh of index {name!r}"),
+            Steps(progress, f"refreshing index {name}", ["refreshing"]) as steps,
+        ):
             steps.start("refreshing")
             return refresh(db, load_index(db, name), check)
-    with Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
+    with engine_range(f"index {name!r}"), Steps(progress, f"index {name}", list(BUILD_STAGES)) as steps:
         return _build(db, name, existing, steps, table, id_column, inputs, spec, check)
 
 
@@ -180,13 +184,17 @@ def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
     """:func:`build_index` once its arguments are checked: a new index (or a rebuild)."""
     steps.start("reading the table")
     source, d, size, rows = _read(db, name, existing, table, id_column, inputs, spec.bits, check)
+    # one pass for the table's magnitudes: the scale that keeps its squared distances finite (scale.py)
+    seen = magnitude(db, source, d, rows=spec.metric == "angular")
+    e = scale_exponent(seen.peak)
+    check_range(f"table {source.table!r}", seen.peak, seen.row_min, d, e, name)
     L = min(spec.lists if spec.lists is not None else default_lists(rows), rows)
     want = spec.sample if spec.sample is not None else min(max(SAMPLE_PER_LIST * L, 1000), MAX_SAMPLE)
     drawn_rows = min(want, rows)
-    drawn = sample_rows(db, source, d, spec.metric, rows, drawn_rows, spec.seed)
+    drawn = sample_rows(db, source, d, spec.metric, rows, drawn_rows, spec.seed, e)
     steps.start("k-means")
     centroids = train_lists(drawn, L, spec.seed)
-    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows)
+    index, params = _new_index(db, name, source, d, size, centroids, spec, drawn_rows, e, needs_fine(seen.least, e))
     P = index.probes
     described = {
         "table": source.table,
@@ -250,6 +258,13 @@ def _read(  # noqa: PLR0913 - _build's
     _check_targets(db, name, source, registered_source(existing) if existing else None, existing)
     d = infer_d(db, source)
     size = rotation_size(d, bits)
+    widest = 2 + d + size  # the lists table: list, parent, d centroid and D rotated coordinates
+    limit = db.sql_dialect.max_columns
+    if limit is not None and widest > limit:
+        raise db.sql_dialect.refuse(
+            f"index {name!r} of d = {d} features with {size}-bit codes needs tables of {widest:,} columns; the "
+            f"engine allows {limit:,}: choose --bits={_widest_bits(d, limit)} or less"
+        )
     rows = unique_ids(db, source, "table")
     if check:
         check_source(db, d, source)
@@ -257,7 +272,16 @@ def _read(  # noqa: PLR0913 - _build's
 
 
 def _new_index(  # noqa: PLR0913 - _build's
-    db: Backend, name: str, source: Source, d: int, size: int, centroids: Lists, spec: IndexSpec, drawn: int
+    db: Backend,
+    name: str,
+    source: Source,
+    d: int,
+    size: int,
+    centroids: Lists,
+    spec: IndexSpec,
+    drawn: int,
+    e: int,
+    fine: bool,
 ) -> tuple[Index, dict]:
     """The index about to be written, and the parameters its registry row keeps."""
     dialect = db.sql_dialect
@@ -266,7 +290,8 @@ def _new_index(  # noqa: PLR0913 - _build's
     params = {"kind": KIND, "format": FORMAT, "d": d, "lists": centroids.count, "bits": size}
     params |= {"rounds": ROUNDS, "seed": int(spec.seed), "word_bits": dialect.code_word_bits}
     params |= {"id_type": id_type(db, source)}
-    params |= {"metric": spec.metric, "probes": int(P), "sample": int(drawn)}
+    params |= {"metric": spec.metric, "probes": int(P), "sample": int(drawn), "scale": int(e)}
+    params |= {"fine": bool(fine)}
     index = Index(
         name,
         source,
@@ -279,8 +304,18 @@ def _new_index(  # noqa: PLR0913 - _build's
         int(P),
         dialect.code_word_bits,
         params["id_type"],
+        scale=int(e),
+        fine=bool(fine),
     )
     return index, params
+
+
+def _widest_bits(d: int, columns: int) -> int:
+    """The most code bits (a power of two) whose lists table of ``d`` features fits ``columns``."""
+    bits = 64
+    while 2 + d + 2 * bits <= columns:
+        bits *= 2
+    return bits
 
 
 def _check_name(dialect: SqlrpDialect, name: str, source: Source) -> None:

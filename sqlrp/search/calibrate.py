@@ -41,7 +41,7 @@ from .ivf import Lists
 from .query import exact_select
 from .reference import probe_counts
 from .sample import picked_ids
-from .sql import ID, LIST, IndexLayout, feature_rows, pair_distance, rerank_rows, with_vector
+from .sql import ID, LIST, IndexLayout, feature_rows, layout_distance, rerank_rows, with_vector
 from .staged import run_search
 
 #: the default Recall@K the calibration aims for (``--recall``)
@@ -242,12 +242,12 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
     if not dialect.min_by_n:
         return exact_select(layout, queries, dialect, k)
     d = layout.d
-    q = with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
+    q = with_vector(feature_rows(queries, d, dialect, layout.metric, scale=layout.scale), d, dialect)
     pairs = (
         exp.select(
             exp.alias_(col("_id", "q"), "_qid", quoted=True),
             exp.alias_(col("_id", "x"), "_id", quoted=True),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True),
         )
         .from_(q.subquery("q"))
         .join(rerank_rows(layout, dialect).subquery("x"), join_type="CROSS")
@@ -272,7 +272,7 @@ def truth_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, k:
         exp.select(
             exp.alias_(col("_qid", "f"), "query_id", quoted=True),
             exp.alias_(col("_id", "f"), "id", quoted=True),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "distance", quoted=True),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "distance", quoted=True),
         )
         .from_(found.subquery("f"))
         .join(q.copy().subquery("q"), on=col("_id", "q").eq(col("_qid", "f")))
@@ -293,7 +293,8 @@ def _truth(
     truth_rows = db.query_df(dialect.render(with_lists))
     truth_rows = truth_rows[truth_rows["query_id"] != truth_rows["id"]]
     truth_rows = truth_rows.sort_values(["query_id", "distance", "id"]).groupby("query_id", sort=True).head(top)
-    q = db.query_df(dialect.render(feature_rows(qsource, d, dialect, layout.metric).order_by(col("_id"))))
+    q_rows = feature_rows(qsource, d, dialect, layout.metric, scale=layout.scale)
+    q = db.query_df(dialect.render(q_rows.order_by(col("_id"))))
     qids = q["_id"].to_list()
     Q = q[[f"_x{i}" for i in range(d)]].to_numpy(dtype=np.float64)
     lists_of = np.zeros((len(qids), top), dtype=np.int64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 
 from sqlglot import exp
 
@@ -16,8 +17,9 @@ from ..core.errors import text_value, warn_caller
 from ..pipeline import targets
 from ..pipeline.materialise import output_table, staged
 from ..pipeline.sources import check_source, describe, fill_source
-from .index import Index, StaleIndex, create_as, staging_name, unique_ids
+from .index import INDEX_TABLE, Index, StaleIndex, create_as, staging_name, unique_ids
 from .rows import fingerprint, fingerprint_select, rows_select
+from .scale import LOW, check_range, magnitude, needs_fine
 from .sql import HASH, ID, feature_rows
 
 
@@ -40,6 +42,22 @@ def check_fresh(db: Backend, index: Index, strict: bool = False) -> bool:
         raise StaleIndex(message)
     warn_caller(message)
     return False
+
+
+def check_columns(db: Backend, index: Index, doing: str) -> None:
+    """Refuse (:class:`StaleIndex`, before anything runs) to ``doing`` an index whose table no longer has
+    the columns it was built on -- renamed or dropped: the index must be rebuilt on the table as it is."""
+    src = index.source
+    wanted = [src.id_column, *(src.columns if src.layout == "wide" else [src.array_column])]
+    present = {c.name for c in describe(db, src.table, src.schema, src.catalog)}
+    missing = [c for c in wanted if c is not None and c not in present]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise StaleIndex(
+            f"cannot {doing}: table {src.table!r} no longer has the column{'s' if len(missing) > 1 else ''} "
+            f"{shown} index {index.name!r} was built on (renamed or dropped); rebuild the index: index the table "
+            f"again with --replace ({_same(src, index.name)}, and its columns as they are now)"
+        )
 
 
 def _fingerprints(db: Backend, index: Index) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -89,6 +107,7 @@ def refresh(db: Backend, index: Index, check: bool) -> Index:
     """Bring ``index`` up to date with its table (module docstring), in one transaction."""
     dialect = db.sql_dialect
     src = index.source
+    check_columns(db, index, "refresh")
     wanted = Source(src.table, src.id_column, src.layout, src.columns, src.array_column)
     source = fill_source(db, dataclasses.replace(wanted, schema=src.schema, nulls=src.nulls, catalog=src.catalog))
     changed = id_type_change(db, index, source)
@@ -97,6 +116,11 @@ def refresh(db: Backend, index: Index, check: bool) -> Index:
     unique_ids(db, source, "table")
     if check:
         check_source(db, index.d, source)
+    seen = magnitude(db, source, index.d, rows=index.metric == "angular")
+    check_range(f"table {source.table!r}", seen.peak, seen.row_min, index.d, index.scale or 0, index.name, low=LOW)
+    if needs_fine(seen.least, index.scale or 0) and not index.fine:
+        _mark_fine(db, index)
+        index = dataclasses.replace(index, fine=True)
     indexed = targets.Table(source.table, source.schema, source.catalog, f"index {index.name!r}'s source table")
     written = targets.index_tables(index.name, source.schema, source.catalog)[:3]
     targets.refuse_tables(db, written, [indexed], besides=index.name)
@@ -128,6 +152,15 @@ def refresh(db: Backend, index: Index, check: bool) -> Index:
         db.execute(dialect.render(exp.insert(new, layout.rows.copy())))
         db.execute(dialect.render(exp.Drop(tables=[fresh.copy()], kind="TABLE")))
     return index
+
+
+def _mark_fine(db: Backend, index: Index) -> None:
+    """Record in the registry that ``index``'s table now holds rows that may differ by less than
+    ``2^-400`` scaled (:func:`~sqlrp.search.scale.needs_fine`): its searches compute small distances again."""
+    row = db.fetchall(f"SELECT params FROM {INDEX_TABLE} WHERE name = ?", [index.name])
+    if row:
+        params = {**json.loads(row[0][0]), "fine": True}
+        db.execute(f"UPDATE {INDEX_TABLE} SET params = ? WHERE name = ?", [json.dumps(params), index.name])
 
 
 def _refresh_staged(db: Backend, index: Index, source: Source, hashed: exp.Select) -> None:

@@ -80,6 +80,11 @@ class Index:
     word_bits: int = 64  #: bits of a stored code word (the engine's ``code_word_bits`` when built)
     id_type: str | None = None  #: the id column's type when built (None: an index of an older sqlrp)
     calibration: Calibration | None = None  #: the defaults measured on the table (:mod:`.calibrate`)
+    #: the rows are read times ``2^scale`` (:mod:`.scale`; None: an index of an older sqlrp, read unscaled,
+    #: its table's magnitudes checked at each search)
+    scale: int | None = None
+    #: rows may differ by less than ``2^-400`` scaled: small distances computed again (:func:`.sql.pair_distance`)
+    fine: bool = False
 
     @property
     def layout(self) -> IndexLayout:
@@ -92,6 +97,8 @@ class Index:
             self.signs,
             self.metric,
             self.word_bits,
+            self.scale or 0,
+            self.fine,
         )
 
 
@@ -221,6 +228,8 @@ def load_index(db: Backend, name: str) -> Index:
         int(p.get("word_bits", 64)),
         p.get("id_type"),
         Calibration.from_json(p.get("calibration")),
+        int(p["scale"]) if p.get("scale") is not None else None,
+        bool(p.get("fine", False)),
     )
 
 

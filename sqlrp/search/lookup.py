@@ -10,6 +10,7 @@ short of ``top`` neighbours.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import TypedDict, Unpack
 
 import numpy as np
@@ -29,11 +30,12 @@ from ..pipeline.materialise import atomic_table, output_table
 from ..pipeline.sources import check_source, describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES
 from .calibrate import FAR, Calibration
-from .fresh import check_fresh
+from .fresh import check_columns, check_fresh
 from .index import RESERVED, Index, check_engine, create_as, default_candidates, load_index, unique_ids
 from .progress import Steps
 from .query import exact_select, search_select
-from .sql import check_search
+from .scale import LOW, check_range, engine_range, magnitude, needs_fine
+from .sql import MAX_COUNT, check_search
 from .staged import run_search, staged_engine, staged_search
 
 
@@ -112,7 +114,10 @@ def search(
             rest = {k: v for k, v in decided.items() if k in options}
             return search(db, index, name, query_id_column, top=top, into=into, **rest)
     o: dict = {**SEARCH_DEFAULTS, **options}
-    with Steps(o["progress"], f"search {index}", ["checking the table", "searching"]) as steps:
+    with (
+        engine_range(f"search of index {index!r}"),
+        Steps(o["progress"], f"search {index}", ["checking the table", "searching"]) as steps,
+    ):
         return _search(
             db,
             index,
@@ -163,6 +168,7 @@ def _search(  # noqa: PLR0913 - search's own arguments
     cal = idx.calibration
     options = _settings(idx, top, candidates, probes, exact)
     src = idx.source
+    check_columns(db, idx, "search")
     for table in (query_table, src.table):
         if dialect.fold(table).casefold() in {c.casefold() for c in RESERVED}:
             raise InvalidParameter(f"{table!r} is a name the search gives its own sub-queries; rename the table")
@@ -170,8 +176,16 @@ def _search(  # noqa: PLR0913 - search's own arguments
     unique_ids(db, queries, "query table")
     if check:
         check_source(db, idx.d, queries)
-    if not exact:
-        check_fresh(db, idx, strict)
+    angular, e = idx.metric == "angular", idx.scale or 0
+    seen = magnitude(db, queries, idx.d, rows=angular)
+    check_range(_named(query_table), seen.peak, seen.row_min, idx.d, e, idx.name)
+    fine = idx.fine or needs_fine(seen.least, e)
+    fresh = check_fresh(db, idx, strict) if not exact else False
+    if not fresh or idx.scale is None:  # the rows re-ranked are the table's now: within the index's scale?
+        now = magnitude(db, src, idx.d, rows=angular)
+        check_range(f"table {src.table!r}", now.peak, now.row_min, idx.d, e, idx.name, low=LOW)
+        fine = fine or needs_fine(now.least, e)
+    idx = dataclasses.replace(idx, fine=fine)
     steps.start("searching")
     if into is None:
         if exact:
@@ -200,9 +214,10 @@ def _settings(idx: Index, top: int, candidates: int | None, probes: int | None, 
     are expected to fall below the recall the index was calibrated for."""
     cal = idx.calibration
     C = candidates
-    if C is None:  # the default follows top (a nonsense top is refused below)
+    if C is None:  # the default follows top (a nonsense top is refused below), within the bound
         whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
         C = (cal.default_candidates(top) if cal else default_candidates(top)) if whole else top
+        C = max(min(C, MAX_COUNT), top) if whole else C
     P = probes if probes is not None else idx.probes
     check_search(top, C, P, idx.metric)
     if P > idx.lists:
@@ -283,6 +298,11 @@ def _query_source(
             f"columns and lacks {', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}"
         )
     return resolve_source(db, table, id_column, columns=idx.source.columns, schema=schema, catalog=catalog)
+
+
+def _named(table: str) -> str:
+    """The query table as an error names it (a DataFrame's registered name is no name of the user's)."""
+    return "the query frame" if table.startswith("_sqlrp_frame") else f"query table {table!r}"
 
 
 def _warn_far(far: list, total: int, cal: Calibration, candidates: int) -> None:

@@ -53,9 +53,9 @@ from .sql import (
     cte,
     distance_key,
     feature_rows,
+    layout_distance,
     named,
     nearest,
-    pair_distance,
     probing,
     rerank_rows,
     result_select,
@@ -135,7 +135,7 @@ def search_select(
             named("_qid", "t"),
             named("_id", "t"),
             *([named("_erank", "t")] if ranked else []),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True, copy=False),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(x.subquery("x", copy=False))
         .join(best.subquery("t", copy=False), on=col("_id", "x").eq(col("_id", "t")), copy=False)
@@ -144,7 +144,7 @@ def search_select(
     out = rr if ranked else result_select(top_ranked(rr, top))
     if staged:
         return out
-    qv = with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
+    qv = with_vector(feature_rows(queries, d, dialect, layout.metric, scale=layout.scale), d, dialect)
     planes = planes_select(layout, dialect)
     return out.with_("_sqlrp_q", as_=qv, copy=False).with_("_sqlrp_planes", as_=planes, copy=False)
 
@@ -279,7 +279,7 @@ def _candidates(estimated: exp.Select, candidates: int, ranked: bool, dialect: S
 
 def query_vectors(layout: IndexLayout, queries: Source, dialect: SqlrpDialect) -> exp.Select:
     """``_sqlrp_q``: the queries' ``_id, _x..`` (and ``_vec``) as the search reads them."""
-    return with_vector(feature_rows(queries, layout.d, dialect, layout.metric), layout.d, dialect)
+    return with_vector(feature_rows(queries, layout.d, dialect, layout.metric, scale=layout.scale), layout.d, dialect)
 
 
 def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, top: int = 10) -> exp.Select:
@@ -289,13 +289,13 @@ def exact_select(layout: IndexLayout, queries: Source, dialect: SqlrpDialect, to
     (distance, id), top)``, the form DESIGN.md 4c measured fastest; elsewhere a window)."""
     check_search(top, top, None, layout.metric)
     d = layout.d
-    q = with_vector(feature_rows(queries, d, dialect, layout.metric), d, dialect)
-    x = with_vector(feature_rows(layout.source, d, dialect, layout.metric), d, dialect)
+    q = with_vector(feature_rows(queries, d, dialect, layout.metric, scale=layout.scale), d, dialect)
+    x = with_vector(feature_rows(layout.source, d, dialect, layout.metric, scale=layout.scale), d, dialect)
     pairs = (
         _select(
             exp.alias_(col("_id", "q"), "_qid", quoted=True, copy=False),
             exp.alias_(col("_id", "x"), "_id", quoted=True, copy=False),
-            exp.alias_(pair_distance(layout.metric, d, dialect, "q", "x"), "_d", quoted=True, copy=False),
+            exp.alias_(layout_distance(layout, dialect, "q", "x"), "_d", quoted=True, copy=False),
         )
         .from_(q.subquery("q", copy=False))
         .join(x.subquery("x", copy=False), join_type="CROSS")

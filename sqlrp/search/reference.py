@@ -5,6 +5,7 @@ the SQL's lists, codes, candidates and ranks bit for bit (the parity tests)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Unpack
 
@@ -13,7 +14,7 @@ import numpy as np
 from ..core.lazy import pd
 from .ivf import Lists, assign, estimates, query_planes, reference_codes
 from .rotation import rotate
-from .sql import RESULT_COLUMNS, Probing, check_search, probing
+from .sql import FINE, FINE_SCALE, RESULT_COLUMNS, Probing, check_search, probing
 
 
 def normalise(X: np.ndarray) -> np.ndarray:
@@ -21,6 +22,19 @@ def normalise(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     norm = np.sqrt((X * X).sum(axis=1))
     return X / np.where(norm == 0, 1.0, norm)[:, None]
+
+
+def euclidean(diff: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`~sqlrp.search.sql.pair_distance`'s Euclidean distance of the
+    differences ``diff`` (rows): below ``2^-FINE`` computed again on the differences times
+    ``2^FINE_SCALE``, so that their squares do not underflow."""
+    with np.errstate(under="ignore"):
+        d = np.sqrt((diff * diff).sum(axis=1))
+        small = d < 2.0**-FINE
+        if small.any():
+            fine = np.ldexp(diff[small], FINE_SCALE)
+            d[small] = np.ldexp(np.sqrt((fine * fine).sum(axis=1)), -FINE_SCALE)
+    return d
 
 
 def probe_counts(distances: np.ndarray, floor: int, cap: int | None = None, ratio: float | None = None) -> np.ndarray:
@@ -43,15 +57,18 @@ def reference_search(
     lists: Lists,
     signs: np.ndarray,
     metric: str = "euclidean",
+    scale: int = 0,
     **options: Unpack[Probing],
 ) -> pd.DataFrame:
     """Every step of :func:`search_select` in NumPy, on the same centroids and rotation: the same
     lists (adaptive with ``ratio`` and ``cap``: :func:`probe_counts`), codes, estimates, candidates
-    (ties by id) and exact ranks.  ``options``: :class:`~.sql.Probing`."""
+    (ties by id) and exact ranks.  ``scale``: the index's (:mod:`sqlrp.search.scale`): the rows and
+    queries times ``2^scale``, as the SQL reads them (``lists`` are the stored, scaled, centroids),
+    Euclidean distances divided by it again.  ``options``: :class:`~.sql.Probing`."""
     top, candidates, probes, ratio, cap = probing(options)
     check_search(top, candidates, probes, metric)
     ids = np.asarray(ids)
-    X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
+    X, Q = np.ldexp(np.asarray(X, dtype=np.float64), scale), np.ldexp(np.asarray(Q, dtype=np.float64), scale)
     if metric == "angular":
         X, Q = normalise(X), normalise(Q)
     rotated = rotate(lists.leaves, signs)
@@ -74,15 +91,33 @@ def reference_search(
         if metric == "angular":
             d = ((X[best] - Q[qi]) ** 2).sum(axis=1) / 2.0
         else:
-            d = np.sqrt(((X[best] - Q[qi]) ** 2).sum(axis=1))
+            d = np.ldexp(euclidean(X[best] - Q[qi]), -scale)
         for rank, at in enumerate(np.lexsort((ids[best], d))[:top], start=1):
             out.append((qid, ids[best[at]], rank, d[at]))
     return pd.DataFrame(out, columns=list(RESULT_COLUMNS))
 
 
-def reference_assign(X: np.ndarray, lists: Lists, metric: str = "euclidean") -> np.ndarray:
-    """The lists the SQL puts the rows of ``X`` in."""
+def reference_assign(X: np.ndarray, lists: Lists, metric: str = "euclidean", scale: int = 0) -> np.ndarray:
+    """The lists the SQL puts the rows of ``X`` in (``scale``: the index's, as in :func:`reference_search`)."""
+    X = np.ldexp(np.asarray(X, dtype=np.float64), scale)
     return assign(normalise(X) if metric == "angular" else X, lists)
+
+
+def true_distances(X: np.ndarray, Q: np.ndarray, metric: str = "euclidean") -> np.ndarray:
+    """Queries x rows: the exact distances, computed so that nothing over- or underflows whatever the
+    magnitudes (``math.dist``, which scales, for Euclidean; normalised rows of :func:`numpy.hypot`-style
+    scaled norms for ``angular``): the oracle of the searches' values near the doubles' limits."""
+    X, Q = np.asarray(X, dtype=np.float64), np.asarray(Q, dtype=np.float64)
+    if metric == "angular":
+
+        def unit(A: np.ndarray) -> np.ndarray:
+            peak = np.abs(A).max(axis=1, keepdims=True) if A.shape[1] else np.zeros((len(A), 1))
+            B = A / np.where(peak == 0, 1.0, peak)
+            return B / np.where(peak == 0, 1.0, np.sqrt((B * B).sum(axis=1, keepdims=True)))
+
+        U, V = unit(X), unit(Q)
+        return ((V[:, None, :] - U[None, :, :]) ** 2).sum(axis=2) / 2.0
+    return np.array([[math.dist(q, x) for x in X] for q in Q], dtype=np.float64).reshape(len(Q), len(X))
 
 
 def result_recall(found: pd.DataFrame, truth: pd.DataFrame) -> float:

@@ -61,7 +61,7 @@ def rows_select(layout: IndexLayout, source: Source, dialect: SqlrpDialect) -> e
     """``SELECT id, list, w0 .., g, ones, nx, tb, h``: the index rows of ``source`` (module docstring of
     :mod:`sqlrp.search.ivf`); ``h`` is the row's hash (id and features), whose sum is the table's fingerprint."""
     d, size = layout.d, layout.size
-    x = feature_rows(source, d, dialect, layout.metric, hashed=True)
+    x = feature_rows(source, d, dialect, layout.metric, hashed=True, scale=layout.scale)
     placed = (
         _select(
             named("_id", "x"),

@@ -63,11 +63,13 @@ def picked_ids(source: Source, rows: int, lo: int, hi: int, seed: int) -> exp.Se
     )
 
 
-def sample_rows(db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int) -> np.ndarray:
+def sample_rows(  # noqa: PLR0913 - the sample and how the index reads its rows
+    db: Backend, source: Source, d: int, metric: str, rows: int, size: int, seed: int, scale: int = 0
+) -> np.ndarray:
     """``size`` rows of the table's features for k-means, in id order: the slice ``[0, size)`` of the
-    seeded permutation (module docstring), the same rows on every engine."""
+    seeded permutation (module docstring), the same rows on every engine, read times ``2^scale``."""
     dialect = db.sql_dialect
-    x = feature_rows(source, d, dialect, metric)
+    x = feature_rows(source, d, dialect, metric, scale=scale)
     xs = [col(f"_x{i}", "_s") for i in range(d)]
     select = exp.select(*xs).from_(x.subquery("_s"))
     if size < rows:

@@ -7,11 +7,14 @@ Everything here is a sqlglot expression rendered per dialect; a user's column na
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from ..compiler import Source, col, dense_source, number, table_ref
@@ -23,6 +26,7 @@ from ..core.options import refuse_unknown, take
 from ..core.params import count
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
+from .scale import scaled
 
 METRICS = ("euclidean", "angular")
 #: output columns of a search, in order
@@ -58,6 +62,8 @@ class IndexLayout:
     signs: np.ndarray  #: the rotation's signs (rounds x D)
     metric: str = "euclidean"
     word_bits: int = WORD_BITS  #: bits of a stored code word (the dialect's ``code_word_bits``)
+    scale: int = 0  #: the rows are read times ``2^scale`` (:mod:`sqlrp.search.scale`)
+    fine: bool = False  #: distances below ``2^-FINE`` computed again (:func:`pair_distance`)
 
     @property
     def size(self) -> int:
@@ -85,6 +91,10 @@ class Probing(TypedDict, total=False):
     cap: int | None
 
 
+#: the most neighbours (``top``) and candidates a search takes: DuckDB's ``min_by(x, v, n)`` holds
+#: ``n < 1,000,000``; the same bound on every engine, so that no engine takes what another refuses
+MAX_COUNT = 999_999
+
 PROBING: Probing = {"top": 10, "candidates": 100, "probes": 8, "ratio": None, "cap": None}
 
 
@@ -100,6 +110,8 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
         if name == "probes" and value is None:
             continue
         count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
+        if name != "probes" and value > MAX_COUNT:
+            raise InvalidParameter(f"{name} must be at most {MAX_COUNT:,}, got {value!r}")
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
@@ -127,14 +139,15 @@ def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Express
 
 
 def feature_rows(
-    source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean", hashed: bool = False
+    source: Source, d: int, dialect: SqlrpDialect, metric: str = "euclidean", hashed: bool = False, scale: int = 0
 ) -> exp.Select:
     """``SELECT _id, _x0 .. _x{d-1} [, _h]``: the source's rows as the index sees them (the only place
     a user's column names are read: everything above refers to these aliases, which a user's column
     cannot capture); for ``angular``, each row divided by its norm (a zero row stays zero).
     ``hashed`` adds ``_h``, the hash of the row's id and raw features (its array as one value where
     the engine reads it whole, several times faster than element by element: ``docs/benchmarks.md``,
-    "Search")."""
+    "Search").  ``scale``: the features times ``2^scale`` (:mod:`sqlrp.search.scale`; after the hash,
+    before the norm)."""
     rows = dense_source(d, source, dialect)
     if hashed:
         if source.layout == "array" and not dialect.needs_materialised_array():
@@ -145,6 +158,12 @@ def feature_rows(
             raw = [col("_id"), *xs(d)]
             rows = _select(exp.Star()).from_(rows.subquery("_e", copy=False), copy=False)
         rows = rows.select(exp.alias_(dialect.row_hash(raw), "_h", quoted=True, copy=False), append=True, copy=False)
+    if scale:
+        rows = _select(
+            col("_id"),
+            *[exp.alias_(scaled(x, scale), f"_x{i}", quoted=True, copy=False) for i, x in enumerate(xs(d))],
+            *([col("_h")] if hashed else []),
+        ).from_(rows.subquery("_sc", copy=False), copy=False)
     if metric != "angular":
         return rows
     norm = exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in xs(d)], exp.Add))
@@ -181,8 +200,8 @@ def rerank_rows(layout: IndexLayout, dialect: SqlrpDialect) -> exp.Select:
     src, d = layout.source, layout.d
     plain = src.layout == "array" and layout.metric == "euclidean" and src.nulls == "error"
     whole = dialect.whole_vector(col(src.array_column), d) if plain and not src.standardize else None
-    if whole is None or src.group_column is not None:
-        return with_vector(feature_rows(src, d, dialect, layout.metric), d, dialect)
+    if whole is None or src.group_column is not None or layout.scale:
+        return with_vector(feature_rows(src, d, dialect, layout.metric, scale=layout.scale), d, dialect)
     select = _select(
         exp.alias_(col(src.id_column), "_id", quoted=True, copy=False),
         exp.alias_(whole, "_vec", quoted=True, copy=False),
@@ -298,13 +317,62 @@ def pack_word(
     return balanced(bits, exp.Add)
 
 
-def pair_distance(metric: str, d: int, dialect: SqlrpDialect, left: str, right: str) -> exp.Expression:
-    """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``)."""
+#: a Euclidean distance below ``2^-FINE`` (on the scaled rows) is computed again on the differences
+#: times ``2^FINE_SCALE``: its squares no longer underflow (:mod:`sqlrp.search.scale`)
+FINE, FINE_SCALE = 400, 500
+
+
+def _elements(d: int, dialect: SqlrpDialect, table: str) -> list[exp.Expression]:
+    """The features of the row aliased ``table``: its ``_x`` columns, or the elements of its ``_vec``
+    where the engine measures vectors (the re-rank may read the vector alone)."""
+    if dialect.vector(xs(1)) is None:
+        return xs(d, table)
+    return [sqlglot.parse_one(f'"{table}"."_vec"[{i + 1}]', read="duckdb") for i in range(d)]
+
+
+def pair_distance(  # noqa: PLR0913 - the rows, and how they were read
+    metric: str, d: int, dialect: SqlrpDialect, left: str, right: str, scale: int = 0, fine: bool = False
+) -> exp.Expression:
+    """The reported distance between the rows aliased ``left`` and ``right`` (both ``_x..``, read
+    times ``2^scale``: the Euclidean distance is divided by it again, exactly; the angular one is of
+    normalised rows, which no scale changes).  A Euclidean distance below ``2^-FINE`` is computed
+    again on the differences times ``2^FINE_SCALE`` (every difference is below it then: no overflow),
+    so that squares of differences down to about ``2^-1037`` still count (two rows ``1e-300`` apart
+    are not at distance 0) -- except on engines that raise where a product underflows (PostgreSQL),
+    where that distance would have failed already (:func:`sqlrp.search.scale.engine_range`).  Only
+    with ``fine``: where the rows may differ that little at all (:func:`sqlrp.search.scale.needs_fine`;
+    the second distance costs as much as the first)."""
     if metric == "angular":  # 1 - cos: half the squared distance of the normalised rows
         return exp.Div(this=_p(squared_distance(xs(d, left), xs(d, right))), expression=number(2.0))
     if dialect.vector(xs(1)) is not None:
-        return dialect.vector_distance(col("_vec", left), col("_vec", right))
-    return exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
+        coarse = dialect.vector_distance(col("_vec", left), col("_vec", right))
+    else:
+        coarse = exp.Sqrt(this=squared_distance(xs(d, left), xs(d, right)))
+    if not fine or dialect.float32_underflow_errors:  # PostgreSQL raises on the underflow it avoids
+        return _unscaled(coarse, scale, dialect)
+    diffs = [
+        _p(scaled(exp.Sub(this=a, expression=b), FINE_SCALE))
+        for a, b in zip(_elements(d, dialect, left), _elements(d, dialect, right), strict=True)
+    ]
+    fine = scaled(exp.Sqrt(this=balanced([exp.Mul(this=x, expression=x.copy()) for x in diffs], exp.Add)), -FINE_SCALE)
+    small = exp.LT(this=coarse.copy(), expression=number(2.0**-FINE))
+    return _unscaled(exp.Case(ifs=[exp.If(this=small, true=fine)], default=coarse), scale, dialect)
+
+
+def layout_distance(layout: IndexLayout, dialect: SqlrpDialect, left: str, right: str) -> exp.Expression:
+    """:func:`pair_distance` of the rows aliased ``left`` and ``right`` as ``layout``'s index reads them."""
+    return pair_distance(layout.metric, layout.d, dialect, left, right, layout.scale, layout.fine)
+
+
+def _unscaled(distance: exp.Expression, scale: int, dialect: SqlrpDialect) -> exp.Expression:
+    """``distance * 2^-scale``: a distance of rows scaled down (``scale < 0``) may pass the largest
+    double once scaled up again -- ``inf``, as NumPy's ``math.dist`` gives, where PostgreSQL would
+    raise ``value out of range: overflow`` instead."""
+    if scale >= 0 or not dialect.float32_underflow_errors:
+        return scaled(distance, -scale)
+    beyond = exp.GT(this=distance.copy(), expression=number(math.ldexp(sys.float_info.max, scale)))
+    infinite = exp.cast(exp.Literal.string("Infinity"), DOUBLE)
+    return exp.Case(ifs=[exp.If(this=beyond, true=infinite)], default=scaled(distance, -scale))
 
 
 def nearest(
