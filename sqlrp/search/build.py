@@ -1,32 +1,25 @@
 """Building a similarity-search index (:func:`build_index`): read and check the table, train the lists
 by k-means on a sample, write every row's list and RaBitQ code, then measure the search's defaults on
 the written index (:mod:`sqlrp.search.calibrate`).  One transaction where the engine has them, else
-staged under another name and swapped in (:func:`_build_staged`).  What an index is, and the
-catalogue of them: :mod:`sqlrp.search.index`."""
+staged under another name and swapped in; the tables are written by :mod:`sqlrp.search.write`.  What an
+index is, and the catalogue of them: :mod:`sqlrp.search.index`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Unpack
 
-import numpy as np
-from sqlglot import exp
-
 from ..backends import Backend
-from ..compiler import Source, col, ident
+from ..compiler import Source
 from ..core import files
 from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
 from ..core.layout import SOURCE_OPTIONS, SourceOptions
-from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..core.params import count, optional_count
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
 from ..pipeline.frames import table_name
-from ..pipeline.materialise import output_table
 from ..pipeline.sources import check_source, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
 from .calibrate import QUERIES, TARGET, Aim, calibrate
@@ -37,22 +30,19 @@ from .index import (
     KIND,
     Index,
     check_engine,
-    create_as,
-    drop_tables,
     index_table_names,
     load_index,
     registered_source,
     registry_row,
-    staging_name,
     unique_ids,
 )
 from .ivf import MAX_SAMPLE, SAMPLE_PER_LIST, Lists, default_lists, default_probes, train_lists
 from .progress import Steps
-from .rotation import ROUNDS, rotate, rotation_signs, rotation_size
-from .rows import rows_select
+from .rotation import ROUNDS, rotation_signs, rotation_size
 from .sample import sample_rows
 from .scale import check_range, engine_range, magnitude, needs_fine, scale_exponent
-from .sql import CENTRE, LIST, METRICS, PARENT, ROTATED, TOP, IndexLayout
+from .sql import METRICS
+from .write import build_staged, unregister, write_index
 
 #: the stages a build's progress bar shows
 BUILD_STAGES = ("reading the table", "k-means", "writing codes", "calibrating")
@@ -124,7 +114,7 @@ def build_index(db: Backend, table: str, id_column: str, name: str, **options: U
     sample, and RaBitQ codes of every row.
 
     One transaction: a failure leaves no index (on Spark and ClickHouse, which have none, the tables
-    are staged and swapped in and the registry row written last: :func:`_build_staged`).
+    are staged and swapped in and the registry row written last: :func:`sqlrp.search.write.build_staged`).
 
     The defaults a search uses are measured on the table itself (:mod:`sqlrp.search.calibrate`):
     ``calibration_queries`` of its rows (0: none; the defaults are then ``probes`` and ``30 * top``)
@@ -225,13 +215,13 @@ def _build(  # noqa: PLR0913 - build_index's own arguments, checked there
         )
 
     if not db.transactional:
-        _build_staged(db, index, source, centroids, existing, register, measure, steps)
+        build_staged(db, index, source, centroids, existing, register, measure, steps)
         return index
     with db.transaction():
         db.lock(f"sqlrp index {name}")
         if existing is not None:
-            _unregister(db, name, source, existing)
-        _write_index(db, index.layout, source, centroids, steps)
+            unregister(db, name, source, existing)
+        write_index(db, index.layout, source, centroids, steps)
         measure(index)
         register()
     return index
@@ -345,110 +335,6 @@ def _check_targets(db: Backend, name: str, source: Source, old: Source | None, e
             continue
         if db.table_exists(table.name, schema):
             raise ProjectionExists(f"a table {table.name!r} exists and is not an index; choose another index name")
-
-
-def _write_index(
-    db: Backend, layout: IndexLayout, source: Source, centroids: Lists, steps: Steps | None = None
-) -> None:
-    """The index's three tables: centroids, then every row's list and code."""
-    dialect = db.sql_dialect
-    steps = steps or Steps(False, "", [])
-    steps.start("writing codes")
-    _store_centroids(db, layout, centroids, layout.signs)
-    # written list by list: the search's join of probes to rows then meets a list's rows together
-    # (faster than table order; measured: docs/benchmarks.md, "Search")
-    rows = rows_select(layout, source, dialect).order_by(col("_list", "r"), copy=False)
-    steps.execute(db, create_as(dialect, layout.rows, rows))
-    for statement in dialect.lookup_indexes(layout.rows, [LIST]):
-        db.execute(statement)
-
-
-def _unregister(db: Backend, name: str, source: Source, existing: tuple) -> None:
-    """Delete the index ``name``'s registry row, then its tables (a search finds no index from the
-    first statement on, never a half-dropped one)."""
-    old = load_index(db, name) if existing[1] else None
-    db.execute(f"DELETE FROM {INDEX_TABLE} WHERE name = ?", [name])
-    dialect = db.sql_dialect
-    for table in (*index_table_names(name), name + "__bands"):  # __bands: an index of an older sqlrp
-        target = output_table(old.source if old else source, table)
-        db.execute(dialect.render(exp.Drop(tables=[target], kind="TABLE", exists=True)))
-
-
-def _build_staged(
-    db: Backend,
-    index: Index,
-    source: Source,
-    centroids: Lists,
-    existing: tuple | None,
-    register: Callable[[], None],
-    measure: Callable[[Index], None] = lambda _: None,
-    steps: Steps | None = None,
-) -> None:
-    """A build on an engine without transactions (Spark, ClickHouse): the tables are written under a
-    staging name, where no search looks; only then is an old index unregistered and dropped, the
-    staging tables renamed, and the registry row written last.  A failed build leaves the old index
-    as it was; a failure during the swap leaves no index registered (a search says there is none),
-    never a half-written one that a search would use."""
-    dialect = db.sql_dialect
-    stage = Index(**{**index.__dict__, "name": staging_name()})
-    try:
-        _write_index(db, stage.layout, source, centroids, steps)
-        measure(stage)
-    except BaseException:
-        drop_tables(db, source, index_table_names(stage.name))
-        raise
-    unregistered = existing is None
-    try:
-        if existing is not None:
-            _unregister(db, index.name, source, existing)
-            unregistered = True
-        for old, new in zip(index_table_names(stage.name), index_table_names(index.name), strict=True):
-            db.execute(dialect.rename(output_table(source, old), output_table(source, new)))
-        register()
-    except BaseException:
-        drop_tables(db, source, index_table_names(stage.name))
-        if unregistered:  # the name is free again: no half-renamed tables are left under it
-            drop_tables(db, source, index_table_names(index.name))
-        raise
-
-
-def _store_centroids(db: Backend, layout: IndexLayout, centroids: Lists, signs: np.ndarray) -> None:
-    d = layout.d
-    rotated = rotate(centroids.leaves, signs)
-    tops = {TOP: np.arange(len(centroids.tops), dtype=np.int64)}
-    tops |= {f"{CENTRE}{i}": centroids.tops[:, i].copy() for i in range(d)}
-    leaves = {LIST: np.arange(centroids.count, dtype=np.int64), PARENT: centroids.parent.astype(np.int64)}
-    leaves |= {f"{CENTRE}{i}": centroids.leaves[:, i].copy() for i in range(d)}
-    leaves |= {f"{ROTATED}{j}": rotated[:, j].copy() for j in range(rotated.shape[1])}
-    _write_centroids(db, layout.tops, tops)
-    _write_centroids(db, layout.lists, leaves)
-
-
-def _write_centroids(db: Backend, table: exp.Table, columns: dict[str, np.ndarray]) -> None:
-    """``CREATE TABLE table`` with these columns (BIGINT keys, DOUBLE centroids), staged through a
-    temporary table (the backends insert arrays into an unqualified name)."""
-    dialect = db.sql_dialect
-    if not db.transactional:  # Spark has no temporary tables: a staging table, dropped whatever happens
-        stage = staging_name()
-        try:
-            db.write_dataframe(stage, pd.DataFrame(columns))
-            db.execute(create_as(dialect, table, exp.select(exp.Star()).from_(ident(stage))))
-        finally:
-            with contextlib.suppress(Exception):
-                db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE", exists=True)))
-        return
-    stage = "_sqlrp_centroids"
-    kinds = {True: exp.DataType.build("BIGINT"), False: exp.DataType.build("DOUBLE")}
-    types = ", ".join(
-        f"{dialect.render(ident(c))} {dialect.render(kinds[v.dtype.kind in 'iu'])}" for c, v in columns.items()
-    )
-    db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE", exists=True)))
-    db.execute(f"CREATE TEMPORARY TABLE {dialect.render(ident(stage))} ({types})")
-    db.insert_columns(stage, columns)
-    db.execute(
-        dialect.render(exp.Create(this=table, kind="TABLE", expression=exp.select(exp.Star()).from_(ident(stage))))
-    )
-    db.execute(dialect.render(exp.Drop(tables=[exp.Table(this=ident(stage))], kind="TABLE")))
 
 
 __all__ = ["BUILD_STAGES", "IndexSpec", "build_index"]
