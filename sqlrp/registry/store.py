@@ -6,6 +6,10 @@ dialect; each registry version is applied in order, in its own transaction, and 
 ``sqlrp_schema_version`` under its file name (``0001_registry.sql`` ...: the rendered record in
 ``migrations/<dialect>/``); re-running them is a no-op.  An engine on which sqlrp keeps no registry
 refuses with :class:`~sqlrp.core.errors.EngineLimit`, naming what to do instead.
+
+A stored projection's rows are read back by :mod:`sqlrp.registry.rows`, a registry changed outside
+sqlrp is repaired by :mod:`sqlrp.registry.recovery`, and ``pairs`` plans are stored as rows by
+:mod:`sqlrp.registry.pairs`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..backends import Backend
-from ..compiler.strategies import pairs_budget
 from ..core.errors import (
     InputError,
     InvalidParameter,
@@ -30,13 +33,16 @@ from ..core.errors import (
 from ..core.ir import Composed, LinearStage, Projection
 from ..core.lazy import pd
 from ..core.pairs_plan import PairsPlan, signs_of
-from ..dialects import SqlrpDialect, get_dialect
-from .schema import LATEST, OWNED_TABLES, TABLES, VERSIONS, bootstrap, statements
+from ..dialects import SqlrpDialect
+from .pairs import budget_key, plan_from_rows, plan_rows
+from .recovery import recorded_again, write_digest
+from .rows import as_int, fix_hint, parse_params, read_parts, same_digest
+from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
 from .schema import VERSION_TABLE as _VERSION_TABLE
 from .schema import migration_files as migration_files  # (version, file name, SQL) per registry version
 from .validate import STAGES_KEY as STAGES_KEY  # a composition's stage names, in its params
-from .validate import Parts, StoredProjectionChanged, assemble, composed_digest, digest, digest_of, validate
+from .validate import StoredProjectionChanged, assemble, composed_digest, digest, digest_of, validate
 from .validate import stage_names as stage_names  # where a composition's stages are stored
 
 VERSION_TABLE = _VERSION_TABLE.name
@@ -87,7 +93,7 @@ class Registry:
         applied = []
         with self.backend.transaction():
             self.backend.lock("sqlrp migrations")
-            current = self.version() or self._recorded_again()
+            current = self.version() or recorded_again(self.backend)
             for version in VERSIONS:
                 if version.number <= current:
                     continue
@@ -101,36 +107,6 @@ class Registry:
                     )
                 applied.append(version.file)
         return applied
-
-    def _recorded_again(self) -> int:
-        """A registry whose version table is empty (dropped, or emptied) while its tables are there: the
-        versions whose tables and columns all exist are recorded again (their statements would fail on
-        what exists: "sqlrp_projection already exists"), and the last of them returned; 0 for a new
-        database.  A version whose tables are there only in part is refused in one line."""
-        present = {t for t in REGISTRY_TABLES if t != VERSION_TABLE and self.backend.table_exists(t)}
-        if not present:
-            return 0
-        found = 0
-        for version in VERSIONS:
-            tables = [t for t in TABLES if t.since == version.number]
-            added = [
-                (t, c) for t in TABLES for c in t.columns if c.since == version.number and t.since < version.number
-            ]
-            have = [t.name in present for t in tables]
-            have += [t.name in present and c.name in {i.name for i in self.backend.columns(t.name)} for t, c in added]
-            if all(have) and found == version.number - 1:
-                found = version.number
-            elif any(have):
-                raise InputError(
-                    f"the registry's version table {VERSION_TABLE} is gone and its tables are there only in part "
-                    f"(up to version {found}, then some of version {version.number}): restore the database from a "
-                    "backup, or move the sqlrp_* tables away and store the projections again"
-                )
-        for version in VERSIONS[:found]:
-            self.backend.execute(
-                f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (?, ?)", [version.number, version.file]
-            )
-        return found
 
     def exists(self, name: str) -> bool:
         refuse_nul(name, "projection name")
@@ -275,94 +251,21 @@ class Registry:
             raise ProjectionNotFound(f"no stored projection named {name!r}.{hint}")
         if len(rows) > 1:  # engines without keys (Spark, ClickHouse) let an edit write a second row
             raise InputError(
-                f"{where}: not a valid projection (it has {len(rows)} rows in sqlrp_projection){_fix(name)}"
+                f"{where}: not a valid projection (it has {len(rows)} rows in sqlrp_projection){fix_hint(name)}"
             )
         method, params, d, k, p, seed, scale, stored = rows[0]
-        params = _params(params, where, name)
+        params = parse_params(params, where, name)
         if STAGES_KEY in params:
             projection, computed = self._load_composed(name, method, params, d, k, seed, check)
         else:
             try:
-                projection = assemble(self._parts(name, method, params, d, k, p, seed, scale), where)
+                projection = assemble(read_parts(self.backend, name, params, (method, d, k, p, seed, scale)), where)
             except InputError as exc:
-                raise InputError(f"{cli_words(exc)}{_fix(name)}") from None
+                raise InputError(f"{cli_words(exc)}{fix_hint(name)}") from None
             computed = digest(projection)
         if check:
-            _same_digest(name, stored, computed)
+            same_digest(name, stored, computed)
         return projection, computed
-
-    def _parts(
-        self, name: str, method: object, params: dict, d: object, k: object, p: object, seed: object, scale: object
-    ) -> Parts:
-        """The rows of the stored projection ``name`` as :class:`~sqlrp.registry.validate.Parts`."""
-        where = f"stored projection {name!r}"
-        entries = self._array(
-            "SELECT vector, feature, weight FROM sqlrp_linear_entry WHERE projection = ? ORDER BY vector, feature",
-            name,
-            3,
-            where,
-        )
-        vectors = self._array(
-            "SELECT vector, bias, power FROM sqlrp_linear_vector WHERE projection = ? ORDER BY vector", name, 3, where
-        )
-        terms = self._array(
-            "SELECT term, component, weight FROM sqlrp_combiner_term WHERE projection = ? ORDER BY term",
-            name,
-            3,
-            where,
-        )
-        factors = self._array(
-            "SELECT term, position, vector FROM sqlrp_combiner_factor WHERE projection = ? ORDER BY term, position",
-            name,
-            3,
-            where,
-        )
-        bias = power = None
-        if len(vectors):
-            try:
-                count = _int(p)
-                index = vectors[:, 0]
-                if (
-                    not isinstance(count, int)
-                    or count < 0
-                    or not np.all(np.isfinite(index))
-                    or np.any(index != np.round(index))
-                ):
-                    raise ValueError
-                if index.min() < 0 or index.max() >= count or len(np.unique(index)) != len(index):
-                    raise ValueError
-            except ValueError:
-                raise InputError(
-                    f"{where}: not a valid projection (sqlrp_linear_vector holds a vector outside [0, p = {p}) or "
-                    f"one twice){_fix(name)}"
-                ) from None
-            bias, power = np.zeros(count), np.ones(count)
-            bias[index.astype(np.int64)] = vectors[:, 1]
-            power[index.astype(np.int64)] = vectors[:, 2]
-            bias = bias if np.any(bias != 0) or not np.all(np.isfinite(bias)) else None
-            power = power if np.any(power != 1) else None
-        return Parts(
-            method=method,
-            d=_int(d),
-            k=_int(k),
-            p=_int(p),
-            scale=scale,
-            vector=entries[:, 0],
-            feature=entries[:, 1],
-            weight=entries[:, 2],
-            params=params,
-            seed=_int(seed),
-            name=name,
-            bias=bias,
-            power=power,
-            combiner={
-                "term_component": terms[:, 1],
-                "term_weight": terms[:, 2],
-                "factor_term": factors[:, 0],
-                "factor_vector": factors[:, 2],
-            },
-            term_ids=terms[:, 0],
-        )
 
     def _load_composed(
         self, name: str, method: object, params: dict, d: object, k: object, seed: object, check: bool
@@ -371,7 +274,7 @@ class Registry:
         where = f"stored projection {name!r}"
         stages = params[STAGES_KEY]
         if not (isinstance(stages, list) and len(stages) == 2 and all(isinstance(s, str) for s in stages)):
-            raise InputError(f"{where}: not a valid projection (its stages are not two names){_fix(name)}")
+            raise InputError(f"{where}: not a valid projection (its stages are not two names){fix_hint(name)}")
         try:
             loaded = [self._load(stage, check) for stage in stages]
         except SqlrpError as exc:  # named as the composition asked for, then its stage
@@ -383,12 +286,12 @@ class Registry:
                 second=second,
                 method=str(method),
                 params={key: v for key, v in params.items() if key != STAGES_KEY},
-                seed=_int(seed),
+                seed=as_int(seed),
                 name=name,
             )
         except ValueError as exc:
-            raise InputError(f"{where}: not a valid projection ({exc}){_fix(name)}") from None
-        computed = composed_digest(str(method), _int(d), _int(k), _int(seed), params, [dg for _, dg in loaded])
+            raise InputError(f"{where}: not a valid projection ({exc}){fix_hint(name)}") from None
+        computed = composed_digest(str(method), as_int(d), as_int(k), as_int(seed), params, [dg for _, dg in loaded])
         return composed, computed
 
     def accept(self, name: str) -> Projection | Composed:
@@ -402,7 +305,7 @@ class Registry:
             if isinstance(projection, Composed):
                 for stage in projection.stages:
                     self.accept(stage.name)
-            self._write_digest(name, computed)
+            write_digest(self.backend, name, computed)
         return projection
 
     def verify(self, projection: Projection | Composed) -> None:
@@ -420,30 +323,6 @@ class Registry:
                 "its name), or store the one given under another name"
             )
 
-    def _write_digest(self, name: str, value: str) -> None:
-        """Write ``value`` as ``name``'s digest: the row read, deleted and inserted again (no UPDATE:
-        Spark's file tables and ClickHouse have none that is portable)."""
-        columns = "name, method, params, d, k, p, seed, scale, created_at"
-        row = self.backend.fetchall(f"SELECT {columns} FROM sqlrp_projection WHERE name = ?", [name])[0]
-        values = list(row)
-        if not isinstance(values[2], str):
-            values[2] = json.dumps(values[2])
-        self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
-        try:
-            self.backend.execute(
-                f"INSERT INTO sqlrp_projection ({columns}, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [*values, value],
-            )
-        except Exception:  # noqa: BLE001 - a driver that cannot bind the timestamp it returned
-            if self.backend.transactional:
-                raise  # the transaction rolls the delete back
-            # no transaction (Spark, ClickHouse): the row written again, its creation time now
-            self.backend.execute(
-                f"INSERT INTO sqlrp_projection ({columns[: -len(', created_at')]}, digest) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [*values[:-1], value],
-            )
-
     def _fill_digests(self) -> None:
         """The upgrade to registry version 5: the digest of every projection stored before it, computed
         from its rows as they are (one the validator refuses is left without one: it stays refused)."""
@@ -453,7 +332,7 @@ class Registry:
                 computed = self._load(name, check=False)[1]
             except SqlrpError:
                 continue
-            self._write_digest(name, computed)
+            write_digest(self.backend, name, computed)
 
     def load_pairs(self, projection: Projection, dialect: SqlrpDialect | str) -> PairsPlan | None:
         """The ``pairs`` plan stored beside ``projection`` for ``dialect``'s column budget, or ``None``
@@ -465,9 +344,9 @@ class Registry:
         rows = self.backend.fetchall(
             "SELECT node, level, reads, sign FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ? "
             "ORDER BY node, reads",
-            [name, _budget_key(lin, dialect)],
+            [name, budget_key(lin, dialect)],
         )
-        stored = _plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None
+        stored = plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None
         return stored if stored is not None and stored.computes(lin) else None
 
     def save_pairs(self, projection: Projection, dialect: SqlrpDialect | str, plan: PairsPlan) -> bool:
@@ -477,10 +356,10 @@ class Registry:
         name, lin = projection.name, projection.linear
         if not name or not plan.complete or not self._holds(name, lin):
             return False
-        key = _budget_key(lin, dialect)
+        key = budget_key(lin, dialect)
         with self.backend.transaction():
             self.backend.execute("DELETE FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ?", [name, key])
-            self.backend.insert_columns("sqlrp_pairs_entry", _plan_rows(plan, name, key))
+            self.backend.insert_columns("sqlrp_pairs_entry", plan_rows(plan, name, key))
         return True
 
     def _holds(self, name: str, linear: LinearStage) -> bool:
@@ -491,17 +370,6 @@ class Registry:
         if not isinstance(stored, Projection) or (stored.d, stored.linear.p) != (linear.d, linear.p):
             return False
         return np.array_equal(signs_of(stored.linear), signs_of(linear))
-
-    def _array(self, sql: str, name: str, width: int, where: str = "") -> np.ndarray:
-        rows = self.backend.fetchall(sql, [name])
-        try:
-            return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=np.float64).reshape(
-                -1, width
-            )
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(
-                f"{where or repr(name)}: not a valid projection (its rows hold values that are not numbers){_fix(name)}"
-            ) from None
 
     def list(self) -> pd.DataFrame:
         """One row per stored projection: name, method, d, k, nnz, seed, created_at."""
@@ -532,53 +400,12 @@ class Registry:
         self.backend.execute("DELETE FROM sqlrp_projection WHERE name = ?", [name])
 
 
-def _int(value: object) -> object:
-    """A count or seed as read: a NumPy or driver integer as ``int``; anything else as it is (for the
-    validator to refuse)."""
-    return int(value) if isinstance(value, (np.integer, int)) and not isinstance(value, bool) else value
-
-
-def _fix(name: str) -> str:
-    """What to do about a stored projection that is not sound, said after its error."""
-    return f"; re-create it with --replace, or drop it (sqlrp projections drop {name!r})"
-
-
-def _params(raw: object, where: str, name: str) -> dict:
-    """The stored parameters (JSON text, or a dict where the driver parses JSON) as a dict."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
-            raise InputError(f"{where}: not a valid projection (its params are not valid JSON){_fix(name)}") from None
-    if not isinstance(raw, dict):
-        raise InputError(
-            f"{where}: not a valid projection (its params must be a JSON object, got {type(raw).__name__}){_fix(name)}"
-        )
-    return raw
-
-
 def _params_json(params: dict, name: str) -> str:
     """``params`` as the JSON text stored, or :class:`InvalidParameter` for a value JSON cannot hold."""
     try:
         return json.dumps(params)
     except (TypeError, ValueError) as exc:
         raise InvalidParameter(f"projection {name!r}: its params cannot be stored as JSON ({exc})") from None
-
-
-def _same_digest(name: str, stored: object, computed: str) -> None:
-    """Refuse a stored projection whose rows no longer give the digest stored with them."""
-    accept = f"accept it (sqlrp projections accept {name!r}, accept_projection)"
-    if stored is None:
-        raise StoredProjectionChanged(
-            f"stored projection {name!r} has no digest (stored before registry version 5 and not upgraded, or "
-            f"edited outside sqlrp): if its rows are as meant, {accept}; else re-create it with --replace"
-        )
-    if stored != computed:
-        raise StoredProjectionChanged(
-            f"stored projection {name!r} was changed outside sqlrp: its matrix, scale, combiner or parameters no "
-            f"longer match the digest stored with it; re-create it with --replace, or, if the edit was meant, "
-            f"{accept}"
-        )
 
 
 def _positions(factor_term: np.ndarray) -> np.ndarray:
@@ -589,50 +416,3 @@ def _positions(factor_term: np.ndarray) -> np.ndarray:
         pos[i] = seen.get(t, 0)
         seen[t] = pos[i] + 1
     return pos
-
-
-def _budget_key(linear: LinearStage, dialect: SqlrpDialect | str) -> int:
-    """The key a pairs plan is stored under: the dialect's partials budget (-1: no column limit)."""
-    budget = pairs_budget(linear, get_dialect(dialect))
-    return -1 if budget is None else int(budget)
-
-
-def _plan_rows(plan: PairsPlan, name: str, budget: int) -> dict[str, object]:
-    """One row per signed column read by a partial (node ``q``) or an output (node ``-1 - v``)."""
-    nodes, levels, reads, signs = [], [], [], []
-    for q, (cols, sgn) in enumerate(plan.partials):
-        nodes.append(np.full(len(cols), q))
-        levels.append(np.full(len(cols), plan.level[q]))
-        reads.append(cols)
-        signs.append(sgn)
-    for v, (cols, sgn) in enumerate(plan.terms):
-        nodes.append(np.full(len(cols), -1 - v))
-        levels.append(np.zeros(len(cols)))
-        reads.append(cols)
-        signs.append(sgn)
-    return {
-        "projection": name,
-        "budget": budget,
-        "node": np.concatenate(nodes).astype(np.int32),
-        "level": np.concatenate(levels).astype(np.int32),
-        "reads": np.concatenate(reads).astype(np.int32),
-        "sign": np.concatenate(signs).astype(np.int16),
-    }
-
-
-def _plan_from_rows(rows: np.ndarray, d: int, p: int) -> PairsPlan:
-    """:func:`_plan_rows` read back: ``rows`` of (node, level, reads, sign) sorted by node."""
-    node, level, reads, sign = rows.T
-    starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
-    stops = np.r_[starts[1:], len(node)]
-    partials: list[tuple[np.ndarray, np.ndarray]] = []
-    levels: list[int] = []
-    terms: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros(0, np.int64), np.zeros(0)) for _ in range(p)]
-    for a, b in zip(starts, stops, strict=True):
-        entry = (reads[a:b].copy(), sign[a:b].astype(np.float64))
-        if node[a] >= 0:
-            partials.append(entry)
-            levels.append(int(level[a]))
-        else:
-            terms[-1 - int(node[a])] = entry
-    return PairsPlan(d, partials, np.array(levels, dtype=np.int64), terms)
