@@ -27,7 +27,9 @@ connect and is the profile's statement limit for this connection (:attr:`SQLAlch
 the compiler splits a longer statement, or refuses it naming the limit), and a statement longer than it
 is refused before it is sent (the server would drop the connection: "server has gone away").  On an
 engine without NaN (:attr:`~sqlrp.dialects.base.SqlrpDialect.holds_nan`) a frame holding NaN or
-infinity is refused before anything is written, naming the column and the row.
+infinity is refused before anything is written, naming the column and the row.  Both checks:
+:mod:`sqlrp.backends.mysql_limits`.  SQLAlchemy's dialect and type names in sqlrp's spelling:
+:mod:`sqlrp.backends.sqlalchemy_names`.
 """
 
 from __future__ import annotations
@@ -37,19 +39,18 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..core.errors import EngineLimit, InputError, InvalidParameter
+from ..core.errors import InvalidParameter
 from ..core.lazy import pd
-from ..core.names import PREFIX
-from ..dialects import dialect_name, dialect_names, get_dialect
+from ..dialects import dialect_names, get_dialect
 from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
+from .mysql_limits import packet_limit, refuse_non_finite, refuse_oversized
 from .placeholders import to_named
+from .sqlalchemy_names import column_info, frame_type, sqlrp_dialect
 from .streams import Stream
-from .values import column_values, frame_rows, py, value_kind
+from .values import frame_rows, py
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -58,28 +59,6 @@ if TYPE_CHECKING:
 NON_TRANSACTIONAL = frozenset({"snowflake", "bigquery", "spark", "databricks", "trino", "clickhouse", "mysql"})
 
 _ROWS_PER_INSERT = 10_000  # rows per executemany batch
-
-
-def sqlrp_dialect(name: str) -> str:
-    """The sqlrp/sqlglot dialect for SQLAlchemy's dialect ``name``: a dialect of sqlrp's own or of
-    sqlglot's by that name, else the dialect ``name`` is an alias of (``postgresql`` -> ``postgres``,
-    ``mssql`` -> ``tsql``, ``mariadb`` -> ``mysql``: each dialect file declares its aliases);
-    :class:`InvalidParameter` naming the dialect otherwise."""
-    import sqlglot
-
-    key = name.lower()
-    if key in dialect_names():
-        return key
-    try:
-        sqlglot.Dialect.get_or_raise(key)
-    except ValueError:
-        if dialect_name(key) != key:
-            return dialect_name(key)
-        raise InvalidParameter(
-            f"sqlrp cannot render SQL for the SQLAlchemy dialect {name!r}: sqlglot has no dialect of that name "
-            f"(known here: {', '.join(dialect_names())})"
-        ) from None
-    return key
 
 
 def __getattr__(name: str) -> Any:
@@ -150,7 +129,10 @@ class SQLAlchemyBackend(Backend):
         self._profile: SqlrpDialect | None = None  # this connection's own profile (the server's limits)
         self._max_statement_bytes: int | None = None  # longer statements are refused before they are sent
         if self.dialect == "mysql":
-            self._read_packet_limit()
+            packet = packet_limit(self)  # the server's max_allowed_packet (sqlrp.backends.mysql_limits)
+            if packet is not None:
+                self._profile = get_dialect("mysql").with_packet_limit(packet)  # type: ignore[attr-defined]
+                self._max_statement_bytes = packet
         if self.dialect == "postgres":
             # as in PostgresBackend: LLVM JIT compiles each generated expression, for minutes on large
             # projections, where interpreting them takes seconds.  A server without JIT (before
@@ -160,34 +142,10 @@ class SQLAlchemyBackend(Backend):
             with contextlib.suppress(DBAPIError):
                 self.execute("SET jit = off")
 
-    def _read_packet_limit(self) -> None:
-        """MySQL/MariaDB: a statement travels as one packet of at most ``max_allowed_packet`` bytes, 16
-        MiB by default in MariaDB, 64 MiB in MySQL 8, set per server.  Read it: the profile of this
-        connection keeps statements within it (:meth:`~sqlrp.dialects.mysql.MySQLDialect.with_packet_limit`)."""
-        from sqlalchemy.exc import DBAPIError
-
-        try:
-            packet = int(self.fetchall("SELECT @@max_allowed_packet")[0][0])
-        except (DBAPIError, TypeError, ValueError, IndexError):  # a MySQL-compatible server without it
-            return
-        self._profile = get_dialect("mysql").with_packet_limit(packet)  # type: ignore[attr-defined]
-        self._max_statement_bytes = packet
-
     @property
     def sql_dialect(self) -> SqlrpDialect:
         """This engine's dialect, with the limits its server reports (MySQL's ``max_allowed_packet``)."""
         return self._profile if self._profile is not None else super().sql_dialect
-
-    def _refuse_oversized(self, sql: str) -> None:
-        """A statement longer than the server accepts ends the connection ("MySQL server has gone away"):
-        refuse it before it is sent, naming the limit."""
-        limit = self._max_statement_bytes
-        if limit is not None and len(sql) > limit // 4 and len(sql.encode()) > limit:
-            raise EngineLimit(
-                f"{self.dialect}: the statement is {len(sql.encode()):,} bytes; this server accepts at most "
-                f"{limit:,} (its max_allowed_packet), and would drop the connection; raise max_allowed_packet on "
-                "the server (SET GLOBAL max_allowed_packet = ...), or use a smaller k"
-            )
 
     @classmethod
     def open(cls, target: str, **options: object) -> SQLAlchemyBackend:
@@ -302,7 +260,7 @@ class SQLAlchemyBackend(Backend):
 
     def _run(self, sql: str, params: Sequence[Any] | None, **options: Any) -> Any:
         """Execute ``sql``: as it is without ``params``, else as ``text()`` with ``?`` bound."""
-        self._refuse_oversized(sql)
+        refuse_oversized(sql, self._max_statement_bytes, self.dialect)
         if params is None:
             return self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True, **options})
         from sqlalchemy import bindparam, text
@@ -408,27 +366,7 @@ class SQLAlchemyBackend(Backend):
                 reflected = []
         if not reflected:
             raise missing_table(table, schema, self.table_names(schema))
-        return [self._column_info(c["name"], c["type"]) for c in reflected]
-
-    def _column_info(self, name: str, sa_type: Any) -> ColumnInfo:
-        from sqlalchemy.types import ARRAY
-
-        if isinstance(sa_type, ARRAY):
-            element = self._type_name(sa_type.item_type)
-            return ColumnInfo(name, f"{element}[]", element)
-        return ColumnInfo(name, self._type_name(sa_type))
-
-    def _type_name(self, sa_type: Any) -> str:
-        from sqlalchemy.types import Float, Integer, Numeric
-
-        if isinstance(sa_type, Integer):
-            return "bigint"
-        if isinstance(sa_type, (Float, Numeric)):  # Float, REAL, DOUBLE, DOUBLE_PRECISION, DECIMAL
-            return "double"
-        try:
-            return str(sa_type.compile(dialect=self.conn.dialect))
-        except Exception:  # noqa: BLE001 - a type this dialect cannot render: its class name
-            return type(sa_type).__name__
+        return [column_info(c["name"], c["type"], self.conn.dialect) for c in reflected]
 
     def table_names(self, schema: str | None = None) -> list[str]:
         """Tables and views in ``schema`` (default: the connection's)."""
@@ -447,22 +385,6 @@ class SQLAlchemyBackend(Backend):
             except NotImplementedError:
                 return False
 
-    def _sa_type(self, series: pd.Series) -> Any:
-        """The SQLAlchemy type of a DataFrame column (:func:`~sqlrp.backends.values.value_kind`);
-        list-valued columns only on PostgreSQL (``DOUBLE PRECISION[]``)."""
-        from sqlalchemy import types as t
-
-        kind = value_kind(series)
-        if kind == "array":
-            dialect = self.sql_dialect
-            if not dialect.arrays or self.dialect != "postgres":
-                raise dialect.refuse(f"column {series.name!r} holds lists, and sqlrp has no array column type here")
-            from sqlalchemy.dialects.postgresql import ARRAY
-
-            return ARRAY(t.Double())
-        kinds = {"double": t.Double, "bigint": t.BigInteger, "boolean": t.Boolean, "blob": t.LargeBinary}
-        return kinds.get(kind, t.Text)()
-
     def write_dataframe(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
         """``CREATE TABLE`` from the DataFrame's dtypes (floats ``DOUBLE``, integers ``BIGINT``,
         lists ``DOUBLE PRECISION[]`` on PostgreSQL), then its rows, in one transaction."""
@@ -470,8 +392,8 @@ class SQLAlchemyBackend(Backend):
 
         # SQLAlchemy quotes a name only where it must (upper case, spaces, reserved words): lower-case
         # names stay unquoted, so an engine that upper-cases them (Snowflake) stores what sqlrp folds to
-        columns = [Column(str(name), self._sa_type(df[name])) for name in df.columns]
-        self._refuse_non_finite(table, df)
+        columns = [Column(str(name), frame_type(df[name], self.sql_dialect, self.dialect)) for name in df.columns]
+        refuse_non_finite(table, df, self.sql_dialect, self.dialect)
         target = Table(table, MetaData(), *columns)
         with self.transaction():
             if replace:
@@ -485,34 +407,9 @@ class SQLAlchemyBackend(Backend):
         from sqlalchemy import table as table_clause
 
         target = table_clause(table, *[column(str(name)) for name in df.columns])
-        self._refuse_non_finite(table, df)
+        refuse_non_finite(table, df, self.sql_dialect, self.dialect)
         with self._statement():
             self._insert_rows(target, df)
-
-    def _refuse_non_finite(self, table: str, df: pd.DataFrame) -> None:
-        """On an engine whose DOUBLE holds no NaN and no infinity (MySQL, MariaDB, SQL Server:
-        :attr:`~sqlrp.dialects.base.SqlrpDialect.holds_nan`), :class:`InputError` naming the first column
-        and row holding one, before anything is written: the driver would fail half-way ("nan can not
-        be used with MySQL"), and writing NULL instead would let ``nulls="zero"`` read it as 0."""
-        if self.sql_dialect.holds_nan:
-            return
-        for name in df.columns:
-            series = df[name]
-            if isinstance(series.dtype, np.dtype) and series.dtype.kind == "f":  # NaN here is a value, not NULL
-                values = series.to_numpy(dtype=np.float64)
-            elif getattr(series.dtype, "kind", "O") in "fO":  # masked floats, objects: what the driver is sent
-                cells = column_values(series, nan_as_null=False)
-                values = np.array([v if isinstance(v, float) else 0.0 for v in cells], dtype=np.float64)
-            else:
-                continue
-            bad = np.flatnonzero(~np.isfinite(values))
-            if bad.size:
-                what = "the frame" if table.startswith(f"{PREFIX}frame_") else f"table {table!r}"
-                raise InputError(
-                    f"{what}: column {str(name)!r} holds {float(values[bad[0]])!r} (its row {int(bad[0])}, counting "
-                    f"from 0), and {self.dialect} stores no NaN or infinity; replace it (by NULL, with --nulls=zero "
-                    "if 0 is meant) before writing; nothing was written"
-                )
 
     def _insert_rows(self, target: Any, df: pd.DataFrame) -> None:
         if not len(df):
