@@ -2,7 +2,8 @@
 
 By URL ``duckdb:///path.db`` (``duckdb://`` or ``duckdb:///:memory:`` in memory), a path ending in
 ``.duckdb`` / ``.db`` / ``.ddb``, ``:memory:``, no URL at all, or a ``duckdb.DuckDBPyConnection`` of
-the caller's (:meth:`DuckDBBackend.wrap`)."""
+the caller's (:meth:`DuckDBBackend.wrap`).  The session settings sqlrp makes on it (the small-device
+profile among them): :mod:`sqlrp.backends.duckdb_settings`."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
 from ..dialects import get_dialect
-from . import resources
-from .base import Backend, ColumnInfo, Registration, memory_size, missing_table, url_path
+from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from .duckdb_settings import configure, fit_row_groups, setting_literal
 from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
@@ -91,34 +92,7 @@ class DuckDBBackend(Backend):
         return self._pending
 
     def _setup(self, threads: int | None, memory_limit: str | None, temp_directory: str | None = None) -> None:
-        # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
-        # common-subexpression pass finds nothing -- but on projections with thousands of sums it
-        # dominates planning (P-RP m = 30, k = 160: `python -m bench.probes planning`; docs/benchmarks.md)
-        self._con.execute("SET disabled_optimizers = 'common_subexpressions'")
-        # bounded memory by construction (issue 42): on a small device (a cgroup's limit, or little
-        # memory available) the settings come from the budget; the options given override them
-        self.budget = resources.budget()
-        if self.budget.small:
-            threads = threads or self.budget.threads
-            memory_limit = memory_limit or f"{self.budget.engine_memory // resources.MIB}MB"
-        if threads:
-            self._con.execute(f"SET threads = {int(threads)}")
-        if memory_limit:
-            self._con.execute("SELECT current_setting('memory_limit')")  # validates the connection
-            self._con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
-            # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
-            # (results handed to Python are ORDER BY id anyway)
-            self._con.execute("SET preserve_insertion_order = false")
-            # read Parquet page by page: prefetching reads each column chunk whole, which for a list of
-            # 384 floats in a row group of 300,000 rows (one pyarrow wrote) asks for 441 MB at once
-            # (the scan then fails under memory_limit 400MB; page by page it peaks at 79 MB RSS)
-            self._con.execute("SET disable_parquet_prefetching = true")
-        if temp_directory:
-            # where DuckDB spills beyond memory_limit (default: next to the database file, or
-            # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
-            from sqlglot import exp
-
-            self._con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
+        self.budget = configure(self._con, threads, memory_limit, temp_directory)
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
         self._pending_settings: dict[str, object] = {}
@@ -297,7 +271,7 @@ class DuckDBBackend(Backend):
         for the end of the transaction (and let the statement's own error through)."""
         try:
             for name, value in settings.items():
-                self._con.execute(f"SET {name} = {_setting(value)}")  # settings: no file made
+                self._con.execute(f"SET {name} = {setting_literal(value)}")  # settings: no file made
             self._pending_settings = {}
         except duckdb.Error:
             self._pending_settings = settings
@@ -382,33 +356,8 @@ class DuckDBBackend(Backend):
             raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
         self._files[path] = (files.absolute(path), fmt)
         if fmt == "parquet" and self.budget.small:
-            self._fit_row_groups(path)
+            fit_row_groups(self._con, self._files[path][0], self.budget)
         return path
-
-    def _fit_row_groups(self, path: str) -> None:
-        """On a small device: a DuckDB thread's scan holds a whole row group of the columns it reads, and
-        two while it moves from one to the next (``duckdb_memory()``, 100,000 x 384 float32, 153 MB a row
-        group: steady at 223 MB, failed at 286 MB near the end; DuckDB's own 80% of 1 GB with two threads
-        ran), so a thread is kept only for each 2.6 row groups the budget holds (at least one), and the
-        engine's share raised to all the room the budget leaves (80% of what this process does not hold
-        yet) -- the rest is the reader's buffers and Python's.  A file whose row group does not fit even
-        so needs its columns read in blocks (not yet: the error says so)."""
-        with contextlib.suppress(duckdb.Error):
-            widest = self.fetchall(
-                "SELECT max(s) FROM (SELECT file_name, row_group_id, sum(total_uncompressed_size) AS s "
-                "FROM parquet_metadata(?) GROUP BY ALL)",
-                [self._files[path][0]],
-            )[0][0]
-            if not widest:
-                return
-            room = int(max(0, self.budget.memory - resources.resident()) * 0.8)
-            threads = int(self.fetchall("SELECT current_setting('threads')")[0][0])
-            fit = max(1, min(threads, room // int(widest * 2.6)))
-            if fit < threads:
-                self._con.execute(f"SET threads = {fit}")
-            current = resources.size_bytes(self.fetchall("SELECT current_setting('memory_limit')")[0][0])
-            if current < room:
-                self._con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
         """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
@@ -472,12 +421,3 @@ class DuckDBBackend(Backend):
     def close(self) -> None:
         if self.owns_connection:
             self._con.close()
-
-
-def _setting(value: object) -> str:
-    """A ``current_setting`` value as a SET literal (booleans and integers bare)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"

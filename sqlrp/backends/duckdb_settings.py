@@ -1,0 +1,94 @@
+"""The session settings sqlrp makes on a DuckDB connection (:mod:`sqlrp.backends.duckdb`): its own
+(:func:`configure`: no common-subexpression pass, a spill folder if given), the small-device profile
+chosen from this process's budget (:mod:`sqlrp.backends.resources`, issue 42), threads and memory
+fitted to a Parquet file's row groups (:func:`fit_row_groups`), and a setting's value as a ``SET``
+literal (:func:`setting_literal`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from . import resources
+from .base import memory_size
+
+
+def configure(
+    con: duckdb.DuckDBPyConnection, threads: int | None, memory_limit: str | None, temp_directory: str | None = None
+) -> resources.Budget:
+    """sqlrp's settings on ``con``; the options given override those of the small-device profile.
+    Returns this process's budget."""
+    # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
+    # common-subexpression pass finds nothing -- but on projections with thousands of sums it
+    # dominates planning (P-RP m = 30, k = 160: `python -m bench.probes planning`; docs/benchmarks.md)
+    con.execute("SET disabled_optimizers = 'common_subexpressions'")
+    # bounded memory by construction (issue 42): on a small device (a cgroup's limit, or little
+    # memory available) the settings come from the budget; the options given override them
+    budget = resources.budget()
+    if budget.small:
+        threads = threads or budget.threads
+        memory_limit = memory_limit or f"{budget.engine_memory // resources.MIB}MB"
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    if memory_limit:
+        con.execute("SELECT current_setting('memory_limit')")  # validates the connection
+        con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
+        # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
+        # (results handed to Python are ORDER BY id anyway)
+        con.execute("SET preserve_insertion_order = false")
+        # read Parquet page by page: prefetching reads each column chunk whole, which for a list of
+        # 384 floats in a row group of 300,000 rows (one pyarrow wrote) asks for 441 MB at once
+        # (the scan then fails under memory_limit 400MB; page by page it peaks at 79 MB RSS)
+        con.execute("SET disable_parquet_prefetching = true")
+    if temp_directory:
+        # where DuckDB spills beyond memory_limit (default: next to the database file, or
+        # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
+        con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
+    return budget
+
+
+def fit_row_groups(con: duckdb.DuckDBPyConnection, path: str, budget: resources.Budget) -> None:
+    """On a small device: a DuckDB thread's scan holds a whole row group of the columns it reads, and
+    two while it moves from one to the next (``duckdb_memory()``, 100,000 x 384 float32, 153 MB a row
+    group: steady at 223 MB, failed at 286 MB near the end; DuckDB's own 80% of 1 GB with two threads
+    ran), so a thread is kept only for each 2.6 row groups the budget holds (at least one), and the
+    engine's share raised to all the room the budget leaves (80% of what this process does not hold
+    yet) -- the rest is the reader's buffers and Python's.  A file whose row group does not fit even
+    so needs its columns read in blocks (not yet: the error says so)."""
+    with contextlib.suppress(duckdb.Error):
+        widest = _rows(
+            con,
+            "SELECT max(s) FROM (SELECT file_name, row_group_id, sum(total_uncompressed_size) AS s "
+            "FROM parquet_metadata(?) GROUP BY ALL)",
+            [path],
+        )[0][0]
+        if not widest:
+            return
+        room = int(max(0, budget.memory - resources.resident()) * 0.8)
+        threads = int(_rows(con, "SELECT current_setting('threads')")[0][0])
+        fit = max(1, min(threads, room // int(widest * 2.6)))
+        if fit < threads:
+            con.execute(f"SET threads = {fit}")
+        current = resources.size_bytes(_rows(con, "SELECT current_setting('memory_limit')")[0][0])
+        if current < room:
+            con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[tuple]:
+    """The rows of a query on ``con`` (:meth:`sqlrp.backends.duckdb.DuckDBBackend.fetchall`'s)."""
+    return (con.execute(sql, params) if params is not None else con.execute(sql)).fetchall()
+
+
+def setting_literal(value: object) -> str:
+    """A ``current_setting`` value as a SET literal (booleans and integers bare)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+__all__ = ["configure", "fit_row_groups", "setting_literal"]
