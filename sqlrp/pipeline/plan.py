@@ -15,8 +15,9 @@ import json
 from typing import Any, Unpack
 
 from ..backends import Backend
-from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source, strategies
+from ..compiler import Output, Source, strategies
 from ..compiler.guard import guardable
+from ..compiler.long import MATRIX_READERS, check_matrix_used, matrix_table
 from ..compiler.preprocess import read_stats, stats_query
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
@@ -31,6 +32,7 @@ from ..methods import make_projection
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
+from .given import check_matrix_holds, matrix_differs
 from .moments import sample_kurtosis
 from .sources import describe, infer_d, resolve_source
 
@@ -253,6 +255,12 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
         given = pairs_for(db, p, dialect, how.strategy)
         strategy, pairs = strategies.decide(proj, p.source, dialect, how.strategy, how.matrix, given)
         how = dataclasses.replace(how, strategy=strategy, pairs=pairs)
+        check_matrix_used(how.matrix, proj, strategy, p.source.layout)  # a matrix table is read, or refused
+    elif isinstance(proj, Composed):
+        check_matrix_used(how.matrix, proj, how.strategy, p.source.layout)
+    reads = how.strategy in MATRIX_READERS or matrix_table(how.matrix) is not None
+    if reads and dialect.name == db.sql_dialect.name:  # the relation the SQL joins is here: it must hold the matrix
+        check_matrix_holds(db, proj, how.matrix)
     checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
     return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))
 
@@ -278,9 +286,10 @@ def pairs_for(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> Pai
 
 
 def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
-    """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
-    under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
-    join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
+    """``auto``: the registry's rows if this database holds the projection's matrix under its name
+    (:func:`.given.matrix_differs`: a projection named but stored elsewhere, or never, would join no
+    rows and project to zeros; another one stored under that name, its weights), else the matrix
+    inlined as ``VALUES``."""
     if matrix != "auto":
         return matrix
     proj = p.projection
@@ -289,5 +298,4 @@ def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
     if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
         return "registry"
     registry_of(db)  # its tables exist from here on
-    held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
-    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
+    return "values" if matrix_differs(db, proj, "registry") else "registry"

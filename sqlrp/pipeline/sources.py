@@ -222,8 +222,6 @@ def check_text_column(db: Backend, table: str, name: str, sql_type: str) -> None
     )
 
 
-
-
 def input_dimension(db: Backend, table: str, id_column: str, projection: Any, options: dict) -> int | None:
     """d as the plan will find it, read before a new projection is stored (to check options that d
     bounds, such as mailman's block); ``None`` where only the plan can tell (a long table: its largest
@@ -342,7 +340,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
         what = "NULL or NaN or infinite array elements"
         key = "_id"
     else:
-        what = f"a NULL/NaN/infinite value or a feature index that is not an integer in [0, {d})"
+        what = ""  # named below
         key = source.id_column
     if values is not None:
         if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
@@ -353,8 +351,18 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
         if keys is not None:  # one scan in the usual case: the keys' own check only if something is found
             conds.append(keys)
     bad = _offending_ids(db, table, col(key), any_of(conds))
-    if bad and keys is not None and values is None:
-        _refuse_null_keys(db, table, source, keys)
+    if bad and values is None:  # which of the long layout's checks: the keys, the indexes, else the values
+        if keys is not None:
+            _refuse_null_keys(db, table, source, keys)
+        index = _offending_ids(db, table, col(key), any_of(bad_index(source.feature_column, d, dialect)))
+        if index:
+            raise InputError(
+                f"table {source.table!r} has feature indexes ({source.feature_column!r}) that are NULL, not integers "
+                f"or outside [0, {d}) (rows with id {', '.join(repr(r[0]) for r in index)}): a feature index is an "
+                "integer in [0, d); fix them, or use a projection of the d they need"
+            )
+        what = "NULL/NaN/infinite values" if source.nulls == "error" else "NaN or infinite values"
+        what += f" in {source.value_column!r}"
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
         hint = (
