@@ -311,7 +311,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
             cond = exp.Or(this=cond, expression=not_number)
         return cond
 
-    keys = null_keys(source)  # NULL ids (long layout) or groups: summed into one output row keyed NULL
+    keys = null_keys(db, source)  # NULL ids (long layout) or groups: summed into one output row keyed NULL
     if keys is not None and source.layout != "long":
         _refuse_null_keys(db, table, source, keys)
     values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
@@ -388,42 +388,54 @@ def bad_index(feature_column: str, d: int, dialect: SqlrpDialect) -> list[exp.Ex
     ]
 
 
-def null_keys(source: Source) -> exp.Expression | None:
-    """The condition of a row whose key the projection would pool with others under NULL: a NULL id in
-    the long layout (its rows are summed ``GROUP BY id``), a NULL group in any layout; ``None`` where
-    neither applies (a wide or array row with a NULL id is one output row of its own)."""
+def null_keys(db: Backend, source: Source) -> exp.Expression | None:
+    """The condition of a row whose key the projection would pool with others under one key: a NULL
+    (or, in a floating-point column, NaN: the engines group NaNs together) id in the long layout (its
+    rows are summed ``GROUP BY id``), or such a group in any layout; ``None`` where neither applies (a
+    wide or array row with a NULL id is one output row of its own)."""
     columns = ([source.id_column] if source.layout == "long" else []) + (
         [source.group_column] if source.group_column else []
     )
     if not columns:
         return None
-    return any_of([exp.Is(this=col(c), expression=exp.Null()) for c in columns])
+    floats = {c.name for c in describe(db, source.table, source.schema, source.catalog) if _FLOAT.search(c.type)}
+    dialect = db.sql_dialect
+    conditions: list[exp.Expression] = []
+    for c in columns:
+        conditions.append(exp.Is(this=col(c), expression=exp.Null()))
+        if c in floats:
+            conditions.append(dialect.is_nan(as_double(col(c))))
+    return any_of(conditions)
+
+
+#: a floating-point column's type (DuckDB DOUBLE / FLOAT, PostgreSQL double precision / real, ClickHouse
+#: Float64, DataFusion Float64, SQLite REAL): its key may be NaN
+_FLOAT = re.compile(r"FLOAT|DOUBLE|REAL", re.IGNORECASE)
 
 
 def _refuse_null_keys(db: Backend, table: exp.Expression, source: Source, keys: exp.Expression) -> None:
-    """:class:`InputError` in one line if some row has a NULL id (long layout) or a NULL group: a frame
-    with a NULL id is refused, and a table's would be summed with every other such row into one output
-    row keyed NULL.  The count, and up to five ids of rows with a NULL group."""
+    """:class:`InputError` in one line if some row has a NULL or NaN id (long layout) or group: a frame
+    with such an id is refused, and a table's would be summed with every other such row into one output
+    row.  The count, and up to five ids of rows with such a group."""
     dialect = db.sql_dialect
     count = exp.select(exp.Count(this=exp.Star())).from_(table.copy()).where(keys.copy())
     found = db.fetchall(dialect.render(count))[0][0]
     if not found:
         return
-    null_id = exp.Is(this=col(source.id_column), expression=exp.Null())
     if source.layout == "long":
-        ids = exp.select(exp.Count(this=exp.Star())).from_(table.copy()).where(null_id)
+        mine = null_keys(db, dataclasses.replace(source, group_column=None))
+        ids = exp.select(exp.Count(this=exp.Star())).from_(table.copy()).where(mine)
         nulls = db.fetchall(dialect.render(ids))[0][0]
         if nulls:
             raise InputError(
-                f"table {source.table!r} has {nulls} row(s) with a NULL id ({source.id_column!r}): the long layout "
-                "would sum them into one output row keyed NULL; give every row an id, or leave those rows out"
+                f"table {source.table!r} has {nulls} row(s) with a NULL or NaN id ({source.id_column!r}): the long "
+                "layout would sum them into one output row; give every row an id, or leave those rows out"
             )
     named = _offending_ids(db, table.copy(), col(source.id_column), keys.copy())
     shown = ", ".join(repr(r[0]) for r in named)
     raise InputError(
-        f"table {source.table!r} has {found} row(s) with a NULL group ({source.group_column!r}; rows with id "
-        f"{shown}): pooling would sum them into one output row keyed NULL; give every row a group, or leave "
-        "those rows out"
+        f"table {source.table!r} has {found} row(s) with a NULL or NaN group ({source.group_column!r}; rows with "
+        f"id {shown}): pooling would sum them into one output row; give every row a group, or leave those rows out"
     )
 
 
