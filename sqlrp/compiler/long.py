@@ -176,18 +176,39 @@ def _long_linear(
         signed_sq = _if(dialect, weight > exp.Literal.number(0), v * v, exp.Neg(this=exp.paren(v * v)))
     else:
         signed, signed_sq = weight * v, weight * exp.paren(v * v)
+    relation = _matrix_relation(projection, matrix, dialect)
+    vector: exp.Expression = exp.cast(col("vector", "m"), BIGINT)
+    # a feature no output reads has no entry: an id whose every row is such a feature would join no
+    # entry and lose its row (NumPy's is 0) -- the long table then LEFT JOINs, its unmatched rows
+    # summed under vector -1, which no output reads (``_hit``: a LEFT JOIN in ClickHouse fills 0, not NULL)
+    keep_all = not complete and len(np.unique(lin.feature)) < projection.d
+    if keep_all:
+        relation = exp.select(
+            col("vector"), col("feature"), col("weight"), exp.alias_(exp.Literal.number(1), "_hit", quoted=True)
+        ).from_(relation.subquery("_m0", copy=False))
+        hit = exp.EQ(
+            this=exp.Coalesce(this=col("_hit", "m"), expressions=[exp.Literal.number(0)]),
+            expression=exp.Literal.number(1),
+        )
+
+        def matched(e: exp.Expression, other: exp.Expression) -> exp.Expression:
+            return exp.Case(ifs=[exp.If(this=hit.copy(), true=e)], default=other)
+
+        vector = matched(vector, exp.cast(exp.Literal.number(-1), BIGINT))
+        signed, signed_sq = matched(signed, number(0.0)), matched(signed_sq, number(0.0))
     kv = (
         exp.select(
             *group_keys,
-            exp.alias_(exp.cast(col("vector", "m"), BIGINT), "_vec", quoted=True, copy=False),
+            exp.alias_(vector, "_vec", quoted=True),
             exp.alias_(exp.Sum(this=signed), "_s1", quoted=True, copy=False),
         )
         .from_(src.subquery("s", copy=False))
         .join(
-            _matrix_relation(projection, matrix, dialect).subquery("m", copy=False),
+            relation.subquery("m", copy=False),
             on=col("feature", "m").eq(col("_f", "s")),
+            join_type="LEFT" if keep_all else None,
         )
-        .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
+        .group_by(*[c.copy() for c in group_keys], vector.copy() if keep_all else col("vector", "m"))
     )
     if lin.power is not None:
         kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True, copy=False), append=True, copy=False)

@@ -267,3 +267,23 @@ def test_the_registry_rows_of_another_projection_under_the_name_are_never_joined
     elsewhere = sqlrp.create_projection(None, "not_here", "achlioptas", d=8, k=4, s=1, seed=5)
     with pytest.raises(sqlrp.InputError, match="holds no matrix for projection 'not_here'"):
         sqlrp.project(duck, "l", "id", elsewhere, layout="long", matrix="registry")
+
+
+@pytest.mark.parametrize("matrix", ["values", "registry"])
+def test_an_id_whose_features_no_output_reads_keeps_its_row_of_zeros(engine, matrix):
+    """Found by tests/fuzz/test_fuzz_long.py: a feature without a non-zero in any output (k = 1, s = 3)
+    joined no matrix entry, and an id holding only such features lost its row (NumPy's is 0)."""
+    name, db = engine
+    p = sqlrp.create_projection(db, "rp", "achlioptas", d=6, k=1, s=3, seed=1)
+    unread = sorted(set(range(6)) - set(p.linear.feature.tolist()))
+    read = int(p.linear.feature[0])
+    assert unread, "the fixture needs a feature no output reads"
+    frame = pd.DataFrame({"id": [1, 2, 2], "feature": [unread[0], unread[-1], read], "value": [5.0, 1.0, 2.0]})
+    put(engine, "l", frame)
+    X = np.zeros((2, 6))
+    X[0, unread[0]], X[1, unread[-1]], X[1, read] = 5.0, 1.0, 2.0
+    strategies = ["join"] if name in ("sqlite", "clickhouse") else ["join", "lookup"]
+    for strategy in strategies:
+        out = sqlrp.project(db, "l", "id", "rp", layout="long", matrix=matrix, strategy=strategy).sort_values("id")
+        assert out["id"].tolist() == [1, 2], strategy
+        np.testing.assert_allclose(out.drop(columns="id").to_numpy(), sqlrp.transform(p, X), rtol=1e-12)
