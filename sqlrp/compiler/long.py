@@ -183,9 +183,8 @@ def _long_linear(
     # summed under vector -1, which no output reads (``_hit``: a LEFT JOIN in ClickHouse fills 0, not NULL)
     keep_all = not complete and len(np.unique(lin.feature)) < projection.d
     if keep_all:
-        relation = exp.select(
-            col("vector"), col("feature"), col("weight"), exp.alias_(exp.Literal.number(1), "_hit", quoted=True)
-        ).from_(relation.subquery("_m0", copy=False))
+        assert isinstance(relation, exp.Select)  # every form of the relation: one more column, no more nesting
+        relation = relation.select(exp.alias_(exp.Literal.number(1), "_hit", quoted=True), copy=False)
         hit = exp.EQ(
             this=exp.Coalesce(this=col("_hit", "m"), expressions=[exp.Literal.number(0)]),
             expression=exp.Literal.number(1),
