@@ -250,6 +250,7 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
     dialect = dialect or db.sql_dialect
     proj = p.projection
     block_size(how.block, proj.d)
+    verified = how.matrix == "auto"  # auto takes the registry only where its digest matched (choose_matrix)
     how = dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix))
     if isinstance(proj, Projection) and p.source.standardize is None:
         given = pairs_for(db, p, dialect, how.strategy)
@@ -259,7 +260,7 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
     elif isinstance(proj, Composed):
         check_matrix_used(how.matrix, proj, how.strategy, p.source.layout)
     reads = how.strategy in MATRIX_READERS or matrix_table(how.matrix) is not None
-    if reads and dialect.name == db.sql_dialect.name:  # the relation the SQL joins is here: it must hold the matrix
+    if reads and not verified and dialect.name == db.sql_dialect.name:  # the relation joined is here: its digest
         check_matrix_holds(db, proj, how.matrix)
     checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
     return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))

@@ -69,8 +69,10 @@ def _index(draw: st.DrawFn, d: int, float_index: bool, dirty: bool) -> Any:
     which = draw(st.integers(0, 24)) if dirty else 0
     if which == 24:
         return None
-    if which < 18 or not float_index and which > 20:
-        return draw(st.integers(0, d - 1)) if which < 18 else draw(st.sampled_from([-1, d, d + 3]))
+    if which < 18:
+        return draw(st.integers(0, d - 1))
+    if not float_index:  # an integer column: out of range only
+        return draw(st.sampled_from([-1, d, d + 3]))
     bad = draw(st.sampled_from(BAD_INDEXES))
     i = draw(st.integers(0, d - 1))
     return {
