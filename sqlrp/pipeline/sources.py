@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Unpack
@@ -278,6 +279,14 @@ def infer_d(db: Backend, source: Source) -> int:
         value = db.fetchall(dialect.render(exp.select(agg).from_(table)))[0][0]
     if value is None:
         raise InputError(f"cannot infer d from the empty table {source.table!r}; pass d explicitly (--d)")
+    top = float(value)
+    if source.layout == "long" and not (math.isfinite(top) and top == round(top) and top >= 1):
+        # the check (check_source) names the rows; d must be a number first (inf would be a traceback)
+        raise InputError(
+            f"cannot infer d from table {source.table!r}: its largest feature index is {top - 1!r}; feature "
+            f"indexes ({source.feature_column!r}) are integers in [0, d): fix them, or pass d (--d) to have "
+            "the rows named"
+        )
     return int(value)
 
 
@@ -303,6 +312,9 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
             cond = exp.Or(this=cond, expression=not_number)
         return cond
 
+    keys = null_keys(db, source)  # NULL ids (long layout) or groups: summed into one output row keyed NULL
+    if keys is not None and source.layout != "long":
+        _refuse_null_keys(db, table, source, keys)
     values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
     if source.layout == "wide":
         values = [lambda c=c: col(c) for c in source.columns]
@@ -329,25 +341,33 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
         what = "NULL or NaN or infinite array elements"
         key = "_id"
     else:
-        what = f"a NULL/NaN/infinite value or a feature index outside [0, {d})"
+        what = ""  # named below
         key = source.id_column
     if values is not None:
         if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
             return
         conds = [bad_value(v) for v in values]
     else:
-        f = source.feature_column
-        conds = [
-            exp.Is(this=col(f), expression=exp.Null()),
-            col(f) < exp.Literal.number(0),
-            col(f) >= exp.Literal.number(d),
-            bad_value(lambda: col(source.value_column)),  # type: ignore[arg-type]
-        ]
+        conds = [*bad_index(source.feature_column, d, dialect), bad_value(lambda: col(source.value_column))]
+        if keys is not None:  # one scan in the usual case: the keys' own check only if something is found
+            conds.append(keys)
     bad: list = []
     for group in within_limits(conds, dialect):  # one query, or as many as the engine's limits need
         bad = _offending_ids(db, table, col(key), any_of(group))
         if bad:
             break
+    if bad and values is None:  # which of the long layout's checks: the keys, the indexes, else the values
+        if keys is not None:
+            _refuse_null_keys(db, table, source, keys)
+        index = _offending_ids(db, table, col(key), any_of(bad_index(source.feature_column, d, dialect)))
+        if index:
+            raise InputError(
+                f"table {source.table!r} has feature indexes ({source.feature_column!r}) that are NULL, not integers "
+                f"or outside [0, {d}) (rows with id {', '.join(repr(r[0]) for r in index)}): a feature index is an "
+                "integer in [0, d); fix them, or use a projection of the d they need"
+            )
+        what = "NULL/NaN/infinite values" if source.nulls == "error" else "NaN or infinite values"
+        what += f" in {source.value_column!r}"
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
         hint = (
@@ -356,6 +376,72 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
             else " Clean the data first."
         )
         raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
+
+
+def bad_index(feature_column: str, d: int, dialect: SqlrpDialect) -> list[exp.Expression]:
+    """The long layout's feature index is bad: NULL, NaN or infinite, outside ``[0, d)``, or not an
+    integer (``ROUND(f) <> f``: the projection's ``CAST(f AS BIGINT)`` would truncate or round 1.4 to 1
+    without a word).  ``ROUND`` is in every engine's core (SQLite's ``FLOOR`` is an optional extension)
+    and never overflows, where a cast of 1e30 to an integer raises or wraps."""
+    f = col(feature_column)
+    return [
+        exp.Is(this=f.copy(), expression=exp.Null()),
+        dialect.not_finite(as_double(f.copy())),
+        f.copy() < exp.Literal.number(0),
+        f.copy() >= exp.Literal.number(d),
+        exp.NEQ(this=exp.Round(this=f.copy()), expression=f.copy()),
+    ]
+
+
+def null_keys(db: Backend, source: Source) -> exp.Expression | None:
+    """The condition of a row whose key the projection would pool with others under one key: a NULL
+    (or, in a floating-point column, NaN: the engines group NaNs together) id in the long layout (its
+    rows are summed ``GROUP BY id``), or such a group in any layout; ``None`` where neither applies (a
+    wide or array row with a NULL id is one output row of its own)."""
+    columns = ([source.id_column] if source.layout == "long" else []) + (
+        [source.group_column] if source.group_column else []
+    )
+    if not columns:
+        return None
+    floats = {c.name for c in describe(db, source.table, source.schema, source.catalog) if _FLOAT.search(c.type)}
+    dialect = db.sql_dialect
+    conditions: list[exp.Expression] = []
+    for c in columns:
+        conditions.append(exp.Is(this=col(c), expression=exp.Null()))
+        if c in floats:
+            conditions.append(dialect.is_nan(as_double(col(c))))
+    return any_of(conditions)
+
+
+#: a floating-point column's type (DuckDB DOUBLE / FLOAT, PostgreSQL double precision / real, ClickHouse
+#: Float64, DataFusion Float64, SQLite REAL): its key may be NaN
+_FLOAT = re.compile(r"FLOAT|DOUBLE|REAL", re.IGNORECASE)
+
+
+def _refuse_null_keys(db: Backend, table: exp.Expression, source: Source, keys: exp.Expression) -> None:
+    """:class:`InputError` in one line if some row has a NULL or NaN id (long layout) or group: a frame
+    with such an id is refused, and a table's would be summed with every other such row into one output
+    row.  The count, and up to five ids of rows with such a group."""
+    dialect = db.sql_dialect
+    count = exp.select(exp.Count(this=exp.Star())).from_(table.copy()).where(keys.copy())
+    found = db.fetchall(dialect.render(count))[0][0]
+    if not found:
+        return
+    if source.layout == "long":
+        mine = null_keys(db, dataclasses.replace(source, group_column=None))
+        ids = exp.select(exp.Count(this=exp.Star())).from_(table.copy()).where(mine)
+        nulls = db.fetchall(dialect.render(ids))[0][0]
+        if nulls:
+            raise InputError(
+                f"table {source.table!r} has {nulls} row(s) with a NULL or NaN id ({source.id_column!r}): the long "
+                "layout would sum them into one output row; give every row an id, or leave those rows out"
+            )
+    named = _offending_ids(db, table.copy(), col(source.id_column), keys.copy())
+    shown = ", ".join(repr(r[0]) for r in named)
+    raise InputError(
+        f"table {source.table!r} has {found} row(s) with a NULL or NaN group ({source.group_column!r}; rows with "
+        f"id {shown}): pooling would sum them into one output row; give every row a group, or leave those rows out"
+    )
 
 
 def any_of(conditions: list[exp.Expression]) -> exp.Expression:
