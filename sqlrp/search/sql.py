@@ -26,7 +26,6 @@ from ..core.options import refuse_unknown, take
 from ..core.params import count
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
-from .scale import scaled
 
 METRICS = ("euclidean", "angular")
 #: output columns of a search, in order
@@ -136,6 +135,14 @@ def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Express
         for a, b in zip(left, right, strict=True)
     ]
     return balanced(squares, exp.Add)
+
+
+def scaled(value: exp.Expression, e: int) -> exp.Expression:
+    """``value * 2^e`` (``value`` itself for ``e = 0``), the power of two written exactly."""
+    if e == 0:
+        return value
+    factor = exp.cast(exp.Literal.number(repr(math.ldexp(1.0, e))), exp.DataType.build("DOUBLE"))
+    return exp.Mul(this=exp.paren(value, copy=False), expression=factor)
 
 
 def feature_rows(
