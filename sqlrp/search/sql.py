@@ -23,7 +23,7 @@ from ..core.nodes import balanced
 from ..core.nodes import bare_paren as _p
 from ..core.nodes import bare_select as _select
 from ..core.options import refuse_unknown, take
-from ..core.params import count
+from ..core.params import count, is_whole
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
 
@@ -108,9 +108,9 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
     for name, value in (("top", top), ("candidates", candidates), ("probes", probes)):
         if name == "probes" and value is None:
             continue
-        count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
-        if name != "probes" and value > MAX_COUNT:
+        if name != "probes" and is_whole(value) and value > MAX_COUNT:  # the engines' bound, below LIMITS'
             raise InvalidParameter(f"{name} must be at most {MAX_COUNT:,}, got {value!r}")
+        count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
