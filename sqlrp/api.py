@@ -37,6 +37,7 @@ from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
+from .pipeline.checks import check_frame_outputs, check_outputs, check_source  # noqa: F401 - the API's checks
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
 from .pipeline.frame_table import frame_input
 from .pipeline.frames import (
@@ -49,9 +50,6 @@ from .pipeline.running import compile_plan
 from .pipeline.running import run_frame as project_frame  # noqa: F401 - sqlrp.api.project_frame, as before
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
     SOURCE_OPTIONS,
-    check_frame_outputs,
-    check_outputs,
-    check_source,
     describe,
     infer_d,
     input_dimension,

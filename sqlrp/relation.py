@@ -27,6 +27,7 @@ from .core.layout import Formulation, Target
 from .core.lazy import pd
 from .core.options import FormulationOptions, PlanOptions, TargetOptions, names, refuse_unknown
 from .pipeline.frames import is_frame
+from .pipeline.given import check_matrix_origin
 from .pipeline.outputs import Projected
 from .pipeline.plan import plan
 from .pipeline.running import compile_plan, run
@@ -124,6 +125,7 @@ class Relation:
             raise InvalidParameter("a DataFrame has no name in the database: write it to a table, then ask its SQL")
         how = Formulation(**{key: self.options[key] for key in _COMPILE if key in self.options})
         planned = {key: value for key, value in self.options.items() if key not in _COMPILE}
+        check_matrix_origin(self.db, how.matrix, self.projection)  # as every destination checks it
         if self.projection is None and not planned.get("save_as"):
             planned["store"] = False
         p = plan(self.db, self.table, self.id_column, self.projection, **planned)

@@ -14,7 +14,7 @@ infinity and NULL):
 
 The raised text starts with :data:`MARKER` and names the row's key.  The statement then fails as a whole:
 its ``CREATE TABLE AS`` / ``INSERT`` / ``COPY`` is rolled back or its temporary file removed, so nothing is
-written; :func:`sqlrp.api.project` then runs the separate scans (:func:`sqlrp.pipeline.sources.check_source`)
+written; :func:`sqlrp.api.project` then runs the separate scans (:func:`sqlrp.pipeline.checks.check_source`)
 that name up to five rows, with the same message as before, or -- if the input is clean and only a sum
 overflowed, or the guard's own sum did -- projects again the old way, with the output check.
 

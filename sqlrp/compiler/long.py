@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp
 
-from ..core.errors import InvalidParameter
+from ..core.errors import InvalidParameter, text_value
 from ..core.ir import LinearStage, Projection
 from ..core.layout import Source
 from ..core.nodes import DOUBLE, as_double, col, from_source, ident, number
@@ -21,6 +21,45 @@ from .inputs import dense_source
 
 REGISTRY_ENTRY_TABLE = "sqlrp_linear_entry"
 BIGINT = exp.DataType.build("BIGINT")
+
+
+#: ``matrix`` values that are not a table's name
+MATRIX_SOURCES = ("auto", "registry", "values")
+#: the strategies that read the matrix from a relation (``registry`` or a table) rather than from the SQL
+MATRIX_READERS = ("join", "lookup")
+
+
+def matrix_table(matrix: str) -> exp.Table | None:
+    """The table ``matrix`` names (``table``, ``schema.table`` or ``catalog.schema.table``: dots separate
+    the parts), or ``None`` for ``auto``, ``registry`` and ``values``."""
+    if matrix in MATRIX_SOURCES:
+        return None
+    parts = [ident(p) for p in str(matrix).split(".")]
+    if len(parts) > 3 or not all(p.name for p in parts):
+        raise InvalidParameter(f"matrix table {matrix!r}: give table, schema.table or catalog.schema.table")
+    return exp.Table(
+        this=parts[-1], db=parts[-2] if len(parts) > 1 else None, catalog=parts[-3] if len(parts) > 2 else None
+    )
+
+
+def check_matrix_used(matrix: str, projection: object, strategy: str, layout: str) -> None:
+    """Refuse a matrix table (``--matrix TABLE``) where the SQL would not read it -- a strategy that writes
+    the weights into the SQL (``inline``, ``pairs``, ``mailman``, ``list_transform``), or a composition
+    (two matrices; a table holds one) -- instead of leaving it unread without a word, so that a wrong
+    or missing table never passes for the matrix used.  ``strategy``: the decided one."""
+    if matrix_table(matrix) is None:
+        return
+    if not isinstance(projection, Projection):
+        raise InvalidParameter(
+            f"--matrix={text_value(matrix)}: a matrix table holds one linear stage, and this projection is a "
+            "composition of two: drop --matrix (the stages are stored in the registry under their own names)"
+        )
+    if strategy not in MATRIX_READERS:
+        raise InvalidParameter(
+            f"--matrix={text_value(matrix)} is read only by the join and lookup strategies, and this {layout} input is "
+            f"projected with the {strategy} strategy, which writes the weights into the SQL: drop --matrix, or "
+            "give --strategy=join"
+        )
 
 
 def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect) -> exp.Expression:
@@ -38,13 +77,8 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
             .from_(exp.Table(this=ident(REGISTRY_ENTRY_TABLE)))
             .where(col("projection").eq(exp.Literal.string(projection.name)))
         )
-    if matrix != "values":
-        parts = [ident(p) for p in matrix.split(".")]
-        if len(parts) > 3 or not all(p.name for p in parts):
-            raise InvalidParameter(f"matrix table {matrix!r}: give table, schema.table or catalog.schema.table")
-        table = exp.Table(
-            this=parts[-1], db=parts[-2] if len(parts) > 1 else None, catalog=parts[-3] if len(parts) > 2 else None
-        )
+    table = matrix_table(matrix)
+    if table is not None:
         return exp.select(*columns).from_(table)
     if dialect.matrix_array_join:
         return _matrix_arrays(lin)
@@ -142,18 +176,38 @@ def _long_linear(
         signed_sq = _if(dialect, weight > exp.Literal.number(0), v * v, exp.Neg(this=exp.paren(v * v)))
     else:
         signed, signed_sq = weight * v, weight * exp.paren(v * v)
+    relation = _matrix_relation(projection, matrix, dialect)
+    vector: exp.Expression = exp.cast(col("vector", "m"), BIGINT)
+    # a feature no output reads has no entry: an id whose every row is such a feature would join no
+    # entry and lose its row (NumPy's is 0) -- the long table then LEFT JOINs, its unmatched rows
+    # summed under vector -1, which no output reads (``_hit``: a LEFT JOIN in ClickHouse fills 0, not NULL)
+    keep_all = not complete and len(np.unique(lin.feature)) < projection.d
+    if keep_all:
+        assert isinstance(relation, exp.Select)  # every form of the relation: one more column, no more nesting
+        relation = relation.select(exp.alias_(exp.Literal.number(1), "_hit", quoted=True), copy=False)
+        hit = exp.EQ(
+            this=exp.Coalesce(this=col("_hit", "m"), expressions=[exp.Literal.number(0)]),
+            expression=exp.Literal.number(1),
+        )
+
+        def matched(e: exp.Expression, other: exp.Expression) -> exp.Expression:
+            return exp.Case(ifs=[exp.If(this=hit.copy(), true=e)], default=other)
+
+        vector = matched(vector, exp.cast(exp.Literal.number(-1), BIGINT))
+        signed, signed_sq = matched(signed, number(0.0)), matched(signed_sq, number(0.0))
     kv = (
         exp.select(
             *group_keys,
-            exp.alias_(exp.cast(col("vector", "m"), BIGINT), "_vec", quoted=True, copy=False),
+            exp.alias_(vector, "_vec", quoted=True),
             exp.alias_(exp.Sum(this=signed), "_s1", quoted=True, copy=False),
         )
         .from_(src.subquery("s", copy=False))
         .join(
-            _matrix_relation(projection, matrix, dialect).subquery("m", copy=False),
+            relation.subquery("m", copy=False),
             on=col("feature", "m").eq(col("_f", "s")),
+            join_type="LEFT" if keep_all else None,
         )
-        .group_by(*[c.copy() for c in group_keys], col("vector", "m"))
+        .group_by(*[c.copy() for c in group_keys], vector.copy() if keep_all else col("vector", "m"))
     )
     if lin.power is not None:
         kv = kv.select(exp.alias_(exp.Sum(this=signed_sq), "_s2", quoted=True, copy=False), append=True, copy=False)

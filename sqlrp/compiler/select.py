@@ -23,7 +23,7 @@ from .dense import _dense_linear
 from .guard import guardable, output_guard
 from .inputs import dense_source
 from .lists import list_outputs
-from .long import _long_linear, _unnested
+from .long import _long_linear, _unnested, check_matrix_used
 from .preprocess import compile_standardized
 from .strategies import decide
 
@@ -212,6 +212,7 @@ def compile_select(
     if source.standardize is not None:
         return compile_standardized(projection, source, dialect, output, how, compile_select=compile_select)
     if isinstance(projection, Composed):
+        check_matrix_used(how.matrix, projection, how.strategy, source.layout)  # a table holds one stage
         return compile_composed(projection, source, dialect, output, how.matrix, compile_select)
     output = output or Output()
     if source.layout not in LAYOUTS:  # pragma: no cover - Source validates
@@ -222,6 +223,7 @@ def compile_select(
     matrix = how.matrix if how.matrix != "auto" else ("registry" if projection.name else "values")
     strategy, pairs = decide(projection, source, dialect, how.strategy, matrix, how.pairs)
     how = dataclasses.replace(how, matrix=matrix, strategy=strategy, pairs=pairs)
+    check_matrix_used(matrix, projection, strategy, source.layout)  # a table never left unread
     if dialect.portable_core:
         portable.check(dialect.name, source, output, strategy, matrix, dialect.values_relation)
     if how.guard and not guardable(projection, source, dialect, strategy):

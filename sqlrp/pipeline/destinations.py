@@ -19,10 +19,11 @@ from ..core.layout import Target
 from ..dialects import SqlrpDialect
 from ..registry.store import REGISTRY_TABLES
 from . import outputs, targets
+from .checks import check_outputs
 from .materialise import atomic_table, materialise, output_table, run, top_up_through_staging
 from .plan import Plan
 from .progress import CommandBar
-from .sources import check_outputs, describe
+from .sources import describe
 
 
 def written(db: Backend, p: Plan, name: str, check: bool) -> None:

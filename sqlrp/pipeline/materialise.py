@@ -24,9 +24,10 @@ from ..core.layout import Target
 from ..core.names import scratch_name
 from ..registry.transfer import JSON_ENDING, _refuse_existing, write_projection
 from . import targets
+from .checks import check_outputs
 from .plan import Plan
 from .progress import CommandBar, asked, command_bar
-from .sources import check_outputs, describe
+from .sources import describe
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from ..backends import Backend
 from ..core.errors import InvalidParameter, need
 from ..core.layout import OUTPUT_FORMATS
 from ..core.lazy import pd
-from .sources import check_finite_rows, check_frame_outputs
+from .checks import check_finite_rows, check_frame_outputs
 
 if TYPE_CHECKING:  # the optional formats' types, named for readers and type checkers only
     import pandas

@@ -15,8 +15,9 @@ import json
 from typing import Any, Unpack
 
 from ..backends import Backend
-from ..compiler import REGISTRY_ENTRY_TABLE, Output, Source, strategies
+from ..compiler import Output, Source, strategies
 from ..compiler.guard import guardable
+from ..compiler.long import MATRIX_READERS, check_matrix_used, matrix_table
 from ..compiler.preprocess import read_stats, stats_query
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists, SqlrpError
@@ -32,6 +33,7 @@ from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
 from ..registry.validate import check_matrix_table, validate
+from .given import check_matrix_holds, matrix_differs
 from .moments import sample_kurtosis
 from .sources import describe, infer_d, resolve_source
 
@@ -249,7 +251,7 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
     dialect = dialect or db.sql_dialect
     proj = p.projection
     block_size(how.block, proj.d)
-    asked = how
+    asked, verified = how, how.matrix == "auto"  # auto takes the registry only where it holds the matrix
     how = _strategy(db, p, dataclasses.replace(how, matrix=choose_matrix(db, p, how.matrix)), dialect)
     # SQL that joins the registry's rows (join, lookup; a composition's stages, decided later) runs only on
     # rows that are this projection, unedited (its digest); else auto inlines the matrix, and registry refuses
@@ -260,6 +262,12 @@ def decide(db: Backend, p: Plan, how: Formulation, dialect: SqlrpDialect | None 
             if asked.matrix == "registry":
                 raise
             how = _strategy(db, p, dataclasses.replace(asked, matrix="values"), dialect)
+    check_matrix_used(how.matrix, proj, how.strategy, p.source.layout)  # a matrix table is read, or refused
+    reads = how.strategy in MATRIX_READERS or matrix_table(how.matrix) is not None
+    if reads and not verified and dialect.name == db.sql_dialect.name:  # the relation joined is here
+        check_matrix_holds(db, proj, how.matrix)  # it exists and holds this matrix (one aggregate)
+        if matrix_table(how.matrix) is not None and isinstance(proj, Projection):
+            check_matrix_table(db, proj, how.matrix)  # and entry for entry: the projection's digest
     checked = guard and how.check and how.strategy != "auto" and guardable(proj, p.source, dialect, how.strategy)
     return dataclasses.replace(p, how=dataclasses.replace(how, guard=checked))
 
@@ -294,12 +302,11 @@ def pairs_for(db: Backend, p: Plan, dialect: SqlrpDialect, strategy: str) -> Pai
 
 
 def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
-    """``auto``: the registry's rows if this database holds the projection's matrix (as many rows
-    under its name as it has non-zeros: a projection named but stored elsewhere, or never, would
-    join no rows and project to zeros), else the matrix inlined as ``VALUES``."""
+    """``auto``: the registry's rows if this database holds the projection's matrix under its name
+    (:func:`.given.matrix_differs`: a projection named but stored elsewhere, or never, would join no
+    rows and project to zeros; another one stored under that name, its weights), else the matrix
+    inlined as ``VALUES``."""
     proj = p.projection
-    if matrix not in ("auto", "values", "registry") and isinstance(proj, Projection):  # --matrix TABLE
-        check_matrix_table(db, proj, matrix)  # (the registry's rows: checked in decide, once it is known read)
     if matrix != "auto":
         return matrix
     if not getattr(proj, "name", None):
@@ -307,5 +314,4 @@ def choose_matrix(db: Backend, p: Plan, matrix: str) -> str:
     if not isinstance(proj, Projection):  # a named composition: its stages are stored under their own names
         return "registry"
     registry_of(db)  # its tables exist from here on
-    held = db.fetchall(f"SELECT count(*) FROM {REGISTRY_ENTRY_TABLE} WHERE projection = ?", [proj.name])
-    return "registry" if held and held[0][0] == proj.linear.nnz else "values"
+    return "values" if matrix_differs(db, proj, "registry") else "registry"

@@ -13,11 +13,11 @@ from ..compiler.guard import tripped
 from ..core import files
 from ..core.ir import Projection
 from ..core.layout import Formulation, Target
+from .checks import check_source
 from .destinations import rows_back, write_table
 from .materialise import write_file
 from .plan import Plan, decide, plan
 from .progress import CommandBar
-from .sources import check_source
 
 
 def plan_and_project(

@@ -20,6 +20,7 @@ from . import outputs, targets
 from .frame_admit import FRAME_DECIDES, admit
 from .frame_table import frame_table
 from .frames import is_frame, with_frame_ids
+from .given import check_matrix_origin
 from .materialise import file_target
 from .outputs import Projected
 from .plan import Plan, decide
@@ -62,6 +63,7 @@ def run_table(
     into = target.into
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
+    check_matrix_origin(db, how.matrix, projection)  # a matrix table needs the projection it came from
     optional_count("d", options.get("d"))
     if how.block is not None:  # against d too, before a new projection is stored
         block_size(how.block, input_dimension(db, table, id_column, projection, options))
@@ -119,8 +121,8 @@ def compile_plan(db: Backend | None, p: Plan, dialect: str | None, target: Targe
         files.refuse_file_ending(target.into)
     engine = get_dialect(dialect or (db.dialect if db is not None else "duckdb"))  # resolved once, here
     same_engine = db is not None and engine.name == db.dialect
-    if how.matrix == "auto":
-        how = replace(how, matrix="registry" if (same_engine and p.projection.name) else "values")
+    if how.matrix == "auto" and not same_engine:  # the same engine: decide() picks (plan.choose_matrix)
+        how = replace(how, matrix="values")
     if db is None:
         block_size(how.block, p.projection.d)
         decided = replace(p, how=replace(how, guard=False))

@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Unpack
 
-import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend, ColumnInfo
-from ..compiler import Source, as_double, col, dense_source, feature_input, ident, table_ref
-from ..compiler.limits import within_limits
-from ..core.errors import InputError, InvalidParameter, overflow_error, warn_caller
+from ..compiler import Source, col, ident, table_ref
+from ..core.errors import InputError, InvalidParameter, warn_caller
 from ..core.files import file_format, read_as_file, refuse_engine
 from ..core.ir import Composed, Projection
 from ..core.layout import SOURCE_OPTIONS, SourceOptions
-from ..core.lazy import pd
-from ..core.nodes import Inputs, SignedSum, balanced, gc_paused
-from ..dialects import SqlrpDialect
 from .frames import table_name
 
 _INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?\d*|INT\d+|U?INT\d+|LONG|SHORT|BYTE)$", re.IGNORECASE)
@@ -278,172 +274,12 @@ def infer_d(db: Backend, source: Source) -> int:
         value = db.fetchall(dialect.render(exp.select(agg).from_(table)))[0][0]
     if value is None:
         raise InputError(f"cannot infer d from the empty table {source.table!r}; pass d explicitly (--d)")
+    top = float(value)
+    if source.layout == "long" and not (math.isfinite(top) and top == round(top) and top >= 1):
+        # the check (check_source) names the rows; d must be a number first (inf would be a traceback)
+        raise InputError(
+            f"cannot infer d from table {source.table!r}: its largest feature index is {top - 1!r}; feature "
+            f"indexes ({source.feature_column!r}) are integers in [0, d): fix them, or pass d (--d) to have "
+            "the rows named"
+        )
     return int(value)
-
-
-@gc_paused
-def check_source(db: Backend, projection: Projection | int, source: Source) -> None:
-    """Fail with a clear message if any row has NULL/NaN/infinite features, a wrong array length, or
-    a feature index outside ``[0, d)``.  Nothing is written.
-
-    Wide and array layouts on engines whose float sums overflow to infinity (DuckDB) first add up
-    each row's features -- NULL if one is NULL, NaN if one is NaN -- and look feature by feature only
-    if some sum is: one sum per row costs less than a test per feature (``bench/run.py``,
-    ``sqlrp_check``; docs/benchmarks.md, "Pipeline")."""
-    d = projection if isinstance(projection, int) else projection.d
-    dialect = db.sql_dialect
-    table: exp.Expression = table_ref(source)
-
-    def bad_value(e: Callable[[], exp.Expression]) -> exp.Expression:
-        cond: exp.Expression = dialect.not_finite(as_double(e()))
-        if source.nulls == "error":
-            cond = exp.Or(this=exp.Is(this=e(), expression=exp.Null()), expression=cond)
-        not_number = dialect.not_a_number(e())
-        if not_number is not None:  # SQLite: a REAL column may hold '12abc', which CAST reads as 12
-            cond = exp.Or(this=cond, expression=not_number)
-        return cond
-
-    values: list[Callable[[], exp.Expression]] | None = None  # the features (wide and array layouts)
-    if source.layout == "wide":
-        values = [lambda c=c: col(c) for c in source.columns]
-        what = "NULL or NaN or infinite values in feature columns"
-        key = source.id_column
-    elif source.layout == "array":
-        # lengths first (one detoast per row), then elements through the compiler's own source
-        # relation, which detoasts once per row on PostgreSQL (x[i] on the raw column would not)
-        a = col(source.array_column)  # type: ignore[arg-type]
-        length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
-        wrong = exp.or_(
-            exp.Is(this=a.copy(), expression=exp.Null()),
-            exp.NEQ(this=length, expression=exp.Literal.number(d)),
-        )
-        bad = _offending_ids(db, table, col(source.id_column), wrong)
-        if bad:
-            ids = ", ".join(repr(r[0]) for r in bad)
-            raise InputError(
-                f"table {source.table!r} has NULL arrays or arrays whose length is not "
-                f"d = {d} (rows with id {ids}); fix them or use a projection of that d"
-            )
-        table = dense_source(d, dataclasses.replace(source, group_column=None), dialect).subquery("src")
-        values = [lambda i=i: col(f"_x{i}") for i in range(d)]
-        what = "NULL or NaN or infinite array elements"
-        key = "_id"
-    else:
-        what = f"a NULL/NaN/infinite value or a feature index outside [0, {d})"
-        key = source.id_column
-    if values is not None:
-        if dialect.nan_propagating_sums and not _suspect_rows(db, table, values, source, dialect):
-            return
-        conds = [bad_value(v) for v in values]
-    else:
-        f = source.feature_column
-        conds = [
-            exp.Is(this=col(f), expression=exp.Null()),
-            col(f) < exp.Literal.number(0),
-            col(f) >= exp.Literal.number(d),
-            bad_value(lambda: col(source.value_column)),  # type: ignore[arg-type]
-        ]
-    bad: list = []
-    for group in within_limits(conds, dialect):  # one query, or as many as the engine's limits need
-        bad = _offending_ids(db, table, col(key), any_of(group))
-        if bad:
-            break
-    if bad:
-        ids = ", ".join(repr(r[0]) for r in bad)
-        hint = (
-            " Clean the data, or pass --nulls=zero to treat NULL as 0."
-            if source.nulls == "error" and source.layout != "array"
-            else " Clean the data first."
-        )
-        raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
-
-
-def any_of(conditions: list[exp.Expression]) -> exp.Expression:
-    """``c1 OR c2 OR ...`` as a balanced tree (:func:`~sqlrp.core.nodes.balanced`): a chain of
-    2,352 ORs (784 features) is deeper than SQLite's 1,000 levels; balanced it is 12 deep."""
-    return balanced(conditions, exp.Or)
-
-
-def _offending_ids(db: Backend, table: exp.Expression, key: exp.Expression, condition: exp.Expression) -> list:
-    """Up to five rows (their key) meeting ``condition``; none, in the usual case, after one count.
-    The count comes first because PostgreSQL plans ``... LIMIT 5`` serially and ``count(*)`` with
-    parallel workers (``PYTHONPATH=. python -m bench.probes pg-check``)."""
-    dialect = db.sql_dialect
-    count = exp.select(exp.Count(this=exp.Star())).from_(table, copy=False).where(condition, copy=False)
-    if not db.fetchall(dialect.render(count))[0][0]:
-        return []
-    ids = exp.select(key).from_(table, copy=False).where(condition, copy=False).limit(5, copy=False)
-    return db.fetchall(dialect.render(ids))  # reuses the nodes of the count query, already rendered
-
-
-def _suspect_rows(
-    db: Backend,
-    table: exp.Expression,
-    values: list[Callable[[], exp.Expression]],
-    source: Source,
-    dialect: SqlrpDialect,
-) -> bool:
-    """True if some row's features might hold NULL or NaN, by one sum per row: the sum is NULL if a
-    feature is NULL and NaN if one is NaN (or if +inf and -inf meet: the exact check then clears the
-    row).  Only for engines whose float sums overflow to infinity instead of raising
-    (``SqlrpDialect.nan_propagating_sums``); NULLs count as 0 under ``nulls="zero"``."""
-
-    inputs = Inputs(feature_input(v(), source) for v in values)  # rendered once, read by every group's sum
-
-    def total() -> exp.Expression:
-        out: exp.Expression | None = None
-        for start in range(0, len(inputs), 32):  # chains of 32: DuckDB binds long chains slowly
-            idx = np.arange(start, min(start + 32, len(inputs)))
-            part = SignedSum.of(inputs, idx, np.ones(len(idx)))
-            out = part if out is None else exp.Add(this=out, expression=part)
-        assert out is not None
-        return out
-
-    # an infinite feature makes the sum infinite or NaN; so may finite ones that overflow (the exact
-    # check then clears the row)
-    suspect: exp.Expression = dialect.not_finite(total())
-    if source.nulls == "error":
-        suspect = exp.Or(this=exp.Is(this=total(), expression=exp.Null()), expression=suspect)
-    query = exp.select(exp.Literal.number(1)).from_(table).where(suspect).limit(1)
-    sql = db.sql_dialect.render(query)
-    limit = dialect.max_statement_bytes
-    if limit is not None and len(sql.encode()) > limit:  # past the engine's query size (ClickHouse at d =
-        return True  # 5,000): every row is suspect, and the exact check runs in statements that fit
-    return bool(db.fetchall(sql))
-
-
-def check_outputs(db: Backend, table: exp.Table, key: str, names: list[str], array_length: int | None = None) -> None:
-    """Fail if a projected value is not finite.  Finite features can still overflow: three values of
-    1e308 in one sum are infinity on DuckDB, without an error (``tests/reliability/test_reliability.py``), where
-    PostgreSQL raises; the check runs on every engine.  Run on the written table inside the caller's
-    transaction (or before the staged table is swapped in), so that a failure leaves nothing behind.
-    ``array_length``: ``names`` is one array column of that many values (each read by its index)."""
-    dialect = db.sql_dialect
-    if array_length is not None:
-        (name,) = names
-        at = [exp.Literal.number(i) for i in range(array_length)]  # 0-based: sqlglot shifts it per engine
-        values = [exp.Bracket(this=col(name), expressions=[i], offset=0) for i in at]
-    else:
-        values = [col(n) for n in names]
-    # NULL too: SQLite stores a NaN as NULL, so an overflowed output (inf - inf) is written as NULL
-    conds = [exp.or_(dialect.not_finite(v), exp.Is(this=v.copy(), expression=exp.Null())) for v in values]
-    bad = _offending_ids(db, table, col(key), any_of(conds))
-    if bad:
-        raise overflow_error(r[0] for r in bad)
-
-
-def check_frame_outputs(frame: pd.DataFrame, key: str) -> pd.DataFrame:
-    """:func:`check_outputs` for rows handed back as a DataFrame (wide or array outputs)."""
-    values = frame.drop(columns=[key])
-    if values.shape[1] == 1 and pd.api.types.is_object_dtype(values.dtypes.iloc[0]):  # an array output
-        finite = np.array([np.isfinite(np.asarray(v, dtype=float)).all() for v in values.iloc[:, 0]], dtype=bool)
-    else:
-        finite = np.isfinite(values.to_numpy(dtype=float)).all(axis=1)
-    check_finite_rows(frame[key].to_numpy(), finite)
-    return frame
-
-
-def check_finite_rows(ids: np.ndarray, finite: np.ndarray) -> None:
-    """Raise the overflow error naming up to five of the ``ids`` whose row is not ``finite``."""
-    if not finite.all():
-        raise overflow_error(ids[~finite][:5])

@@ -19,8 +19,9 @@ from ..core.options import refuse_unknown
 from ..core.params import count, optional_count
 from ..dialects import SqlrpDialect
 from ..pipeline import targets
+from ..pipeline.checks import check_source
 from ..pipeline.frames import table_name
-from ..pipeline.sources import check_source, infer_d, resolve_source
+from ..pipeline.sources import infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES, Registry
 from .calibrate import QUERIES, TARGET, Aim, calibrate
 from .fresh import id_type, refresh

@@ -15,8 +15,9 @@ from ..backends import Backend
 from ..compiler import Source, col, ident
 from ..core.errors import text_value, warn_caller
 from ..pipeline import targets
+from ..pipeline.checks import check_source
 from ..pipeline.materialise import output_table, staged
-from ..pipeline.sources import check_source, describe, fill_source
+from ..pipeline.sources import describe, fill_source
 from .index import INDEX_TABLE, Index, StaleIndex, create_as, staging_name, unique_ids
 from .rows import fingerprint, fingerprint_select, rows_select
 from .scale import LOW, check_range, magnitude, needs_fine

@@ -23,11 +23,12 @@ from ..core.errors import InputError, InvalidParameter, warn_caller
 from ..core.lazy import pd
 from ..core.options import refuse_unknown
 from ..pipeline import targets
+from ..pipeline.checks import check_source
 from ..pipeline.frame_columns import column_names
 from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
 from ..pipeline.materialise import atomic_table, output_table
-from ..pipeline.sources import check_source, describe, infer_d, resolve_source
+from ..pipeline.sources import describe, infer_d, resolve_source
 from ..registry.store import REGISTRY_TABLES
 from .calibrate import FAR, Calibration
 from .fresh import check_columns, check_fresh

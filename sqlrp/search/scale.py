@@ -46,6 +46,7 @@ from ..backends import Backend
 from ..compiler import Source, col
 from ..core.errors import DRIVER_MODULES, InputError
 from ..core.nodes import bare_select as _select
+from .sql import feature_rows, scaled  # noqa: F401 - scaled: sqlrp.search.scale.scaled, as it was
 
 #: ``e = 0`` while the table's largest ``|feature|`` is in ``[2^-BAND, 2^BAND)``
 BAND = 64
@@ -88,14 +89,6 @@ def resolution(d: int, e: int, fine: bool = True) -> float:
     return math.sqrt(d) * (math.ldexp(1.0, -1036 - e) + math.ldexp(1.0, -1074 - e)) + math.ldexp(1.0, -1073)
 
 
-def scaled(value: exp.Expression, e: int) -> exp.Expression:
-    """``value * 2^e`` (``value`` itself for ``e = 0``), the power of two written exactly."""
-    if e == 0:
-        return value
-    factor = exp.cast(exp.Literal.number(repr(math.ldexp(1.0, e))), exp.DataType.build("DOUBLE"))
-    return exp.Mul(this=exp.paren(value, copy=False), expression=factor)
-
-
 class Magnitudes(NamedTuple):
     """What one pass over a table says of its features' magnitudes (:func:`magnitude`)."""
 
@@ -106,8 +99,6 @@ class Magnitudes(NamedTuple):
 
 def magnitude(db: Backend, source: Source, d: int, rows: bool = False) -> Magnitudes:
     """:class:`Magnitudes` of ``source``'s features, in one pass over it (``rows``: ``row_min`` too)."""
-    from .sql import feature_rows  # sql imports this module
-
     dialect = db.sql_dialect
     xs = [exp.Abs(this=col(f"_x{i}")) for i in range(d)]
     aggregates: list[exp.Expression] = [exp.Max(this=x) for x in xs]

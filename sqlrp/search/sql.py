@@ -23,10 +23,9 @@ from ..core.nodes import balanced
 from ..core.nodes import bare_paren as _p
 from ..core.nodes import bare_select as _select
 from ..core.options import refuse_unknown, take
-from ..core.params import count
+from ..core.params import count, is_whole
 from ..dialects import SqlrpDialect
 from .ivf import WORD_BITS
-from .scale import scaled
 
 METRICS = ("euclidean", "angular")
 #: output columns of a search, in order
@@ -109,9 +108,9 @@ def check_search(top: int, candidates: int, probes: int | None, metric: str) -> 
     for name, value in (("top", top), ("candidates", candidates), ("probes", probes)):
         if name == "probes" and value is None:
             continue
-        count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
-        if name != "probes" and value > MAX_COUNT:
+        if name != "probes" and is_whole(value) and value > MAX_COUNT:  # the engines' bound, below LIMITS'
             raise InvalidParameter(f"{name} must be at most {MAX_COUNT:,}, got {value!r}")
+        count(name, value)  # a whole number in its range (sqlrp.core.params.LIMITS)
     if candidates < top:
         raise InvalidParameter(f"candidates ({candidates}) must be at least top ({top}): only candidates are re-ranked")
     if metric not in METRICS:
@@ -136,6 +135,14 @@ def squared_distance(left: Sequence[exp.Expression], right: Sequence[exp.Express
         for a, b in zip(left, right, strict=True)
     ]
     return balanced(squares, exp.Add)
+
+
+def scaled(value: exp.Expression, e: int) -> exp.Expression:
+    """``value * 2^e`` (``value`` itself for ``e = 0``), the power of two written exactly."""
+    if e == 0:
+        return value
+    factor = exp.cast(exp.Literal.number(repr(math.ldexp(1.0, e))), exp.DataType.build("DOUBLE"))
+    return exp.Mul(this=exp.paren(value, copy=False), expression=factor)
 
 
 def feature_rows(
