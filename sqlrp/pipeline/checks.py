@@ -56,19 +56,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
     elif source.layout == "array":
         # lengths first (one detoast per row), then elements through the compiler's own source
         # relation, which detoasts once per row on PostgreSQL (x[i] on the raw column would not)
-        a = col(source.array_column)  # type: ignore[arg-type]
-        length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
-        wrong = exp.or_(
-            exp.Is(this=a.copy(), expression=exp.Null()),
-            exp.NEQ(this=length, expression=exp.Literal.number(d)),
-        )
-        bad = _offending_ids(db, table, col(source.id_column), wrong)
-        if bad:
-            ids = ", ".join(repr(r[0]) for r in bad)
-            raise InputError(
-                f"table {source.table!r} has NULL arrays or arrays whose length is not "
-                f"d = {d} (rows with id {ids}); fix them or use a projection of that d"
-            )
+        _check_array_lengths(db, table, source, d)
         table = dense_source(d, dataclasses.replace(source, group_column=None), dialect).subquery("src")
         values = [lambda i=i: col(f"_x{i}") for i in range(d)]
         what = "NULL or NaN or infinite array elements"
@@ -90,17 +78,7 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
         if bad:
             break
     if bad and values is None:  # which of the long layout's checks: the keys, the indexes, else the values
-        if keys is not None:
-            _refuse_null_keys(db, table, source, keys)
-        index = _offending_ids(db, table, col(key), any_of(bad_index(source.feature_column, d, dialect)))
-        if index:
-            raise InputError(
-                f"table {source.table!r} has feature indexes ({source.feature_column!r}) that are NULL, not integers "
-                f"or outside [0, {d}) (rows with id {', '.join(repr(r[0]) for r in index)}): a feature index is an "
-                "integer in [0, d); fix them, or use a projection of the d they need"
-            )
-        what = "NULL/NaN/infinite values" if source.nulls == "error" else "NaN or infinite values"
-        what += f" in {source.value_column!r}"
+        what = _long_check_failed(db, table, source, keys, d)
     if bad:
         ids = ", ".join(repr(r[0]) for r in bad)
         hint = (
@@ -109,6 +87,39 @@ def check_source(db: Backend, projection: Projection | int, source: Source) -> N
             else " Clean the data first."
         )
         raise InputError(f"table {source.table!r} has {what} (rows with id {ids}).{hint}")
+
+
+def _check_array_lengths(db: Backend, table: exp.Expression, source: Source, d: int) -> None:
+    """Refuse NULL arrays and arrays whose length is not ``d``, naming the rows."""
+    a = col(source.array_column)  # type: ignore[arg-type]
+    length = exp.ArraySize(this=a.copy(), expression=exp.Literal.number(1))
+    wrong = exp.or_(
+        exp.Is(this=a.copy(), expression=exp.Null()),
+        exp.NEQ(this=length, expression=exp.Literal.number(d)),
+    )
+    bad = _offending_ids(db, table, col(source.id_column), wrong)
+    if bad:
+        ids = ", ".join(repr(r[0]) for r in bad)
+        raise InputError(
+            f"table {source.table!r} has NULL arrays or arrays whose length is not "
+            f"d = {d} (rows with id {ids}); fix them or use a projection of that d"
+        )
+
+
+def _long_check_failed(db: Backend, table: exp.Expression, source: Source, keys: exp.Expression | None, d: int) -> str:
+    """The long layout's check found rows: refuse NULL keys or bad indexes by name, else say which values."""
+    if keys is not None:
+        _refuse_null_keys(db, table, source, keys)
+    bad = bad_index(source.feature_column, d, db.sql_dialect)
+    index = _offending_ids(db, table, col(source.id_column), any_of(bad))
+    if index:
+        raise InputError(
+            f"table {source.table!r} has feature indexes ({source.feature_column!r}) that are NULL, not integers "
+            f"or outside [0, {d}) (rows with id {', '.join(repr(r[0]) for r in index)}): a feature index is an "
+            "integer in [0, d); fix them, or use a projection of the d they need"
+        )
+    what = "NULL/NaN/infinite values" if source.nulls == "error" else "NaN or infinite values"
+    return what + f" in {source.value_column!r}"
 
 
 def bad_index(feature_column: str, d: int, dialect: SqlrpDialect) -> list[exp.Expression]:
