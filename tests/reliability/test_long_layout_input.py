@@ -266,7 +266,7 @@ def test_the_registry_rows_of_another_projection_under_the_name_are_never_joined
     out = sqlrp.project(duck, "l", "id", mine, layout="long")
     np.testing.assert_allclose(out.drop(columns="id").to_numpy(), sqlrp.transform(mine, X), rtol=1e-9)
     elsewhere = sqlrp.create_projection(None, "not_here", "achlioptas", d=8, k=4, s=1, seed=5)
-    with pytest.raises(sqlrp.SqlrpError, match="(holds no matrix for projection|no stored projection named) 'not_here'"):
+    with pytest.raises(sqlrp.SqlrpError, match="(holds no matrix for|no stored projection named)"):
         sqlrp.project(duck, "l", "id", elsewhere, layout="long", matrix="registry")
 
 
