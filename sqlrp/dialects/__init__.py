@@ -57,7 +57,7 @@ def get_dialect(name: str | SqlrpDialect) -> SqlrpDialect:
     if isinstance(name, SqlrpDialect):
         return name
     if not isinstance(name, str):
-        raise InvalidParameter(f"dialect must be an engine's name such as 'duckdb' or 'snowflake', got {name!r}")
+        raise InvalidParameter(f"dialect must be an engine's name (a string), got {name!r}")
     key = name.lower()
     if key in _CACHE:
         return _CACHE[key]
