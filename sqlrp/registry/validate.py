@@ -175,8 +175,11 @@ def _combiner(comb: Any, k: int, p: int, term_ids: Any) -> Combiner:
 
 def _zero_outputs_allowed(method: str, params: dict[str, Any]) -> bool:
     """Outputs without a term are made on purpose only by a Maclaurin map drawn over every degree
-    (``sampling="paper"`` untruncated: an output of degree ``N > r`` has ``a_N = 0``)."""
-    return method == "maclaurin" and params.get("sampling") == "paper" and not params.get("truncate")
+    (``sampling="paper"`` untruncated: an output of degree ``N > r`` has ``a_N = 0``), and by one of
+    degree 0 (the constant kernel: one output holds it, ``z.z = 1``, the others are 0)."""
+    if method != "maclaurin":
+        return False
+    return params.get("degree") == 0 or (params.get("sampling") == "paper" and not params.get("truncate"))
 
 
 def assemble(parts: Parts, where: str, repeats: bool = False) -> Projection:
