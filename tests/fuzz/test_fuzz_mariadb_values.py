@@ -2,8 +2,8 @@
 zeros, NULLs, NaN and infinities in float and object columns, projected on MariaDB with
 ``nulls="error"`` and ``"zero"``.  MariaDB reads ``CAST('NaN' AS DOUBLE)`` as 0 and cannot store NaN or
 infinity, so the input check once refused every zero, and a NaN reached the driver as a traceback.
-Now: a frame with NaN or infinity is refused in one line before anything is written; NULL is refused,
-or read as 0 on request; everything else equals NumPy to 1e-9.
+Now: a frame with infinity is refused in one line before anything is written; a missing value (NULL, or a
+pandas NaN) is refused, or read as 0 on request; everything else equals NumPy to 1e-9.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ def test_fuzz_mariadb_values(maria) -> None:
             column = [row[j] for row in cells]
             frame[f"f{j}"] = pd.Series(column, dtype=object if as_object[j] else np.float64)
         values = np.array([[np.nan if v is None else v for v in row] for row in cells], dtype=float)
-        # what each cell is to sqlrp: None in a float64 column is NaN there (pandas), NULL in an object one
-        null = np.array([[v is None and as_object[j] for j, v in enumerate(row)] for row in cells], dtype=bool)
-        not_finite = ~np.isfinite(values) & ~null
+        # what each cell is to sqlrp: a pandas frame's NaN and None are missing values (NULL: refused, or 0
+        # with nulls="zero"), in a float64 column and an object one alike (sqlrp/pipeline/frame_columns.py)
+        null = np.isnan(values)
+        not_finite = np.isinf(values)
         projection = make_projection("gaussian", d, 2, seed=1)
         try:
             out = sqlrp.project(maria, frame, "id", projection, nulls=nulls, store=False)
