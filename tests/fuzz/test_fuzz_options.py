@@ -65,7 +65,7 @@ def _setup(folder: Path, existing: bool) -> tuple[str, np.ndarray, np.ndarray]:
 
 def _options(c: dict) -> dict:
     keys = ("replace", "incremental", "view", "chunk_rows", "matrix", "strategy", "block")
-    return {key: c[key] for key in keys if c[key] not in (None, False)}
+    return {key: c[key] for key in keys if c[key] is not None and c[key] is not False}  # 0 is given: 0 == False
 
 
 def _cli_args(url: str, c: dict) -> list[str]:
@@ -167,3 +167,15 @@ def test_option_combinations_decide_alike(c: dict, data: st.DataObject) -> None:
                 assert list(ids) == list(range(9)), (entry, c, ids)
             np.testing.assert_allclose(got, Y[ids], rtol=1e-9, atol=1e-9, err_msg=f"{entry} {c}")
     assert len(set(outcomes.values())) == 1, f"the entry points decided differently on {c}: {outcomes}"
+
+
+def test_chunk_rows_0_is_refused_by_every_entry_alike(tmp_path) -> None:
+    """Found by a longer run (SQLRP_FUZZ_EXAMPLES=40): the harness had dropped ``chunk_rows=0`` for the API
+    (``0 in (None, False)`` is true in Python) while the CLI was given it; every entry refuses it."""
+    c = dict(into="out", existing=True, replace=True, incremental=False, view=False, chunk_rows=0, matrix="auto",
+             strategy="auto", block=1)  # fmt: skip
+    for entry in ENTRIES:
+        folder = tmp_path / entry
+        folder.mkdir()
+        url, _, _ = _setup(folder, c["existing"])
+        assert _run(entry, url, folder, c)[0] == "refused", entry
