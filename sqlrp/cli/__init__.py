@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..core.errors import EXIT_USAGE, cli_words, exit_status, one_line
-from . import evaluate, project, projections, search
+from . import dbt, evaluate, project, projections, search
 from .interrupt import EXIT_INTERRUPTED, Watched, planned, signals_as_interrupt, uninterrupted, was_interrupted
 from .options import input_table
 
@@ -45,6 +45,7 @@ MIRROR: dict[str, str] = {
     "indexes drop": "drop_index",
     "migrate": "migrate",
     "demo": "demo",
+    "dbt": "dbt_model",
 }
 
 
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         search.add_indexes,
         projections.add_migrate,
         projections.add_demo,
+        dbt.add_dbt,
     ):
         add(sub)
     return parser
