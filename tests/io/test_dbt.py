@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -21,9 +22,11 @@ import pytest
 import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter, ProjectionExists, cli_words
+from sqlrp.datasets import load_digits
 from sqlrp.dbt import dbt_model
 from sqlrp.dbt_project import read_project
 
+ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 N, D = 40, 6
 RTOL = 1e-9
@@ -289,3 +292,36 @@ def test_a_column_name_holding_jinja_is_kept_raw(tmp_path):
     dbt_model(project, "m", "id", source="raw.features", columns=["a{{b}}", "c"], k=2)
     text = (project / "models" / "m.sql").read_text()
     assert "{% raw %}" in text and '"a{{b}}"' in text
+
+
+def guide_script() -> str:
+    """The shell blocks of docs/guide/dbt.md's "From an empty folder" section, as one script (the
+    ``pip install`` line aside: the environment has the packages)."""
+    page = (ROOT / "docs" / "guide" / "dbt.md").read_text()
+    section = page.split("## From an empty folder", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    lines = [line for block in blocks for line in block.splitlines() if not line.startswith("pip install")]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_guide_goes_from_an_empty_folder_to_dbt_build(dbt_bin, tmp_path):
+    """docs/guide/dbt.md as a newcomer runs it: an empty folder, then `dbt build` green, and the model
+    equal to NumPy's projection of the digits with the projection sqlrp stored."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
+    env.pop("SQLRP_DB", None)
+    env.pop("DBT_PROFILES_DIR", None)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", guide_script()],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "Done. PASS=3 WARN=0 ERROR=0" in done.stdout
+    X, _ = load_digits()
+    with sqlrp.connect(f"duckdb:///{tmp_path / 'shop' / 'shop.duckdb'}") as db:
+        projection = sqlrp.load_projection(db, "digits_achlioptas_k16_seed0")
+        got = db.query_df("select * from digits_rp")
+    assert_matches(got, projection, X, list(range(len(X))))
