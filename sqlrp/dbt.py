@@ -49,7 +49,7 @@ from .core.layout import SOURCE_OPTIONS, Formulation, Target
 from .core.nodes import as_double, col, ident
 from .core.options import PlanOptions, refuse_unknown
 from .core.plan import Plan
-from .dbt_project import DbtProject, check_name, read_project, refuse_existing, write_files
+from .dbt_project import NAME, DbtProject, check_name, read_project, refuse_existing, write_files
 from .dialects import SqlrpDialect, get_dialect
 from .methods import make_projection
 from .pipeline import given
@@ -253,7 +253,8 @@ def _model(
     if incremental:
         filtered = _with_jinja(new_rows, dialect, {PLACEHOLDERS["this"]: "{{ this }}"})
         jinja[NEW_ROWS] = f"({{% if is_incremental() %}}{filtered}{{% else %}}1 = 1{{% endif %}})"
-        config = f"materialized='incremental', unique_key='{_quote(key)}'"
+        unique = key if NAME.match(key) and key == key.lower() else dialect.render(col(key))  # dbt writes it as is
+        config = f"materialized='incremental', unique_key='{_quote(unique)}'"
     sql = _with_jinja(statements.main, dialect, jinja)
     what = proj.name or f"new {proj.method}, d = {proj.d}, k = {proj.k}, seed = {getattr(proj, 'seed', None)}"
     note = " ".join(f"{what}; params {proj.params}".replace("#}", "# }").split())
