@@ -1,7 +1,8 @@
 """The dbt models :func:`sqlrp.dbt_model` writes, rendered as dbt renders them (Jinja, with ``ref``,
 ``source``, ``this``, ``is_incremental`` and ``config`` as dbt defines them) and run on DuckDB, for
-generated inputs: every layout, linear and kernel methods, incremental or not, with and without
-``--db``, and column names holding Jinja's and SQL's delimiters (``{{``, ``{%``, ``{#``, ``}}``, quotes).
+generated inputs: every layout, wide and array outputs, linear and kernel methods, incremental or not,
+with and without ``--db``, and column names holding Jinja's and SQL's delimiters (``{{``, ``{%``, ``{#``,
+``}}``, quotes).
 
 The property: the rendered model returns NumPy's projection of the rows it should (all of them, or
 under ``is_incremental()`` those not in ``{{ this }}`` yet) to 1e-9, its ``unique_key`` is the output's
@@ -77,6 +78,8 @@ def cases(draw: st.DrawFn) -> dict:
         "incremental": draw(st.booleans()),
         "nan_row": draw(st.sampled_from([None, 0, 3])),
         "strategy": draw(st.sampled_from(["auto", "auto", "join", "inline"])) if layout != "long" else "auto",
+        "output": draw(st.sampled_from(["wide", "array"])),
+        "prefix": draw(st.sampled_from(["p", "_x", "p_"]) | name),
     }  # fmt: skip
 
 
@@ -115,6 +118,7 @@ def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
     params = {"degree": 2, "t": 2} if case["method"] == "pk-rp" else {"s": 1} if case["method"] == "achlioptas" else {}
     projection = sqlrp.make_projection(case["method"], case["d"], case["k"], seed=case["seed"], **params)
     options: dict = {"layout": layout, "incremental": case["incremental"], "strategy": case["strategy"]}
+    options |= {"output": case["output"], "prefix": case["prefix"]}
     if layout == "wide":
         options["columns"] = case["columns"][: case["d"]]
     elif layout == "array":
@@ -154,7 +158,7 @@ def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
     model = render(root / "models" / "m_rp.sql", False, seen)
     con.execute(f"CREATE TABLE out AS {model}")
     got = con.execute(f"SELECT * FROM out ORDER BY {quoted(case['id'])}").df()
-    expect(got, projection, X[clean], ids[clean])
+    expect(got, projection, X[clean], ids[clean], case["output"] == "array")
     if case["incremental"]:
         assert seen["materialized"] == "incremental"
         key = seen["unique_key"]
@@ -162,14 +166,14 @@ def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
         con.execute(f"DELETE FROM out WHERE {quoted(case['id'])} > 0")
         added = con.execute(render(root / "models" / "m_rp.sql", True, {})).df()
         keep = [r for r in clean if ids[r] > 0]
-        expect(added, projection, X[keep], ids[keep])
+        expect(added, projection, X[keep], ids[keep], case["output"] == "array")
     else:
         assert seen == {"materialized": "table"}
 
 
-def expect(got: pd.DataFrame, projection, X: np.ndarray, ids: np.ndarray) -> None:  # noqa: ANN001
+def expect(got: pd.DataFrame, projection, X: np.ndarray, ids: np.ndarray, array: bool) -> None:  # noqa: ANN001
     got = got.sort_values(got.columns[0])
     assert got.iloc[:, 0].tolist() == sorted(ids.tolist())
     want = sqlrp.transform(projection, X)[np.argsort(ids)]
-    Y = got.iloc[:, 1:].to_numpy(dtype=float)
+    Y = np.array(got.iloc[:, 1].tolist(), dtype=float) if array else got.iloc[:, 1:].to_numpy(dtype=float)
     np.testing.assert_allclose(Y, want, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(want).max(initial=0))))
