@@ -59,6 +59,7 @@ from .pipeline.plan import plan, registry_of
 #: the placeholder table and column names of the relations dbt names, and what each becomes
 PLACEHOLDERS = {"input": "_sqlrp_dbt_input_", "matrix": "_sqlrp_dbt_matrix_", "this": "_sqlrp_dbt_this_"}
 NEW_ROWS = "_sqlrp_dbt_new_rows_"  #: the incremental filter's placeholder (a boolean column)
+SEED_NOTE = "the projection's matrix (vector, feature, weight), written by sqlrp dbt"
 
 
 class DbtOptions(PlanOptions, total=False):
@@ -123,25 +124,44 @@ def dbt_model(
     relation, table = _input(ref, source)
     dialect = get_dialect(project.dialect)
     incremental, replace = bool(given_options.pop("incremental", False)), bool(given_options.pop("replace", False))
+    if incremental and given_options.get("group_column"):
+        raise InvalidParameter("--incremental adds rows by id, and --group-column pools rows into groups: drop one")
+    seed = f"{into}_matrix"
+    paths = {
+        "model": project.models / f"{into}.sql",
+        "csv": project.seeds / f"{seed}.csv",
+        "yml": project.seeds / f"{seed}.yml",
+        "input": project.tests / f"{into}_input_check.sql",
+        "self": project.tests / f"{into}_self_check.sql",
+    }
+    refuse_existing(project, paths.values(), into, replace)  # before anything is made or stored
     how = Formulation(strategy=given_options.pop("strategy", "auto"), block=given_options.pop("block", None))
     proj, src, out = _bound(db, table, id_column, projection, given_options)
-    if incremental and src.group_column:
-        raise InvalidParameter("--incremental adds rows by id, and --group-column pools rows into groups: drop one")
     src = dataclasses.replace(src, table=PLACEHOLDERS["input"], schema=None, catalog=None)
     how = _decided(proj, src, dialect, how)
-    seed = f"{into}_matrix"
-    files = {project.models / f"{into}.sql": _model(proj, src, out, dialect, how, relation, incremental, seed)}
+    files = {paths["model"]: _model(proj, src, out, dialect, how, relation, incremental, seed)}
     if how.matrix != "values":
         assert isinstance(proj, Projection)
-        files[project.seeds / f"{seed}.csv"] = _matrix_csv(proj)
-        files[project.seeds / f"{seed}.yml"] = _seed_properties(seed, dialect)
+        files[paths["csv"]] = _matrix_csv(proj)
+        files[paths["yml"]] = _seed_properties(seed, dialect)
     jinja = {PLACEHOLDERS["input"]: relation, PLACEHOLDERS["matrix"]: f"{{{{ ref('{seed}') }}}}"}
-    files[project.tests / f"{into}_input_check.sql"] = _test(_input_check(proj.d, src, dialect), dialect, jinja)
+    files[paths["input"]] = _test(_input_check(proj.d, src, dialect), dialect, jinja)
     check = check_select(proj, src, dialect, out, how)
     failing = exp.select("*").from_(check.subquery("_sqlrp_self_check")).where(col("sqlrp_check").neq("ok"))
-    files[project.tests / f"{into}_self_check.sql"] = _test(failing, dialect, jinja)
-    refuse_existing(project, files, into, replace)
-    return write_files(files)
+    files[paths["self"]] = _test(failing, dialect, jinja)
+    written = write_files(files)
+    if paths["model"] in files and paths["yml"] not in files and _seed_written_by_sqlrp(paths["yml"]):
+        for stale in (paths["csv"], paths["yml"]):  # --replace: the matrix of the model replaced, no longer read
+            stale.unlink(missing_ok=True)
+    return written
+
+
+def _seed_written_by_sqlrp(path: Path) -> bool:
+    """``path`` is a seed's properties file that :func:`dbt_model` wrote."""
+    try:
+        return SEED_NOTE in path.read_text()
+    except OSError:
+        return False
 
 
 def _input(ref: str | None, source: str | None) -> tuple[str, str]:
@@ -344,7 +364,7 @@ def _seed_properties(seed: str, dialect: SqlrpDialect) -> str:
     return (
         "version: 2\n\nseeds:\n"
         f"  - name: {seed}\n"
-        "    description: the projection's matrix, written by sqlrp dbt (vector, feature, weight)\n"
+        f"    description: {SEED_NOTE}\n"
         "    config:\n      column_types:\n"
         f"        vector: {whole.lower()}\n        feature: {whole.lower()}\n        weight: {real.lower()}\n"
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
-def refuse_existing(project: DbtProject, files: dict[Path, str], model: str, replace: bool) -> None:
+def refuse_existing(project: DbtProject, files: Iterable[Path], model: str, replace: bool) -> None:
     """Refuse, before anything is written, to overwrite a file without ``replace``, or to write a model
     whose name another model file of the project already has (dbt refuses two models of one name)."""
     if not replace:

@@ -325,3 +325,24 @@ def test_the_guide_goes_from_an_empty_folder_to_dbt_build(dbt_bin, tmp_path):
         projection = sqlrp.load_projection(db, "digits_achlioptas_k16_seed0")
         got = db.query_df("select * from digits_rp")
     assert_matches(got, projection, X, list(range(len(X))))
+
+
+def test_replacing_a_long_model_by_a_wide_one_removes_its_seed(tmp_path):
+    project = _project(tmp_path)
+    dbt_model(project, "m", "id", source="raw.pairs", layout="long", d=4, k=2)
+    seeds = sorted(p.name for p in (project / "seeds").iterdir())
+    assert seeds == ["m_matrix.csv", "m_matrix.yml"]
+    (project / "seeds" / "mine.csv").write_text("a\n1\n")
+    dbt_model(project, "m", "id", source="raw.features", columns=["a", "b"], k=2, replace=True)
+    assert sorted(p.name for p in (project / "seeds").iterdir()) == ["mine.csv"]
+    assert "ref('m_matrix')" not in (project / "models" / "m.sql").read_text()
+
+
+def test_a_refused_model_stores_no_projection(tmp_path):
+    project = _project(tmp_path)
+    (project / "models" / "m.sql").write_text("select 1 as id\n")
+    with sqlrp.connect() as db:
+        db.write_dataframe("features", features(1)[0])
+        with pytest.raises(ProjectionExists):
+            dbt_model(project, "m", "id", "fresh", db=db, source="raw.features", k=2)
+        assert sqlrp.list_projections(db).empty
