@@ -175,7 +175,8 @@ def test_dbt_build_on_duckdb_matches_numpy(dbt_bin, tmp_path):
 
 
 def test_dbt_build_on_postgres_matches_numpy(dbt_bin, tmp_path, pg_url):
-    """The Python API on dbt-postgres: a wide model of a stored projection and a long one with its seed."""
+    """The Python API on dbt-postgres: a wide model of a stored projection, a long one with its seed, a fresh
+    one, and an incremental one that a second run tops up."""
     import psycopg
 
     schema = f"dbt_{uuid.uuid4().hex[:10]}"
@@ -196,12 +197,18 @@ def test_dbt_build_on_postgres_matches_numpy(dbt_bin, tmp_path, pg_url):
             stored = sqlrp.create_projection(db, "rp4", method="achlioptas", d=D, k=4, seed=3, s=2)
             dbt_model(project, "wide_pg", "id", "rp4", db=db, source="raw.features")
             dbt_model(project, "long_pg", "id", "rp4", db=db, source="raw.pairs", layout="long")
+            db.write_dataframe("growing", frame.iloc[:30])
+            dbt_model(project, "inc_pg", "id", "rp4", db=db, source="raw.growing", incremental=True)
         fresh = sqlrp.make_projection("achlioptas", D, 2, seed=9, s=1)
         cols = [f"f{i}" for i in range(D)]
         dbt_model(project, "fresh_pg", "id", source="raw.features", columns=cols, k=2, seed=9, s=1)
         assert read_project(project).dialect == "postgres"
         status, nodes, out = run_dbt(dbt_bin, project, "build")
-        assert status == 0 and set(nodes.values()) <= {"success", "pass"} and len(nodes) == 1 + 3 + 6, out[-3000:]
+        assert status == 0 and set(nodes.values()) <= {"success", "pass"} and len(nodes) == 1 + 4 + 8, out[-3000:]
+        with psycopg.connect(pg_url, autocommit=True) as con:
+            con.execute(f'insert into "{schema}".growing select * from "{schema}".features where id >= 30')
+        status, nodes, out = run_dbt(dbt_bin, project, "run", "--select", "inc_pg")
+        assert status == 0 and nodes == {"inc_pg": "success"}, out[-3000:]
         with psycopg.connect(pg_url) as con:
 
             def table(name: str) -> pd.DataFrame:
@@ -211,6 +218,7 @@ def test_dbt_build_on_postgres_matches_numpy(dbt_bin, tmp_path, pg_url):
             assert_matches(table("wide_pg"), stored, X, frame["id"])
             assert_matches(table("long_pg"), stored, X, frame["id"])
             assert_matches(table("fresh_pg"), fresh, X, frame["id"])
+            assert_matches(table("inc_pg"), stored, X, frame["id"])
     finally:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
