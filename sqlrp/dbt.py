@@ -45,7 +45,7 @@ from .compiler.long import MATRIX_READERS
 from .compiler.selfcheck import check_select
 from .core.errors import InvalidParameter
 from .core.ir import Composed, Projection
-from .core.layout import SOURCE_OPTIONS, Formulation, Target
+from .core.layout import SOURCE_OPTIONS, Formulation, Target, refuse_other_d
 from .core.nodes import as_double, col, ident
 from .core.options import PlanOptions, refuse_unknown
 from .core.plan import Plan
@@ -194,9 +194,12 @@ def _bound(
         raise InvalidParameter("--standardize computes the feature statistics in the database: give --db holding it")
     options.pop("store", None)
     src = Source(table, id_column, **inputs)
+    if src.layout == "array" and not src.array_column:
+        raise InvalidParameter("name the array column with --array-column (array layout; the table is not in a --db)")
     new = dict(method=method, k=k, d=d, seed=seed, params=options)
     proj = _given(db, projection, new)
     if proj is None:
+        refuse_other_d(src.columns, d)
         d = len(src.columns) if src.columns else d
         if not d or k is None:
             where = f"no table {table!r} in --db" if db is not None else f"without --db the features of {table!r}"

@@ -270,6 +270,8 @@ def test_a_model_of_that_name_elsewhere_is_refused(tmp_path):
         ({"ref": "stg", "k": 2}, "without --db the features"),
         ({"ref": "stg", "columns": ["a"], "k": 1, "incremental": True, "group_column": "g"}, "--group-column"),
         ({"ref": "stg", "columns": ["a"], "projection": "rp"}, "no stored projection 'rp'"),
+        ({"ref": "stg", "layout": "array", "d": 3, "k": 2}, "--array-column"),
+        ({"ref": "stg", "columns": ["a", "b"], "d": 3, "k": 2}, "--d 3 but --columns names 2 features"),
     ],
 )
 def test_bad_options_are_refused(tmp_path, kwargs, message):
