@@ -79,6 +79,7 @@ def cases(draw: st.DrawFn) -> dict:
         "nan_row": draw(st.sampled_from([None, 0, 3])),
         "strategy": draw(st.sampled_from(["auto", "auto", "join", "inline"])) if layout != "long" else "auto",
         "output": draw(st.sampled_from(["wide", "array"])),
+        "extra_d": draw(st.sampled_from([None, None, d, d + 1])),  # --d beside --columns: only d itself is taken
         "prefix": draw(st.sampled_from(["p", "_x", "p_"]) | name),
     }  # fmt: skip
 
@@ -99,7 +100,7 @@ def source_table(case: dict, X: np.ndarray, ids: np.ndarray) -> tuple[str, list]
     return f"CREATE TABLE src ({idq} BIGINT, {feature} BIGINT, {value} DOUBLE)", rows
 
 
-@fuzz_settings(40)
+@fuzz_settings(25)
 @given(case=cases())
 def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
     root = tmp_path_factory.mktemp("dbt")
@@ -121,6 +122,8 @@ def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
     options |= {"output": case["output"], "prefix": case["prefix"]}
     if layout == "wide":
         options["columns"] = case["columns"][: case["d"]]
+        if case["extra_d"] is not None and not case["with_db"]:
+            options["d"] = case["extra_d"]
     elif layout == "array":
         options |= {"array_column": case["columns"][0], "d": case["d"]}
     else:
@@ -135,6 +138,7 @@ def test_dbt_models_render_and_match_numpy(case, tmp_path_factory):
         assert "\n" not in str(exc)
         assert not (root / "models" / "m_rp.sql").exists()
         return
+    assert options.get("d") in (None, case["d"]), "a --d other than the columns' number was taken"
     if (root / "seeds" / "m_rp_matrix.csv").exists():
         path = str(root / "seeds" / "m_rp_matrix.csv")
         types = {"vector": "BIGINT", "feature": "BIGINT", "weight": "DOUBLE"}
