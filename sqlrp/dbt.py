@@ -369,7 +369,7 @@ def _seed_properties(seed: str, dialect: SqlrpDialect) -> str:
         f"  - name: {seed}\n"
         f"    description: {SEED_NOTE}\n"
         "    config:\n      column_types:\n"
-        f"        vector: {whole.lower()}\n        feature: {whole.lower()}\n        weight: {real.lower()}\n"
+        f"        vector: {whole}\n        feature: {whole}\n        weight: {real}\n"
     )
 
 
