@@ -54,8 +54,10 @@ def run_dbt(dbt_bin: str, project: Path, *args: str) -> tuple[int, dict[str, str
         timeout=900,
         env=env,
     )
-    results = json.loads((project / "target" / "run_results.json").read_text())
-    status = {r["unique_id"].split(".")[-1]: r["status"] for r in results["results"]}
+    results = project / "target" / "run_results.json"  # not written when dbt fails before it runs anything
+    listed = json.loads(results.read_text())["results"] if results.exists() else []
+    results.unlink(missing_ok=True)  # the next run's, not this one's, is read next
+    status = {r["unique_id"].split(".")[-1]: r["status"] for r in listed}
     return done.returncode, status, done.stdout + done.stderr
 
 
