@@ -24,7 +24,7 @@ What Spark does differently, and what this backend does about it (each measured 
   (``[INVALID_SCHEMA_OR_RELATION_NAME]``, raised before anything is written): that error is raised
   as :class:`~sqlrp.core.errors.InvalidParameter` naming the engine.
 - Arrow moves frames both ways (sessions sqlrp starts); like DuckDB's scan of a DataFrame, it
-  stores a NaN in a float column as NULL.
+  stores a NaN in a float column as NULL.  Spark Connect servers that are not Spark (Sail): :mod:`.spark_connect`.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InvalidParameter, MissingExtra, need
+from ..core.errors import InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
+from . import spark_connect
 from .base import ColumnInfo, NoTransactions, Registration, missing_table
-from .drivers import importable
 from .staging import registered
 from .values import frames, kind_series, py, value_kind
 
@@ -82,6 +82,8 @@ class SparkBackend(NoTransactions):
         self.owns_connection = False
         self._tmp: str | None = None
         self._no_delete: set[str] = set()  # tables that refused a native DELETE
+        self._no_setting: set[str] = set()  # SET statements the server refused (a setting it lacks)
+        self._literal_params = self._keep_session = False  # Spark Connect servers: see .spark_connect
         if url is None:
             try:
                 url = spark.conf.get("spark.master")
@@ -179,30 +181,33 @@ class SparkBackend(NoTransactions):
     def _connect(
         cls, sql: Any, remote: str, conf: dict[str, str] | None, app_name: str, shuffle_partitions: int
     ) -> SparkBackend:
-        """A Spark Connect session (``sc://host:port``); the server owns the warehouse."""
-        client = {"grpc": "grpcio", "grpc_status": "grpcio-status", "google.protobuf": "protobuf"}
-        missing = [pkg for module, pkg in client.items() if not importable(module)]
-        if missing:
-            raise MissingExtra(
-                f"spark: Spark Connect (sc://) needs {', '.join(missing)} on the client: pip install 'pyspark[connect]'"
-            )
-        builder = sql.SparkSession.builder.remote(remote).appName(app_name)
+        """A Spark Connect session (``sc://host:port``); the server owns the warehouse.  What differs on
+        servers other than Apache Spark's (Sail) is in :mod:`.spark_connect`."""
         settings = {"spark.sql.shuffle.partitions": str(int(shuffle_partitions)), **(conf or {})}
-        for key, value in settings.items():
-            builder = builder.config(key, value)
         with _pandas_quiet():
-            session = builder.getOrCreate()
+            session, keep, spark = spark_connect.open_session(sql, remote, settings, app_name)
         self = cls(session, url=remote)
         self.owns_connection = True
+        self._keep_session, self.adds_columns = keep, spark  # Sail: no ALTER TABLE ... ADD COLUMN
         return self
 
     # ---- running SQL ----
 
     def _sql(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """``sql`` bound to ``params``, or with them as literals once the server refused that (Sail)."""
         with _names_checked():
             if params is None:
                 return self.spark.sql(sql)
-            return self.spark.sql(sql, args=[py(v) for v in params])
+            if self._literal_params:
+                return self.spark.sql(spark_connect.bind(sql, params))
+            try:
+                with _quiet():
+                    return self.spark.sql(sql, args=[py(v) for v in params])
+            except Exception as exc:  # noqa: BLE001 - only the refusal of parameters is handled
+                if not spark_connect.refuses_parameters(exc):
+                    raise
+            self._literal_params = True
+            return self.spark.sql(spark_connect.bind(sql, params))
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run a statement.  Commands run when submitted; a query is computed in full and its rows
@@ -210,7 +215,15 @@ class SparkBackend(NoTransactions):
         if _DELETE.match(sql):
             self._delete(sql, params)
             return
-        frame = self._sql(sql, params)
+        if sql in self._no_setting:
+            return
+        try:
+            frame = self._sql(sql, params)
+        except Exception as exc:
+            if not spark_connect.refuses_setting(sql, exc):
+                raise
+            self._no_setting.add(sql)  # a setting this server lacks (Sail: Spark's code generator's)
+            return
         if _QUERY.match(sql):
             frame.write.format("noop").mode("overwrite").save()
 
@@ -252,7 +265,7 @@ class SparkBackend(NoTransactions):
                     self._sql(sql, params)
                 return
             except Exception as exc:  # noqa: BLE001 - only "does not support DELETE" is handled
-                if _condition(exc) != "UNSUPPORTED_FEATURE.TABLE_OPERATION" or "DELETE" not in str(exc):
+                if not spark_connect.refuses_delete(exc, _condition(exc)):
                     raise
                 self._no_delete.add(target)
         if not self.fetchall(f"SELECT 1 FROM {target} WHERE {condition} LIMIT 1", params):
@@ -348,6 +361,8 @@ class SparkBackend(NoTransactions):
         if not self.owns_connection:
             return
         try:
+            if self._keep_session:
+                self.spark.release_session_on_close = False
             self.spark.stop()
         finally:
             if self._tmp:
