@@ -219,10 +219,11 @@ class SparkBackend(NoTransactions):
             return
         try:
             frame = self._sql(sql, params)
-        except Exception as exc:
-            if not spark_connect.refuses_setting(sql, exc):
+        except Exception as exc:  # a setting or a rename the server lacks (Sail): module .spark_connect
+            if spark_connect.refuses_setting(sql, exc):
+                return self._no_setting.add(sql)
+            if not spark_connect.renamed_by_copy(self._sql, sql, exc):
                 raise
-            self._no_setting.add(sql)  # a setting this server lacks (Sail: Spark's code generator's)
             return
         if _QUERY.match(sql):
             frame.write.format("noop").mode("overwrite").save()
@@ -377,8 +378,7 @@ def _quote(name: str) -> str:
 
 
 def _spark_type(types: Any, kind: str) -> Any:
-    """The Spark type of a column of ``kind`` (:func:`~sqlrp.backends.values.value_kind`): integers
-    BIGINT, floats DOUBLE, booleans BOOLEAN, list/array cells ``ARRAY<DOUBLE>``, anything else STRING."""
+    """The Spark type of a column of ``kind`` (:func:`~sqlrp.backends.values.value_kind`; :meth:`_frame`)."""
     if kind == "array":
         return types.ArrayType(types.DoubleType(), containsNull=True)
     return {"boolean": types.BooleanType, "bigint": types.LongType, "double": types.DoubleType}.get(

@@ -15,6 +15,10 @@ github.com/lakehq/sail.  What differs there, and what sqlrp does about it:
   and not DECIMAL); user text is never pasted into SQL as SQL.
 - **DELETE**: Sail's Parquet tables have none ("does not support lake operations"), as Spark's file
   tables: the backend keeps the other rows and writes them back (:mod:`sqlrp.backends.spark`).
+- **Renames**: ``ALTER TABLE a RENAME TO b`` is refused ("unsupported ALTER TABLE operation"): ``b``
+  is made as a copy of ``a``, then ``a`` dropped (:func:`renamed_by_copy`).
+- **Columns**: ``ALTER TABLE ... ADD COLUMN`` is refused too: a new registry is made at its latest
+  shape at once (``Backend.adds_columns``); ``INSERT`` takes a value for every column.
 - **Settings**: ``SET spark.sql.codegen.hugeMethodLimit = ...`` (what sqlrp sets before a projection
   for Spark's JVM code generator, :mod:`sqlrp.dialects.spark`) fails with "Could not find config
   namespace": Sail has no such code generator; the setting is skipped on the server that refused it.
@@ -34,9 +38,10 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from ..core.errors import EngineLimit, MissingExtra
@@ -104,6 +109,25 @@ def refuses_delete(exc: BaseException, condition: str | None) -> bool:
     return (
         condition == "UNSUPPORTED_FEATURE.TABLE_OPERATION" and "DELETE" in text
     ) or "support lake operations" in text
+
+
+def renamed_by_copy(run: Callable[[str], Any], sql: str, exc: BaseException) -> bool:
+    """``ALTER TABLE a RENAME TO b`` on a server that has no rename (Sail: "unsupported ALTER TABLE
+    operation"): ``b`` made as a Parquet copy of ``a``, then ``a`` dropped; False (nothing run) for any
+    other statement or error.  Not atomic, as nothing on file tables is; the staged writes that rename
+    (:func:`sqlrp.pipeline.materialise.staged`) rename only a table already built and checked."""
+    if "unsupported ALTER TABLE operation" not in str(exc):
+        return False
+    tree = sqlglot.parse_one(sql, read="spark")
+    actions = tree.args.get("actions") or []
+    if not isinstance(tree, exp.Alter) or len(actions) != 1 or not isinstance(actions[0], exp.AlterRename):
+        return False
+    old, new = tree.this, actions[0].this
+    if not new.args.get("db") and old.args.get("db"):  # RENAME TO keeps the schema
+        new = exp.table_(new.this, db=old.args["db"])
+    run(f"CREATE TABLE {new.sql('spark')} USING parquet AS SELECT * FROM {old.sql('spark')}")
+    run(f"DROP TABLE {old.sql('spark')}")
+    return True
 
 
 def refuses_setting(sql: str, exc: BaseException) -> bool:
@@ -185,4 +209,5 @@ __all__ = [
     "refuses_delete",
     "refuses_parameters",
     "refuses_setting",
+    "renamed_by_copy",
 ]
