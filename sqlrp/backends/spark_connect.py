@@ -45,7 +45,6 @@ import sqlglot
 from sqlglot import exp
 
 from ..core.errors import EngineLimit, MissingExtra
-from .drivers import importable
 from .placeholders import bind_literals, quoting_tokens
 from .values import py
 
@@ -56,16 +55,28 @@ SHARED_SESSION = str(uuid.uuid5(uuid.NAMESPACE_URL, "sqlrp:spark-connect:shared-
 _TOKENS = quoting_tokens(backslash=True, backticks=True)
 _SET = re.compile(r"^\s*SET\s", re.IGNORECASE)
 _REFUSED_PYSPARK = re.compile(r"unsupported PySpark version: (\S+)")
-_CLIENT = {"grpc": "grpcio", "grpc_status": "grpcio-status", "google.protobuf": "protobuf", "zstandard": "zstandard"}
+_CLIENT_CHECKS = (
+    "require_minimum_grpc_version",
+    "require_minimum_grpcio_status_version",
+    "require_minimum_googleapis_common_protos_version",
+    "require_minimum_zstandard_version",
+)
 
 
 def need_client() -> None:
-    """Refuse in one line when the Spark Connect client's modules are missing (``pyspark[connect]``)."""
-    missing = [pkg for module, pkg in _CLIENT.items() if not importable(module)]
-    if missing:
+    """Refuse in one line when a module the Spark Connect client needs is missing or too old
+    (``pyspark[connect]``'s: grpcio, grpcio-status, googleapis-common-protos, and zstandard since PySpark
+    4): PySpark's own checks of this client version (``pyspark.sql.connect.utils``), those it has."""
+    try:
+        from pyspark.sql.connect import utils
+
+        for check in _CLIENT_CHECKS:
+            getattr(utils, check, lambda: None)()
+    except ImportError as exc:  # PySparkImportError is one
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise MissingExtra(
-            f"spark: Spark Connect (sc://) needs {', '.join(missing)} on the client: pip install 'pyspark[connect]'"
-        )
+            f"spark: Spark Connect (sc://) needs the client's modules ({detail}): pip install 'pyspark[connect]'"
+        ) from None
 
 
 def literal(value: Any) -> str:

@@ -156,6 +156,22 @@ def test_a_server_beside_pyspark_it_does_not_know_is_named_in_one_line():
     assert spark_connect.refusal(Exception("something else"), "sc://x:1") is None
 
 
+def test_the_spark_extra_installs_the_connect_client(monkeypatch):
+    """``pip install 'sqlrp[spark]'`` brings what ``sc://`` needs (issue 45: grpcio, protobuf were missing),
+    and a client without one of them is refused in one line naming the pip line."""
+    import tomllib
+
+    from sqlrp.core.errors import MissingExtra
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.replace(" ", "").startswith("pyspark[connect]") for req in extras["spark"])
+    spark_connect.need_client()  # this environment has them all
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(MissingExtra, match=r"zstandard.*pip install 'pyspark\[connect\]'") as raised:
+        spark_connect.need_client()
+    assert "\n" not in str(raised.value)
+
+
 # ---- sessions: two CLI calls share the registry and the tables ----
 
 
