@@ -95,14 +95,15 @@ class SparkBackend(NoTransactions):
 
     @classmethod
     def open(cls, target: str, conf: dict[str, str] | None = None, **options: object) -> SparkBackend:
-        """:meth:`from_master` of ``local[N]``, ``spark://host:port`` or ``sc://host:port``; ``conf``:
-        settings of a session sqlrp starts (``spark.driver.memory`` ...)."""
+        """:meth:`from_master` of ``target``; ``conf``: settings of the session (``spark.driver.memory`` ...)."""
         return cls.from_master(target, conf=conf)
 
     @classmethod
     def wrap(cls, session: Any, **options: object) -> SparkBackend:
         """Use the caller's ``SparkSession`` (never stopped by sqlrp)."""
-        return cls(session)
+        self = cls(session)
+        self.adds_columns = spark_connect.adds_columns(session)  # False on Sail (module .spark_connect)
+        return self
 
     @classmethod
     def from_master(
@@ -181,8 +182,7 @@ class SparkBackend(NoTransactions):
     def _connect(
         cls, sql: Any, remote: str, conf: dict[str, str] | None, app_name: str, shuffle_partitions: int
     ) -> SparkBackend:
-        """A Spark Connect session (``sc://host:port``); the server owns the warehouse.  What differs on
-        servers other than Apache Spark's (Sail) is in :mod:`.spark_connect`."""
+        """A Spark Connect session (``sc://host:port``; servers other than Spark's: :mod:`.spark_connect`)."""
         settings = {"spark.sql.shuffle.partitions": str(int(shuffle_partitions)), **(conf or {})}
         with _pandas_quiet():
             session, keep, spark = spark_connect.open_session(sql, remote, settings, app_name)

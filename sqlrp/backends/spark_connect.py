@@ -166,6 +166,14 @@ def server_kind(session: Any) -> str:
     return "spark" if len(text.split()) == 2 else "other"
 
 
+def adds_columns(session: Any) -> bool:
+    """Whether the server of a caller's ``session`` takes ``ALTER TABLE ... ADD COLUMN``: a classic
+    session's Spark does, and Apache Spark's Connect server; Sail refuses it (module doc)."""
+    if not type(session).__module__.startswith("pyspark.sql.connect"):
+        return True
+    return server_kind(session) == "spark"
+
+
 def _with_session(remote: str, session_id: str) -> str:
     """``remote`` with ``;session_id=`` set (Spark Connect's URL: ``sc://host:port/;key=value;...``)."""
     base = remote if "/" in remote[len("sc://") :] else remote + "/"
@@ -213,6 +221,7 @@ def _release(session: Any, keep: bool) -> None:
 
 __all__ = [
     "SHARED_SESSION",
+    "adds_columns",
     "bind",
     "literal",
     "open_session",

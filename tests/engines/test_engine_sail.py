@@ -196,6 +196,28 @@ def test_stored_projection_and_into_across_two_cli_calls(sail_url):
         db.close()
 
 
+def test_a_callers_own_session_is_used_as_it_is(sail_url):
+    """``sqlrp.connect(session)`` of the caller's own Sail session: sqlrp sees the session's tables, keeps
+    its registry there (made at its latest shape: Sail adds no columns) and leaves the session open."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(sail_url).create()
+    try:
+        session.sql(
+            "CREATE TABLE mine USING parquet AS SELECT id, CAST(id AS DOUBLE) * 0.5 AS f0, "
+            "CAST(id AS DOUBLE) - 3 AS f1 FROM range(10)"
+        )
+        db = sqlrp.connect(session)
+        assert db.adds_columns is False
+        p = sqlrp.create_projection(db, "mine_rp", "gaussian", d=2, k=2, seed=1)
+        X = np.column_stack([np.arange(10) * 0.5, np.arange(10) - 3.0])
+        close(values(sqlrp.project(db, "mine", "id", "mine_rp"), 10), reference.transform(p, X))
+        db.close()
+        assert session.sql("SELECT count(*) FROM mine").collect()[0][0] == 10  # still open
+    finally:
+        session.stop()
+
+
 # ---- similarity search ----
 
 
