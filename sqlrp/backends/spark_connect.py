@@ -193,13 +193,14 @@ def open_session(sql: Any, remote: str, settings: dict[str, str], app_name: str)
             builder = builder.config(key, value)
         return builder.create()
 
-    given = "session_id=" in remote
-    session = build(remote)
+    given, session = "session_id=" in remote, None
     try:
+        session = build(remote)  # settings are sent with it: a server that refuses every session fails here
         kind = server_kind(session)
     except Exception as exc:
         found = refusal(exc, remote)
-        _release(session, keep=given)
+        if session is not None:
+            _release(session, keep=given)
         if found is not None:
             raise found from None
         raise
