@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ import numpy as np
 
 from ..backends import Backend, need
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
-from ..core.files import database_files, refuse_files
+from ..core.files import database_files, refuse_files, staging_path, sweep_staging
 from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from .file_format import COLUMNS, from_parts, matrix_frame, metadata
@@ -152,10 +152,10 @@ def _refuse_existing(paths: list[Path]) -> None:
 
 @contextlib.contextmanager
 def _replacing(target: Path) -> Iterator[Path]:
-    """A temporary path next to ``target`` that replaces it when the block succeeds."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(name)
+    """A staging path next to ``target`` (:func:`~sqlrp.core.files.staging_path`: named for this process)
+    that replaces it when the block succeeds; what killed writers of ``target`` left is removed first."""
+    sweep_staging(target)
+    tmp = staging_path(target, uuid.uuid4().hex[:12])
     try:
         yield tmp
         os.replace(tmp, target)

@@ -23,6 +23,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import col, table_ref
 from ..core.errors import InvalidParameter, need
 from ..core.files import writable_folder
@@ -124,6 +125,7 @@ def evaluate_search(
     top = min(top, len(ids) - 1)
     rng = np.random.default_rng(seed)
     picked = [ids[i] for i in sorted(rng.choice(len(ids), size=min(queries, len(ids)), replace=False))]
+    sweep_scratch_tables(db, src.schema)  # the samples killed evaluations left (issue 42)
     sample = scratch_name("eval")
     target = output_table(src, sample)
     rows = exp.select(exp.Star()).from_(table_ref(src))
