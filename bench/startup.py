@@ -22,6 +22,11 @@ environment is dropped): an installed package has its ``.pyc`` files, and compil
 every run would be timed otherwise.  The third-party modules each case imports are listed (``numpy``,
 ``sqlglot``, ``pandas``, ``pyarrow``, ``tqdm``).  Results are printed and written to
 ``bench/results/startup-<time>.json``.
+
+Then the probe of the bound: the same command in one interpreter, its time split -- NumPy and sqlglot
+(the floor of the present design: the stored-projection path builds the matrix with NumPy and the
+statement with sqlglot), sqlrp's own modules, DuckDB, the other engines' backend modules (imported to
+resolve the URL and for the help's example URLs), the parser, and the command's own work.
 """
 
 from __future__ import annotations
@@ -95,6 +100,45 @@ def imported(argv: list[str], env: dict[str, str]) -> list[str]:
     return lines[-1].split()[1:] if lines else ["?"]
 
 
+#: one interpreter, the command's fixed cost split where it goes (the probe of the bound)
+SPLIT = """
+import sys, time
+t0 = time.perf_counter()
+import numpy, sqlglot
+t1 = time.perf_counter()
+import sqlrp.cli
+t2 = time.perf_counter()
+import duckdb
+t3 = time.perf_counter()
+import sqlrp.backends
+sqlrp.backends.registered()
+t4 = time.perf_counter()
+sqlrp.cli.build_parser()
+t5 = time.perf_counter()
+status = sqlrp.cli.main(sys.argv[1:])
+t6 = time.perf_counter()
+print("SPLIT", t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, file=sys.stderr)
+"""
+PARTS = (
+    "import numpy, sqlglot",
+    "sqlrp's own modules (import sqlrp.cli)",
+    "import duckdb (by the backends)",
+    "the other backends' modules (registered(): their dialects, sqlglot's)",
+    "the parser",
+    "the command (connect, registry, checks, compile, COPY, read-back, sidecar)",
+)
+
+
+def split(argv: list[str], env: dict[str, str], repeat: int) -> list[float]:
+    """The medians of :data:`PARTS` for the ``project`` command ``argv`` (its arguments after ``-m sqlrp``)."""
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", SPLIT, *argv], env=env, capture_output=True, text=True)
+        line = [x for x in done.stderr.splitlines() if x.startswith("SPLIT")][-1]
+        runs.append([float(v) for v in line.split()[1:]])
+    return [statistics.median(part) for part in zip(*runs, strict=True)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="fresh interpreters per case (the median is kept)")
@@ -117,6 +161,7 @@ def main() -> None:
                 subprocess.run(argv, env=env, check=True, capture_output=True)
                 seconds[name].append(time.perf_counter() - started)
         heavy = {name: imported(argv, env) for name, argv in commands.items()}
+        parts = split(commands["sqlrp project (stored)"][3:], env, repeat)
     median = {name: statistics.median(v) for name, v in seconds.items()}
     base, hand = median["import duckdb"], median["duckdb by hand"]
     print(f"{'case':32s} {'median':>9s} {'/ import duckdb':>16s} {'/ by hand':>10s}  imports")
@@ -128,11 +173,25 @@ def main() -> None:
         f"measured {median['sqlrp project (stored)'] * 1000:.0f} ms; the present design's import floor "
         f"(duckdb, numpy, sqlglot) {median['import duckdb, numpy, sqlglot'] / base:.2f}x"
     )
+    print("where sqlrp project's time goes (one interpreter, medians):")
+    for part, value in zip(PARTS, parts, strict=True):
+        print(f"  {value * 1000:7.0f} ms  {value / base:5.2f}x import duckdb  {part}")
     if args.smoke:
         return
     out = ROOT / "bench" / "results" / f"startup-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"repeat": repeat, "median_s": median, "runs_s": seconds, "imports": heavy}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "repeat": repeat,
+                "median_s": median,
+                "runs_s": seconds,
+                "imports": heavy,
+                "split_s": dict(zip(PARTS, parts, strict=True)),
+            },
+            indent=1,
+        )
+    )
     print(f"written {out.relative_to(ROOT)}")
 
 
