@@ -22,7 +22,8 @@ import difflib
 import glob
 import os
 import re
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -300,3 +301,18 @@ def sweep_staging(target: Path, mine: bool = False) -> list[Path]:
                     entry.unlink()
                     removed.append(entry)
     return removed
+
+
+@contextlib.contextmanager
+def replacing(target: Path) -> Iterator[Path]:
+    """A staging path beside ``target`` (:func:`staging_path`: named for this process) to write the whole
+    file into; it replaces ``target`` when the block succeeds, and is removed when it fails.  What killed
+    writers of ``target`` left is removed first (:func:`sweep_staging`): a file is never seen half-written,
+    and a ``kill -9`` leaves nothing the next write does not take away."""
+    sweep_staging(target)
+    tmp = staging_path(target, uuid.uuid4().hex[:12])
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

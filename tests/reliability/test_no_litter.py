@@ -41,8 +41,11 @@ target = Path(out)
 def watch():
     while True:
         for f in target.parent.iterdir():
-            if f.name.startswith("." + target.name + ".sqlrp-") and f.stat().st_size > 0:
-                os.kill(os.getpid(), signal.SIGKILL)
+            try:
+                if f.name.startswith("." + target.name + ".sqlrp-") and f.stat().st_size > 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            except FileNotFoundError:  # renamed into place meanwhile
+                pass
         time.sleep(0.0005)
 
 db = sqlrp.connect("duckdb://")
@@ -110,6 +113,53 @@ def test_a_killed_export_is_swept_by_the_next(tmp_path):
         want = sqlrp.load_projection(db, "small")
     assert [p.name for p in tmp_path.iterdir()] == [out.name]
     np.testing.assert_array_equal(read_projection(str(out)).linear.weight, want.linear.weight)
+
+
+REPORT_CHILD = """
+import os, re, signal, sys, threading, time
+from pathlib import Path
+import numpy as np
+import sqlrp
+folder = Path(sys.argv[1])
+
+def watch():
+    while True:
+        for f in folder.iterdir():  # a staging file (not writable_folder's probe) with bytes in it
+            try:
+                if re.search(r"[.]sqlrp-[0-9]+-", f.name) and f.stat().st_size > 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            except FileNotFoundError:
+                pass
+        time.sleep(0.0005)
+
+db = sqlrp.connect()
+db.write_dataframe("t", __import__("testkit.frames").frames.wide_frame(np.random.default_rng(1).normal(size=(80, 5))))
+sqlrp.create_projection(db, "rp", "achlioptas", d=5, k=3, seed=2)
+threading.Thread(target=watch, daemon=True).start()
+sqlrp.evaluate(db, "t", "id", "rp", out=str(folder), sample=40, queries=10)
+print("finished", flush=True)
+"""
+
+
+def test_a_killed_report_leaves_no_half_file_and_is_swept_by_the_next(tmp_path):
+    """``evaluate --out``: each report file is written whole under a staging name and renamed; a kill leaves
+    no half-written ``metrics.csv`` under its own name, and the next report into the folder sweeps the rest."""
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    child = _run_child(REPORT_CHILD, str(folder))
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    left = sorted(p.name for p in folder.iterdir())
+    assert any(".sqlrp-" in name for name in left), left
+    with sqlrp.connect() as db:
+        X = np.random.default_rng(1).normal(size=(80, 5))
+        db.write_dataframe("t", wide_frame(X))
+        sqlrp.create_projection(db, "rp", "achlioptas", d=5, k=3, seed=2)
+        sqlrp.evaluate(db, "t", "id", "rp", out=str(folder), sample=40, queries=10)
+    names = sorted(p.name for p in folder.iterdir())
+    assert not any(".sqlrp-" in name for name in names), names
+    assert {"metrics.csv", "metrics.json"} <= set(names)
+    assert len(pd.read_csv(folder / "metrics.csv")) > 0
 
 
 def test_staging_files_of_live_writers_and_other_hosts_are_left(tmp_path):
