@@ -229,7 +229,13 @@ def assemble(parts: Parts, where: str, repeats: bool = False) -> Projection:
                 )
         # the output function and its scale (params "function", "function_scale") are checked by the IR
         return Projection(
-            method=method, linear=linear, combiner=combiner, scale=scale, params=dict(params), seed=seed, name=parts.name
+            method=method,
+            linear=linear,
+            combiner=combiner,
+            scale=scale,
+            params=dict(params),
+            seed=seed,
+            name=parts.name,
         )
     except _Bad as exc:
         raise InputError(f"{where}: not a valid projection ({exc})") from None

@@ -179,3 +179,23 @@ def test_resolve_gamma():
     assert resolve_gamma("scale", 4, variance=0.5) == 0.5
     assert resolve_gamma("scale", 4, variance=0.0) == 1.0  # scikit-learn's rule for constant data
     assert resolve_gamma("0.25", 4) == 0.25
+
+
+def test_transformer_is_an_rbf_sampler(data):
+    """``method="rff"`` takes RBFSampler's names (gamma, n_components, random_state), gives the NumPy
+    reference's numbers, stores them for SQL, and approximates the same kernel as RBFSampler does."""
+    from sklearn.kernel_approximation import RBFSampler
+
+    from sqlrp.transformer import SQLRandomProjection
+
+    X = np.random.default_rng(2).standard_normal((150, 16))
+    K = kernel_matrix(X, X, "rbf", 0.05)
+    ours = SQLRandomProjection(method="rff", n_components=512, gamma=0.05, weights="gaussian", random_state=0)
+    Z = ours.fit_transform(X)
+    np.testing.assert_array_equal(Z, reference.transform(ours.projection_, X))
+    theirs = RBFSampler(gamma=0.05, n_components=512, random_state=0).fit_transform(X)
+    error = [np.linalg.norm(F @ F.T - K) / np.linalg.norm(K) for F in (Z, theirs)]
+    assert error[0] < 1.5 * error[1] and error[1] < 1.5 * error[0], error
+    scaled = SQLRandomProjection(method="rff", n_components=8, random_state=1).fit(data)
+    assert scaled.projection_.params["gamma"] == pytest.approx(1 / (12 * data.var()))
+    assert SQLRandomProjection(method="rff").fit(data).n_components_ == 100
