@@ -37,6 +37,7 @@ Which weights are the default, measured (``PYTHONPATH=. python bench/rff.py``; f
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -197,6 +198,39 @@ def data_gamma(method: str, params: dict[str, Any], variance: Any) -> dict[str, 
     return {**params, "variance": variance()}
 
 
+@dataclass(frozen=True)
+class ShiftKernel:
+    """The shift-invariant kernel an ``rff`` projection approximates, as ``evaluate`` measures it: the Gram
+    matrix (:func:`kernel_matrix`) and feature-space distances ``|phi(x) - phi(y)|^2 = 2 - 2 k(x - y)``."""
+
+    kind: str = "rbf"
+    gamma: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KERNELS:
+            raise InvalidParameter(f"kernel must be one of {', '.join(KERNELS)}, got {self.kind!r}")
+        resolve_gamma(self.gamma, 1)
+
+    def gram(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        return kernel_matrix(X, X if Y is None else Y, self.kind, self.gamma)
+
+    def sq_distances(self, X: np.ndarray) -> np.ndarray:
+        """``2 - 2 k(x_i - x_j)`` for the pairs ``i < j`` (condensed order, as ``scipy.pdist``)."""
+        i, j = np.triu_indices(len(X), k=1)
+        return np.maximum(2.0 - 2.0 * self.gram(X)[i, j], 0.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "gamma": self.gamma}
+
+    @classmethod
+    def of(cls, projection: Any) -> ShiftKernel | None:
+        """The kernel of an ``rff`` projection (from its stored parameters); ``None`` for any other."""
+        params = getattr(projection, "params", None) or {}
+        if getattr(projection, "method", None) != "rff" or params.get("kernel") not in KERNELS:
+            return None
+        return cls(params["kernel"], float(params["gamma"]))
+
+
 def kernel_matrix(X: np.ndarray, Y: np.ndarray, kernel: str, gamma: float) -> np.ndarray:
     """The exact kernel ``k(x_i, y_j)`` the features approximate (``rbf`` or ``laplacian``)."""
     X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
@@ -210,6 +244,7 @@ def kernel_matrix(X: np.ndarray, Y: np.ndarray, kernel: str, gamma: float) -> np
 __all__ = [
     "DEFAULT_WEIGHTS",
     "KERNELS",
+    "ShiftKernel",
     "WEIGHTS",
     "data_gamma",
     "hadamard",

@@ -199,3 +199,25 @@ def test_transformer_is_an_rbf_sampler(data):
     scaled = SQLRandomProjection(method="rff", n_components=8, random_state=1).fit(data)
     assert scaled.projection_.params["gamma"] == pytest.approx(1 / (12 * data.var()))
     assert SQLRandomProjection(method="rff").fit(data).n_components_ == 100
+
+
+@pytest.mark.parametrize("kind", ["rbf", "laplacian"])
+def test_evaluate_reports_the_kernel_error(db, kind):
+    """``evaluate`` measures an rff projection against its own kernel: ``||ZZ^T - K||_F / ||K||_F`` in Python
+    and in SQL alike, and an exact kernel SVM's accuracy beside the linear model on the features."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 6))
+    frame = wide_frame(X)
+    frame["label"] = (X[:, 0] * X[:, 1] > 0).astype(int)
+    db.write_dataframe("t", frame)
+    sqlrp.project(db, "t", "id", "z", method="rff", kernel=kind, gamma=0.1, k=64, exclude=["label"])
+    report = sqlrp.evaluate(db, "t", "id", "z", sample=60, queries=10, label_column="label")
+    table = report.table.set_index("metric")
+    Z = sqlrp.transform(sqlrp.load_projection(db, "z"), X)
+    K = kernel_matrix(X, X, kind, 0.1)
+    want = np.linalg.norm(Z @ Z.T - K) / np.linalg.norm(K)
+    assert table.loc["kernel_nrmse", "python"] == pytest.approx(want, rel=1e-9)
+    assert table.loc["kernel_nrmse", "sql"] == pytest.approx(want, rel=1e-6)
+    assert report.metrics["kernel"] == {"kind": kind, "gamma": 0.1}
+    assert 0.5 <= table.loc["accuracy_exact_kernel_svm", "python"] <= 1.0
+    assert table.loc["distortion_mean", "sql"] == pytest.approx(table.loc["distortion_mean", "python"], rel=1e-6)
