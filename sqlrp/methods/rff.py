@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InvalidParameter
+from ..core.errors import InputError, InvalidParameter
 from ..core.ir import Combiner, LinearStage, Projection
 from .linear import check_dims, sign_matrix
 
@@ -195,7 +195,13 @@ def data_gamma(method: str, params: dict[str, Any], variance: Any) -> dict[str, 
     gamma = params.get("gamma", "scale")
     if not (isinstance(gamma, str) and gamma.strip().lower() == "scale"):
         return params
-    return {**params, "variance": variance()}
+    value = variance()
+    if value is None or not math.isfinite(value):
+        raise InputError(
+            "gamma='scale' needs the data's variance, and the table's is not a finite number (no rows, or NULL, "
+            "NaN or infinite values); give gamma as a number"
+        )
+    return {**params, "variance": value}
 
 
 @dataclass(frozen=True)
