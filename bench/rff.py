@@ -4,6 +4,7 @@ scikit-learn's ``RBFSampler``.
     PYTHONPATH=. python bench/rff.py                      # fidelity, then speed (200,000 x 300 -> 256)
     PYTHONPATH=. python bench/rff.py --smoke              # CI size: a few rows, one seed (~20 s)
     PYTHONPATH=. python bench/rff.py --only fidelity      # or: speed
+    PYTHONPATH=. python bench/rff.py --only fidelity --seeds 20
     PYTHONPATH=. python bench/rff.py --only speed --rows 200000 --weights signs,structured
 
 ``fidelity``: the relative Frobenius error ``||Z Z^T - K||_F / ||K||_F`` of the features against the exact
@@ -74,10 +75,8 @@ def fidelity(ks: list[int], seeds: int, rows: int) -> list[dict]:
         for k in ks:
             row = {"table": name, "d": d, "k": k}
             for weights in WEIGHTS:
-                errors = [
-                    kernel_error(sqlrp.transform(sqlrp.make_projection("rff", d, k, seed=s, gamma=gamma, weights=weights), X), K)
-                    for s in range(seeds)
-                ]  # fmt: skip
+                made = [sqlrp.make_projection("rff", d, k, seed=s, gamma=gamma, weights=weights) for s in range(seeds)]
+                errors = [kernel_error(sqlrp.transform(projection, X), K) for projection in made]
                 row[weights] = float(np.mean(errors))
             errors = [
                 kernel_error(RBFSampler(gamma=gamma, n_components=k, random_state=s).fit_transform(X), K)
@@ -178,8 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rows", type=int, default=200_000, help="speed: rows of the Parquet input")
     p.add_argument("--runs", type=int, default=1, help="speed: best of this many runs")
     p.add_argument("--weights", default=",".join(WEIGHTS), help="speed: the weights to time")
+    p.add_argument("--seeds", type=int, default=5, help="fidelity: the mean over this many seeds")
     args = p.parse_args(argv)
-    ks, seeds, fidelity_rows, rows, d = [64, 256, 1024], 5, 300, args.rows, 300
+    ks, seeds, fidelity_rows, rows, d = [64, 256, 1024], args.seeds, 300, args.rows, 300
     if args.smoke:
         ks, seeds, fidelity_rows, rows, d = [16], 1, 40, 2_000, 20
     if args.only in (None, "fidelity"):

@@ -221,3 +221,20 @@ def test_evaluate_reports_the_kernel_error(db, kind):
     assert report.metrics["kernel"] == {"kind": kind, "gamma": 0.1}
     assert 0.5 <= table.loc["accuracy_exact_kernel_svm", "python"] <= 1.0
     assert table.loc["distortion_mean", "sql"] == pytest.approx(table.loc["distortion_mean", "python"], rel=1e-6)
+
+
+def test_the_random_kitchen_sinks_example_runs():
+    """The docs' example (docs/guide/methods.md, "Random Kitchen Sinks") as written: the linear model on
+    the SQL features is within 3 points of the exact RBF SVM."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "methods.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text[text.index("### Random Kitchen Sinks") :], re.S).group(1)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "methods.md", "exec"), {})  # noqa: S102 - the documentation's own code
+    sinks, exact = map(float, re.findall(r"\d\.\d+", printed.getvalue()))
+    assert exact > 0.95 and sinks > exact - 0.03, printed.getvalue()
