@@ -122,8 +122,16 @@ def _rbfsampler(src: Path, out: Path, k: int, gamma: float) -> None:
     pq.write_table(pa.table(columns), out)
 
 
-def speed(rows: int, d: int, k: int, runs: int, weights: list[str]) -> None:
-    """``sqlrp project`` (CLI), its SQL by hand, and ``RBFSampler``, Parquet to Parquet."""
+def _cli(src: Path, k: int, *options: str) -> list[str]:
+    return [sys.executable, "-m", "sqlrp", "project", "--input", str(src), "--id-column", "id", "--method", "rff",
+            "--k", str(k), *options]  # fmt: skip
+
+
+def speed(rows: int, d: int, k: int, runs: int, weights: list[str], scale: bool = False) -> None:
+    """``sqlrp project`` (CLI), its SQL by hand, and ``RBFSampler``, Parquet to Parquet.  ``RBFSampler`` is
+    timed again right before each contender and each ratio is to that time: on a shared machine the load
+    drifts over minutes, a pair shares it.  ``scale``: the default weights with ``gamma=scale`` too (one
+    more pass over the table, for the variance)."""
     import duckdb
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -131,43 +139,33 @@ def speed(rows: int, d: int, k: int, runs: int, weights: list[str]) -> None:
         src, out = Path(folder, "in.parquet"), Path(folder, "out.parquet")
         _write_input(src, rows, d)
         gamma = 1.0 / d  # "scale" of standard normal data; given, so every contender uses the same
-        base = _best(lambda: _rbfsampler(src, out, k, gamma), runs)
-        print(f"{rows:,} x {d} -> {k}: RBFSampler (pyarrow read, fit_transform, write) {base:.2f} s", flush=True)
+
+        def cli_run(cli: list[str]) -> None:
+            subprocess.run([*cli, "--into", str(out), "--replace"], check=True, env=env, capture_output=True)
+
+        def by_hand(sql: str) -> None:
+            out.unlink(missing_ok=True)
+            con = duckdb.connect()
+            con.execute(f"COPY ({sql.strip().rstrip(';')}) TO '{out}' (FORMAT parquet)")
+            con.close()
+
+        def paired(label: str, run) -> None:  # noqa: ANN001
+            base = _best(lambda: _rbfsampler(src, out, k, gamma), runs)
+            took = _best(run, runs)
+            print(
+                f"  {label:44s} {took:7.2f} s   RBFSampler just before {base:7.2f} s   {took / base:.2f}x", flush=True
+            )
+
+        print(f"{rows:,} x {d} float32 Parquet -> Parquet, k = {k}, best of {runs}:", flush=True)
         for w in weights:
-            cli = [sys.executable, "-m", "sqlrp", "project", "--input", str(src), "--id-column", "id"]
-            cli += ["--method", "rff", "--k", str(k), "--weights", w, "--gamma", repr(gamma)]
-
-            def project(cli: list[str] = cli) -> None:
-                out.unlink(missing_ok=True)
-                subprocess.run([*cli, "--into", str(out), "--replace"], check=True, env=env, capture_output=True)
-
-            took = _best(project, runs)
+            cli = _cli(src, k, "--weights", w, "--gamma", repr(gamma))
+            paired(f"weights={w}: sqlrp project", lambda cli=cli: cli_run(cli))
             sql = subprocess.run(
                 [*cli[:3], "compile", *cli[4:]], check=True, env=env, capture_output=True, text=True
             ).stdout
-
-            def by_hand(sql: str = sql) -> None:
-                out.unlink(missing_ok=True)
-                con = duckdb.connect()
-                con.execute(f"COPY ({sql.strip().rstrip(';')}) TO '{out}' (FORMAT parquet)")
-                con.close()
-
-            hand = _best(by_hand, runs)
-            print(
-                f"  weights={w:10s} sqlrp project {took:.2f} s ({took / base:.2f}x)   its SQL by hand {hand:.2f} s "
-                f"({hand / base:.2f}x)",
-                flush=True,
-            )
-        for label, extra in (("gamma=scale (the variance pass)", ["--gamma", "scale"]),):
-            cli = [sys.executable, "-m", "sqlrp", "project", "--input", str(src), "--id-column", "id", "--method"]
-            cli += ["rff", "--k", str(k), *extra]
-
-            def scaled(cli: list[str] = cli) -> None:
-                out.unlink(missing_ok=True)
-                subprocess.run([*cli, "--into", str(out), "--replace"], check=True, env=env, capture_output=True)
-
-            took = _best(scaled, runs)
-            print(f"  default weights, {label}: sqlrp project {took:.2f} s ({took / base:.2f}x)", flush=True)
+            paired(f"weights={w}: its SQL by hand (DuckDB COPY)", lambda sql=sql: by_hand(sql))
+        if scale:
+            paired("default weights, gamma=scale: sqlrp project", lambda: cli_run(_cli(src, k, "--gamma", "scale")))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -178,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=1, help="speed: best of this many runs")
     p.add_argument("--weights", default=",".join(WEIGHTS), help="speed: the weights to time")
     p.add_argument("--seeds", type=int, default=5, help="fidelity: the mean over this many seeds")
+    p.add_argument("--scale", action="store_true", help="speed: also the default weights with gamma=scale")
     args = p.parse_args(argv)
     ks, seeds, fidelity_rows, rows, d = [64, 256, 1024], args.seeds, 300, args.rows, 300
     if args.smoke:
@@ -185,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "fidelity"):
         fidelity(ks, seeds, fidelity_rows)
     if args.only in (None, "speed"):
-        speed(rows, d, 16 if args.smoke else 256, args.runs, args.weights.split(","))
+        speed(rows, d, 16 if args.smoke else 256, args.runs, args.weights.split(","), args.scale or args.smoke)
 
 
 if __name__ == "__main__":
