@@ -37,7 +37,9 @@ padded to 16, k = 1,024: 1.34x), signs 0.97-1.22x (digits k = 1,024: 1.22x).  Wi
 - first run (unpaired, RBFSampler 143 s): orthogonal ``sqlrp project`` 318 s (2.22x), by hand 355 s
   (2.47x); signs 98 s (0.68x), by hand 72 s (0.50x); default weights with ``gamma=scale`` 153 s (1.07x);
 - paired: orthogonal ``sqlrp project`` 99.6 s / 79.8 s (1.25x), by hand 116.4 s / 73.1 s (1.59x); signs
-  24.8 s / 16.5 s (1.50x), by hand 30.5 s / 31.7 s (0.96x).
+  24.8 s / 16.5 s (1.50x), by hand 30.5 s / 31.7 s (0.96x);
+- paired, load falling to 5: orthogonal ``sqlrp project`` 83.1 s / 83.1 s (1.00x), by hand 40.5 s / 24.1 s
+  (1.68x); signs 14.7 s / 14.1 s (1.04x), by hand 15.0 s / 13.9 s (1.08x).
 """
 
 from __future__ import annotations
