@@ -18,6 +18,7 @@ from ..core.files import file_format, looks_like_a_file, no_such_file, output_fo
 from ..core.params import arg_count, arg_count_list, arg_finite
 from ..methods import METHODS
 from ..methods.maclaurin import SAMPLINGS
+from ..methods.rff import DEFAULT_WEIGHTS, KERNELS, WEIGHTS
 
 
 def feature_columns(args: argparse.Namespace) -> list[str] | None:
@@ -28,6 +29,13 @@ def feature_columns(args: argparse.Namespace) -> list[str] | None:
 def names(value: str) -> tuple[str, ...]:
     """A comma-separated list of names."""
     return tuple(c.strip() for c in value.split(",") if c.strip())
+
+
+def gamma_value(value: str) -> float | str:
+    """``--gamma``: a number, or ``scale``."""
+    if value.strip().lower() == "scale":
+        return "scale"
+    return arg_finite(value)
 
 
 def sparsity(value: str) -> float | str:
@@ -216,6 +224,20 @@ def add_method_params(p: argparse.ArgumentParser, group: argparse._ArgumentGroup
         k.add_argument("--base", type=arg_finite, help="maclaurin: base of the geometric or paper law (default 2)"),
         k.add_argument(
             "--truncate", action="store_true", default=None, help="maclaurin: the paper's law, N <= degree only"
+        ),
+    ]
+    r = p.add_argument_group("random Fourier features (rff)")
+    given += [
+        r.add_argument("--kernel", choices=list(KERNELS), help="rff: the kernel, rbf (Gaussian) or laplacian"),
+        r.add_argument(
+            "--gamma",
+            type=gamma_value,
+            help="rff: the kernel's bandwidth, a number > 0 or scale: 1/(d Var(X)), default",
+        ),
+        r.add_argument(
+            "--weights",
+            choices=list(WEIGHTS),
+            help=f"rff: the directions (default {DEFAULT_WEIGHTS}; laplacian: gaussian, i.e. Cauchy)",
         ),
     ]
     p.set_defaults(method_params=tuple(action.dest for action in given))

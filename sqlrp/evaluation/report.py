@@ -36,6 +36,7 @@ from ..core.options import EVALUATE_DEFAULTS, EvaluateOptions, names, refuse_unk
 from ..core.params import count, counts, finite, positive_int, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
+from ..methods.rff import ShiftKernel
 from ..pipeline import targets
 from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
@@ -52,7 +53,7 @@ from .metrics import (
     resolve_kernel,
     same_method,
 )
-from .sql import fetch_sample, sample_ids_query, sql_distortion, sql_recall_at_k
+from .sql import fetch_sample, sample_ids_query, sql_distortion, sql_kernel_nrmse, sql_recall_at_k
 
 __all__ = ["Report", "evaluate", "write_report"]
 
@@ -141,7 +142,8 @@ def evaluate(
         }
         rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
     if kernel is not None:
-        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), None))
+        in_db = sql_kernel_nrmse(db, proj, source, sample, seed, kernel) if in_sql and source.layout != "long" else None
+        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), in_db))
     if label_column is not None:
         rows += _accuracies(X, Y, _fetch_labels(db, source, label_column, ids, seed), proj, kernel)
     vs_k = _distortion_vs_k(X, proj, kernel, ks, seed)
@@ -254,13 +256,25 @@ def _accuracies(X: np.ndarray, Y: np.ndarray, y: np.ndarray, proj: Any, kernel: 
         ("accuracy_raw", linear_classifier_accuracy(X[:cut], y[:cut], X[cut:], y[cut:]), None),
         ("accuracy_projected", linear_classifier_accuracy(Y[:cut], y[:cut], Y[cut:], y[cut:]), None),
     ]
-    if kernel is not None and proj.d <= 200:
+    if isinstance(kernel, ShiftKernel):  # random Fourier features beside the exact kernel machine
+        rows.append(("accuracy_exact_kernel_svm", exact_kernel_accuracy(X, y, kernel, cut), None))
+    elif kernel is not None and proj.d <= 200:
         from sklearn.preprocessing import PolynomialFeatures
 
         phi = PolynomialFeatures(kernel.degree, include_bias=False).fit_transform(X)
         acc = linear_classifier_accuracy(phi[:cut], y[:cut], phi[cut:], y[cut:])
         rows.append(("accuracy_explicit_kernel", acc, None))
     return rows
+
+
+def exact_kernel_accuracy(X: np.ndarray, y: np.ndarray, kernel: ShiftKernel, cut: int) -> float:
+    """Test accuracy of an SVM on the exact kernel (``SVC(kernel="precomputed")``, ``C = 1``) trained on the
+    first ``cut`` rows: what random Fourier features plus a linear model approximate (Random Kitchen Sinks)."""
+    need("sklearn", "sklearn", "the exact kernel SVM's accuracy")
+    from sklearn.svm import SVC
+
+    model = SVC(kernel="precomputed").fit(kernel.gram(X[:cut]), y[:cut])
+    return float(np.mean(model.predict(kernel.gram(X[cut:], X[:cut])) == y[cut:]))
 
 
 def _distortion_vs_k(X: np.ndarray, proj: Any, kernel: Kernel | None, ks: list[int] | None, seed: int) -> pd.DataFrame:
