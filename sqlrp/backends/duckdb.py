@@ -25,13 +25,14 @@ from ..core.names import scratch_name
 from ..core.nodes import ident
 from ..dialects import get_dialect
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from .duckdb_blocks import ColumnBlocks
 from .duckdb_settings import configure, fit_row_groups, setting_literal
 from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
 
-class DuckDBBackend(Backend):
+class DuckDBBackend(ColumnBlocks, Backend):
     dialect = "duckdb"
     registration = Registration(
         name="DuckDB",
