@@ -357,7 +357,8 @@ class DuckDBBackend(ColumnBlocks, Backend):
             raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
         self._files[path] = (files.absolute(path), fmt)
         if fmt == "parquet" and self.budget.small:
-            fit_row_groups(self._con, self._files[path][0], self.budget)
+            given = getattr(self, "_profile", (None, None))  # the options given win over the fit
+            fit_row_groups(self._con, self._files[path][0], self.budget, threads=given[0], memory_limit=given[1])
         return path
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:

@@ -82,8 +82,8 @@ def plan_blocks(db: Backend, p: Plan) -> list[list[int]] | None:
             return blocks
     widest = float(np.max(base + sizes.sum(axis=1)))
     raise EngineLimit(
-        f"{source.table!r}: a row group of its columns is {widest / 2**20:.0f} MB decoded, more than the "
-        f"{memory / 2**20:.0f} MB memory_limit holds with {threads} thread(s), and "
+        f"{source.table!r}: a row group of its columns is {widest / 2**20:.0f} MiB decoded, more than the "
+        f"{memory / 2**20:.0f} MiB memory_limit holds with {threads} thread(s), and "
         f"{'a composition' if not isinstance(p.projection, Projection) else 'this input'} cannot be read in "
         "column blocks: rewrite the file in smaller row groups (COPY ... (ROW_GROUP_SIZE 20000)) or raise "
         "--memory-limit"
