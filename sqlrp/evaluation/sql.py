@@ -37,7 +37,7 @@ from ..core.ir import Projection
 from ..core.lazy import pd
 from ..core.nodes import balanced
 from ..dialects import SqlrpDialect, get_dialect
-from ..methods.linear import achlioptas
+from ..pipeline.column_blocks import feature_blocks
 from .metrics import Kernel
 
 __all__ = [
@@ -328,19 +328,20 @@ def fetch_sample(
             if v is not None:
                 X[position[rid], int(f)] += float(v)
         return ids, X
-    fake = projection if projection is not None else _dummy(dim)
-    rel = _restrict(dense_source(fake, replace(source, group_column=None), dialect), source, in_sample)
-    frame: pd.DataFrame = db.query_df(dialect.render(rel))
     X = np.zeros((len(ids), dim))
-    order = np.array([position[v] for v in frame["_id"].tolist()])
-    X[order] = frame[[f"_x{i}" for i in range(dim)]].to_numpy(dtype=np.float64)
+    # a wide Parquet file whose row groups the engine cannot hold is read a block of columns at a time
+    # (issue 42: the scan holds a row group of the columns it reads, the filter notwithstanding)
+    for block in feature_blocks(db, source) or [list(range(dim))]:
+        part = replace(source, group_column=None, columns=tuple(source.columns[i] for i in block))
+        if source.layout != "wide" or len(block) == dim:
+            part = replace(source, group_column=None)
+        rel = _restrict(dense_source(len(block), part, dialect), source, in_sample)
+        frame: pd.DataFrame = db.query_df(dialect.render(rel))
+        order = np.array([position[v] for v in frame["_id"].tolist()], dtype=np.int64)
+        X[np.ix_(order, block)] = frame[[f"_x{i}" for i in range(len(block))]].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(X)):
         raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
-
-
-def _dummy(d: int) -> Projection:
-    return achlioptas(d, 1, s=1.0, seed=0)
 
 
 def sql_distortion(

@@ -31,7 +31,7 @@ from ..compiler import compile_statements
 from ..core import files
 from ..core.errors import EngineLimit
 from ..core.ir import Combiner, LinearStage, Projection
-from ..core.layout import Formulation, Output, Target
+from ..core.layout import Formulation, Output, Source, Target
 from ..core.nodes import ident
 from ..core.plan import Plan
 from .materialise import run
@@ -52,15 +52,14 @@ def partial_rows(memory: int, p: int) -> int:
     return int(max(2048, min(122_880, memory * PARTIAL_SHARE // (8 * (p + 1)) // 2048 * 2048)))
 
 
-def plan_blocks(db: Backend, p: Plan) -> list[list[int]] | None:
-    """The features in blocks (indices into ``p.source.columns``), each block's widest row group (with
-    the key) fitting ``(15/16 memory_limit - 16 MB) / (2.6 x threads)``; ``None`` where the whole row group fits, or
-    where the input is no Parquet file read in columns (a database table, an array or long layout)."""
-    source = p.source
+def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, float, int, int] | None:
+    """Per row group, each feature's bytes decoded and the keys'; the room a block may take; the engine's
+    memory limit and threads -- ``None`` where the input is no Parquet file read in columns (a database
+    table, an array or long layout) or its row groups fit whole."""
     if not getattr(db, "reads_column_blocks", False) or source.layout != "wide" or source.row_filter is not None:
         return None
     groups = db.row_group_columns(source.table)  # type: ignore[attr-defined]
-    if not groups:
+    if not groups or not source.columns:
         return None
     memory, threads = db.scan_room()  # type: ignore[attr-defined]
     room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
@@ -69,17 +68,38 @@ def plan_blocks(db: Backend, p: Plan) -> list[list[int]] | None:
     base = np.array([sum(g.get(c, 0) for c in keys) for g in groups], dtype=np.float64)
     if float(np.max(base + sizes.sum(axis=1))) <= room:
         return None
-    if isinstance(p.projection, Projection) and source.group_column is None:
-        blocks: list[list[int]] = [[]]
-        used = base.copy()
-        for i in range(len(source.columns)):
-            if blocks[-1] and float(np.max(used + sizes[:, i])) > room:
-                blocks.append([])
-                used = base.copy()
-            blocks[-1].append(i)
-            used += sizes[:, i]
-        if len(blocks) > 1:
-            return blocks
+    return sizes, base, room, memory, threads
+
+
+def feature_blocks(db: Backend, source: Source) -> list[list[int]] | None:
+    """The features of ``source`` in blocks (indices into ``source.columns``, in order), each block's widest
+    row group (with the keys) fitting ``(15/16 memory_limit - 16 MB) / (2.6 x threads)``; ``None`` where
+    the whole row group fits, or the input is not read in columns (:func:`_footprint`)."""
+    shape = _footprint(db, source)
+    if shape is None:
+        return None
+    sizes, base, room, _, _ = shape
+    blocks: list[list[int]] = [[]]
+    used = base.copy()
+    for i in range(len(source.columns)):
+        if blocks[-1] and float(np.max(used + sizes[:, i])) > room:
+            blocks.append([])
+            used = base.copy()
+        blocks[-1].append(i)
+        used += sizes[:, i]
+    return blocks
+
+
+def plan_blocks(db: Backend, p: Plan) -> list[list[int]] | None:
+    """:func:`feature_blocks` of the plan's input; a composition (or pooled groups) whose row groups do not
+    fit is refused in one line naming the budget."""
+    source = p.source
+    blocks = feature_blocks(db, source)
+    if blocks is None:
+        return None
+    if isinstance(p.projection, Projection) and source.group_column is None and len(blocks) > 1:
+        return blocks
+    sizes, base, _, memory, threads = _footprint(db, source)  # type: ignore[misc]
     widest = float(np.max(base + sizes.sum(axis=1)))
     raise EngineLimit(
         f"{source.table!r}: a row group of its columns is {widest / 2**20:.0f} MiB decoded, more than the "
