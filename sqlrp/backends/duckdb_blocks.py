@@ -48,9 +48,8 @@ class ColumnBlocks:
 
     def scan_room(self) -> tuple[int, int]:
         """``(memory_limit in bytes, threads)`` as set on the connection now."""
-        limit, threads = self._con.execute(
-            "SELECT current_setting('memory_limit'), current_setting('threads')"
-        ).fetchone()  # type: ignore[misc]
+        sql = "SELECT current_setting('memory_limit'), current_setting('threads')"
+        limit, threads = self._con.execute(sql).fetchall()[0]  # all: no unfinished result left
         return resources.size_bytes(str(limit)) or 2**62, int(threads)
 
     @contextlib.contextmanager
@@ -74,7 +73,7 @@ class ColumnBlocks:
     def keeping_row_order(self) -> Iterator[None]:
         """Statements meanwhile write rows in the order they are read (``preserve_insertion_order``):
         a block's partial sums in the file's row order, to be joined back by position."""
-        before: Any = self._con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]  # type: ignore[index]
+        before: Any = self._con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
         self._con.execute("SET preserve_insertion_order = true")
         try:
             yield

@@ -25,6 +25,8 @@ distance, id)`` in both spaces and counts the common ids among the first K.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -342,6 +344,19 @@ def fetch_sample(
     if not np.all(np.isfinite(X)):
         raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
+
+
+@contextmanager
+def sample_table(db: Backend, source: Source, ids: list, X: np.ndarray) -> Iterator[Source]:
+    """Where the SQL metrics read the sample from: ``source`` itself, or -- a wide Parquet file whose row
+    groups the engine cannot hold (:func:`~sqlrp.pipeline.column_blocks.feature_blocks`) -- the sample
+    :func:`fetch_sample` read (``ids``, ``X``), registered as a table: the same rows, the same seeded order."""
+    if feature_blocks(db, source) is None:
+        yield source
+        return
+    frame = pd.DataFrame({source.id_column: ids, **{c: X[:, i] for i, c in enumerate(source.columns)}})
+    with db.frame_table(frame) as name:  # type: ignore[attr-defined]
+        yield replace(source, table=name, schema=None, catalog=None)
 
 
 def sql_distortion(

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 
 import sqlrp
 from sqlrp.core.errors import EngineLimit
-from sqlrp.methods import reference
+from sqlrp.methods import make_projection, reference
 from sqlrp.pipeline.column_blocks import plan_blocks
 from sqlrp.pipeline.plan import plan
 from sqlrp.registry.transfer import read_projection
@@ -151,3 +152,12 @@ def test_row_groups_wider_than_the_limit_project_in_column_blocks(tmp_path: Path
     assert r.peak_mb <= 200
     exact(str(out), source, rtol=2**-22)
     assert sorted(f.name for f in tmp_path.iterdir()) == ["emb.parquet", "out.parquet", "out.parquet.sqlrp.json"]
+
+
+def test_evaluate_reads_a_too_wide_file_in_column_blocks(too_wide: Path) -> None:
+    """evaluate's sample (and the metrics computed in SQL on it) from a file whose row groups do not fit:
+    the same table as with memory to spare."""
+    proj = make_projection("achlioptas", 64, 8, seed=1)
+    tables = [sqlrp.evaluate(sqlrp.connect(**limits), str(too_wide), "id", proj).table for limits in (TIGHT, {})]
+    assert tables[0]["sql"].notna().sum() == 6
+    pd.testing.assert_frame_equal(tables[0], tables[1])
