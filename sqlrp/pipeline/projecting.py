@@ -70,6 +70,8 @@ def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: boo
             return write_file(db, p, into, target.replace, check_written, progress, body=body)
     if into is None:
         return rows_back(db, p, target, check_written=check_written)
+    if hasattr(db, "statement_room"):  # the engine holds the rows written, this process little (issue 42)
+        db.statement_room()
     if target.view or target.incremental:
         write_table(db, p, table, target, progress=progress, check_written=check_written)
         return None
