@@ -98,6 +98,20 @@ class ColumnBlocks:
         if current < room:
             self._con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
 
+    @contextlib.contextmanager
+    def common_subexpressions(self) -> Iterator[None]:
+        """Statements meanwhile planned with DuckDB's common-subexpression pass, which sqlrp turns off for
+        its projections (they have none to find).  The evaluation's distortion query repeats each
+        feature's difference: without the pass it holds 330 MB more outside the memory limit (300 rows
+        of 384 features: 586 MB against 257 MB peak RSS) -- a small device's whole memory."""
+        before = self._con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
+        self._con.execute("SET disabled_optimizers = ''")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self._con.execute(f"SET disabled_optimizers = {exp.Literal.string(str(before or '')).sql('duckdb')}")
+
     def positional_view(self, view: str, tables: list[str], select: list[str], check: str) -> None:
         """``view`` (temporary) over ``tables`` side by side, row ``i`` of each with row ``i`` of the others
         (``POSITIONAL JOIN``), selecting ``select``; a row where ``check`` is false raises instead."""
