@@ -1,8 +1,9 @@
 """Projecting a file whose row groups the engine cannot hold: its columns in blocks (issue 42).
 
 A Parquet reader holds a row group of the columns it reads, and two while it moves to the next (DuckDB:
-a 100,000 x 384 float32 row group is 153 MB decoded; the scan fails at about 2.6 times that,
-:func:`sqlrp.backends.duckdb_settings.fit_row_groups`).  Where even one thread's row group does not fit
+a 100,000 x 384 float32 row group is 153 MB decoded; a scan needs about 2.6 times that,
+:func:`sqlrp.backends.duckdb_settings.fit_row_groups`, and a block's pass up to 3.6 times,
+:data:`ROW_GROUP_FACTOR`).  Where even one thread's row group does not fit
 the engine's memory, the features are read a block of columns at a time: the linear stage is a sum over
 the features, ``K_v = sum_f w_fv x_f^power_v + bias_v``, so each block's partial sums (``p`` of them, the
 linear stage's vectors) are written to a scratch database in the file's row order, and the blocks are then
@@ -13,7 +14,7 @@ kernel methods are exact too.  A composition (CRAFTMaps) is refused in one line 
 
 The plan is chosen from the engine's memory limit and threads as set (the budget's, or ``--memory-limit``
 and ``--threads`` given) and the file's footers (:meth:`~sqlrp.backends.duckdb_blocks.ColumnBlocks.row_group_columns`):
-each block is as wide as fits ``memory_limit / (2.6 x threads)`` in every row group.
+each block is as wide as fits ``(15/16 memory_limit - 16 MB) / (3.6 x threads)`` in every row group.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ from ..core.plan import Plan
 from .materialise import run
 from .plan import decide
 
-#: a scan holds about this many times a row group of the columns it reads (measured: see the module)
-ROW_GROUP_FACTOR = 2.6
+#: a block's pass holds up to this many times a row group of the columns it reads: DuckDB's scan holds two
+#: row groups while it moves from one to the next, and sqlrp's statement its vectors as DOUBLE (measured on
+#: 100,000 x 384 float32 under a 512 MB cgroup, memory_limit 307 MiB: two blocks of 77 MB finished once and
+#: failed once inside DuckDB; three blocks of 51 MB finish)
+ROW_GROUP_FACTOR = 3.6
 #: and this much beside, whatever the row group (vectors of each stage, the statement's own state)
 SCAN_FLOOR = 16 * 2**20
 #: the share of the memory limit a block's partial sums may hold while written (a row group of the
@@ -73,7 +77,7 @@ def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, flo
 
 def feature_blocks(db: Backend, source: Source) -> list[list[int]] | None:
     """The features of ``source`` in blocks (indices into ``source.columns``, in order), each block's widest
-    row group (with the keys) fitting ``(15/16 memory_limit - 16 MB) / (2.6 x threads)``; ``None`` where
+    row group (with the keys) fitting ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``; ``None`` where
     the whole row group fits, or the input is not read in columns (:func:`_footprint`)."""
     shape = _footprint(db, source)
     if shape is None:
