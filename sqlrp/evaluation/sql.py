@@ -334,9 +334,9 @@ def fetch_sample(
     # a wide Parquet file whose row groups the engine cannot hold is read a block of columns at a time
     # (issue 42: the scan holds a row group of the columns it reads, the filter notwithstanding)
     for block in feature_blocks(db, source) or [list(range(dim))]:
-        part = replace(source, group_column=None, columns=tuple(source.columns[i] for i in block))
-        if source.layout != "wide" or len(block) == dim:
-            part = replace(source, group_column=None)
+        part = replace(source, group_column=None)
+        if source.layout == "wide" and len(block) < dim:
+            part = replace(part, columns=tuple(source.columns[i] for i in block))
         rel = _restrict(dense_source(len(block), part, dialect), source, in_sample)
         frame: pd.DataFrame = db.query_df(dialect.render(rel))
         order = np.array([position[v] for v in frame["_id"].tolist()], dtype=np.int64)
