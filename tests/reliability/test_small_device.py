@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from unittest import mock
 
 import duckdb
 import numpy as np
@@ -20,6 +21,7 @@ from sqlrp.methods import make_projection, reference
 from sqlrp.pipeline.column_blocks import plan_blocks
 from sqlrp.pipeline.plan import plan
 from sqlrp.registry.transfer import read_projection
+from sqlrp.search import ivf
 from testkit.cgroup import available, run_limited
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,3 +163,32 @@ def test_evaluate_reads_a_too_wide_file_in_column_blocks(too_wide: Path) -> None
     tables = [sqlrp.evaluate(sqlrp.connect(**limits), str(too_wide), "id", proj).table for limits in (TIGHT, {})]
     assert tables[0]["sql"].notna().sum() == 6
     pd.testing.assert_frame_equal(tables[0], tables[1])
+
+
+def test_nearest_centroids_in_bounded_blocks() -> None:
+    """k-means' nearest centroid, a few rows at a time (the differences held bounded: a small device's
+    memory), is the nearest of the whole computation."""
+    rng = np.random.default_rng(3)
+    X, C = rng.standard_normal((1000, 16)), rng.standard_normal((30, 16))
+    want = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+    with mock.patch.object(ivf, "NEAREST_BLOCK", 30 * 16 * 7):  # 7 rows a block
+        assert np.array_equal(ivf._nearest(X, C), want)
+
+
+@needs_cgroup
+def test_a_statement_gets_the_room_the_budget_leaves() -> None:
+    """Before a search or a projection into a table the engine's memory_limit is raised from the profile's
+    half to 80% of what the budget leaves; --memory-limit given stays."""
+    code = (
+        "import sqlrp; from sqlrp.backends.resources import size_bytes; "
+        "q = \"SELECT current_setting('memory_limit')\"; "
+        "db = sqlrp.connect(); a = size_bytes(db.fetchall(q)[0][0]); db.statement_room(); "
+        "b = size_bytes(db.fetchall(q)[0][0]); "
+        "g = sqlrp.connect(memory_limit='100MB'); g.statement_room(); c = size_bytes(g.fetchall(q)[0][0]); "
+        "print(a, b, c)"
+    )
+    r = run_limited([sys.executable, "-c", code], 400, 1, env=ENV)
+    assert r.finished, r.stderr[-500:]
+    before, after, given = (int(x) for x in r.stdout.split())
+    assert before < after <= 0.8 * 400 * 2**20 and after > 1.4 * before
+    assert given == 100 * 10**6 or abs(given - 100 * 10**6) < 2**20
