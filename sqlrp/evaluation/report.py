@@ -17,6 +17,7 @@ Files written to ``out``: ``metrics.csv``, ``metrics.json``, ``distortion_hist.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,7 +54,7 @@ from .metrics import (
     resolve_kernel,
     same_method,
 )
-from .sql import fetch_sample, sample_ids_query, sql_distortion, sql_kernel_nrmse, sql_recall_at_k
+from .sql import fetch_sample, sample_ids_query, sample_table, sql_distortion, sql_kernel_nrmse, sql_recall_at_k
 
 __all__ = ["Report", "evaluate", "write_report"]
 
@@ -130,19 +131,10 @@ def evaluate(
     R = r_nx(Q)
     rows = _metric_rows(X, Y, ids, dist, Q, R, proj.k, queries, recall_k)
     if in_sql and source.layout != "long":
-        sd = sql_distortion(db, proj, source, sample, seed, kernel)
-        srec = sql_recall_at_k(db, proj, source, queries, sample - queries, recall_k, seed)
-        sql_values = {
-            "pairs": sd["n_pairs"],
-            "distortion_mean": sd["mean"],
-            "distortion_median": sd["median"],
-            "distortion_p95": sd["p95"],
-            "distortion_max": sd["max"],
-            f"recall@{recall_k}": srec,
-        }
+        sql_values = _in_sql(db, proj, source, (ids, X), (sample, queries, recall_k, seed), kernel)
         rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
     if kernel is not None:
-        in_db = sql_kernel_nrmse(db, proj, source, sample, seed, kernel) if in_sql and source.layout != "long" else None
+        in_db = sql_values.get("kernel_nrmse") if in_sql and source.layout != "long" else None
         rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), in_db))
     if label_column is not None:
         rows += _accuracies(X, Y, _fetch_labels(db, source, label_column, ids, seed), proj, kernel)
@@ -158,6 +150,34 @@ def evaluate(
     if out is not None:
         write_report(report, out)
     return report
+
+
+def _in_sql(
+    db: Backend,
+    proj: Any,
+    source: Any,
+    read: tuple[list, np.ndarray],
+    sizes: tuple[int, int, int, int],
+    kernel: Kernel | None,
+) -> dict[str, float]:
+    """The metrics computed in SQL, by name: on the table, or on the sample ``read`` where the table is a
+    file whose row groups the engine cannot hold (:func:`sample_table`, issue 42).  ``sizes``: the sample,
+    the queries, Recall's k, the seed."""
+    sample, queries, recall_k, seed = sizes
+    planned = getattr(db, "common_subexpressions", contextlib.nullcontext)  # DuckDB: its CSE pass, on
+    with sample_table(db, source, *read) as where, planned():
+        sd = sql_distortion(db, proj, where, sample, seed, kernel)
+        srec = sql_recall_at_k(db, proj, where, queries, sample - queries, recall_k, seed)
+        nrmse = {} if kernel is None else {"kernel_nrmse": sql_kernel_nrmse(db, proj, where, sample, seed, kernel)}
+    return {
+        **nrmse,
+        "pairs": sd["n_pairs"],
+        "distortion_mean": sd["mean"],
+        "distortion_median": sd["median"],
+        "distortion_p95": sd["p95"],
+        "distortion_max": sd["max"],
+        f"recall@{recall_k}": srec,
+    }
 
 
 def _checked_counts(

@@ -25,6 +25,8 @@ distance, id)`` in both spaces and counts the common ids among the first K.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -39,6 +41,7 @@ from ..core.nodes import balanced
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods.linear import achlioptas
 from ..methods.rff import ShiftKernel
+from ..pipeline.column_blocks import feature_blocks
 from .metrics import Kernel
 
 __all__ = [
@@ -342,12 +345,17 @@ def fetch_sample(
             if v is not None:
                 X[position[rid], int(f)] += float(v)
         return ids, X
-    fake = projection if projection is not None else _dummy(dim)
-    rel = _restrict(dense_source(fake, replace(source, group_column=None), dialect), source, in_sample)
-    frame: pd.DataFrame = db.query_df(dialect.render(rel))
     X = np.zeros((len(ids), dim))
-    order = np.array([position[v] for v in frame["_id"].tolist()])
-    X[order] = frame[[f"_x{i}" for i in range(dim)]].to_numpy(dtype=np.float64)
+    # a wide Parquet file whose row groups the engine cannot hold is read a block of columns at a time
+    # (issue 42: the scan holds a row group of the columns it reads, the filter notwithstanding)
+    for block in feature_blocks(db, source) or [list(range(dim))]:
+        part = replace(source, group_column=None)
+        if source.layout == "wide" and len(block) < dim:
+            part = replace(part, columns=tuple(source.columns[i] for i in block))
+        rel = _restrict(dense_source(len(block), part, dialect), source, in_sample)
+        frame: pd.DataFrame = db.query_df(dialect.render(rel))
+        order = np.array([position[v] for v in frame["_id"].tolist()], dtype=np.int64)
+        X[np.ix_(order, block)] = frame[[f"_x{i}" for i in range(len(block))]].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(X)):
         raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
@@ -404,6 +412,19 @@ def sql_kernel_nrmse(
 
 def _dummy(d: int) -> Projection:
     return achlioptas(d, 1, s=1.0, seed=0)
+
+
+@contextmanager
+def sample_table(db: Backend, source: Source, ids: list, X: np.ndarray) -> Iterator[Source]:
+    """Where the SQL metrics read the sample from: ``source`` itself, or -- a wide Parquet file whose row
+    groups the engine cannot hold (:func:`~sqlrp.pipeline.column_blocks.feature_blocks`) -- the sample
+    :func:`fetch_sample` read (``ids``, ``X``), registered as a table: the same rows, the same seeded order."""
+    if feature_blocks(db, source) is None:
+        yield source
+        return
+    frame = pd.DataFrame({source.id_column: ids, **{c: X[:, i] for i, c in enumerate(source.columns)}})
+    with db.frame_table(frame) as name:  # type: ignore[attr-defined]
+        yield replace(source, table=name, schema=None, catalog=None)
 
 
 def sql_distortion(
