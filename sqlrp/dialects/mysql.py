@@ -29,6 +29,18 @@ Limits and differences, each with its source:
   columns"), and a row at most 8,126 bytes inline ("Row size too large (> 8126)"): 995 DOUBLE columns,
   key included (:data:`MAX_TABLE_COLUMNS`, measured).  A table sqlrp would create wider than that is
   refused before it runs; rows handed back are not limited (a select of 3,000 columns runs).
+- **The registry** (stored projections, plans, indexes: :mod:`sqlrp.registry.schema`) is kept here as
+  InnoDB tables whose text is ``utf8mb4`` under ``utf8mb4_bin`` -- compared by code point, not by the
+  server's case-insensitive default (:meth:`MySQLDialect.registry_create`).  A TEXT column cannot be a
+  key without a prefix length ("BLOB/TEXT column used in key specification without a key length"), so
+  key columns are ``VARCHAR(255)``: a name is at most 255 characters.  ``utf8mb4_bin`` is PAD SPACE in
+  MariaDB and MySQL alike (``'a' = 'a '``), so a name ending in a space would be the key of the name
+  without it: such names are refused (:meth:`MySQLDialect.check_registry_key`).  Identifiers are
+  quoted (``reads`` is a reserved word here).  DDL commits on its own: a failed store deletes what it
+  wrote (``transactional = False``: :meth:`sqlrp.registry.store.Registry._atomic`).
+- **Search codes**: ``BIT_COUNT(BIGINT)`` counts the 64 bits of the two's complement
+  (``BIT_COUNT(-1)`` = 64; mariadb.com/kb "BIT_COUNT"); an index's row hash is the first 64 bits of
+  ``SHA2`` over the row's values as ``QUOTE``d text (no 64-bit hash function is built in).
 - No arrays, no aggregate ``FILTER``, no ``ARRAY_AGG ... ORDER BY``; ``VALUES ROW(...)`` names its
   columns ``column_0 ..`` (sqlglot renders ``UNION ALL``).
 """
@@ -47,6 +59,12 @@ _EXACT = "sqlrp_exact_key"
 
 #: room for the packet's header and the protocol's command byte under ``max_allowed_packet``
 PACKET_HEADROOM = 1024
+
+#: longest name of a stored projection or index (a key column is VARCHAR(255): module docstring)
+MAX_KEY_CHARS = 255
+
+#: the registry's tables: InnoDB (transactions for DML, row locks), text compared by code point
+REGISTRY_TABLE_OPTIONS = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
 #: most columns of a table sqlrp creates here: a row of DOUBLEs must fit InnoDB's 8,126 bytes (half a
 #: 16 KiB page; "Row size too large (> 8126)"), measured on MariaDB 10.11: 996 DOUBLEs and a BIGINT key
@@ -106,6 +124,7 @@ class MySQLDialect(SqlrpDialect):
     filter_clause = False  # no aggregate FILTER clause
     ordered_array_agg = False
     values_column_names = False  # VALUES ROW(...) names columns column_0..; sqlglot renders UNION ALL
+    percentile_aggregate = False  # PERCENTILE_CONT is a window function in MariaDB, absent in MySQL
     holds_nan = False  # no NaN in a DOUBLE column; CAST('NaN' AS DOUBLE) is 0 (module docstring)
 
     def render(self, expression: exp.Expression, pretty: bool = False) -> str:
@@ -121,6 +140,49 @@ class MySQLDialect(SqlrpDialect):
                     "back instead of writing a table"
                 )
         return super().render(exact_keys(expression), pretty=pretty)
+
+    @property
+    def keeps_registry(self) -> bool:
+        """The registry's tables are rendered for MySQL/MariaDB and tested on MariaDB (module docstring)."""
+        return True
+
+    def registry_create(self, create: exp.Create, key: tuple[exp.Identifier, ...]) -> str:
+        """InnoDB, text under ``utf8mb4_bin``, TEXT key columns as ``VARCHAR(255)`` (an index on TEXT
+        needs a prefix length), every identifier quoted (module docstring)."""
+        create = create.copy()
+        keys = {k.name for k in key}
+        for column in create.find_all(exp.ColumnDef):
+            kind = column.args.get("kind")
+            if column.name in keys and isinstance(kind, exp.DataType) and kind.is_type("text"):
+                column.set("kind", exp.DataType.build(f"VARCHAR({MAX_KEY_CHARS})"))
+        for identifier in create.find_all(exp.Identifier):
+            identifier.set("quoted", True)
+        return super().registry_create(create, key) + REGISTRY_TABLE_OPTIONS
+
+    def check_registry_key(self, name: str, role: str) -> None:
+        """Refuse a ``name`` the registry's keys cannot hold apart: longer than a key column, or ending
+        in a space (PAD SPACE: ``'a '`` is the key ``'a'``)."""
+        if len(name) > MAX_KEY_CHARS:
+            raise self.refuse(f"a {role} of {len(name):,} characters is too long (at most {MAX_KEY_CHARS} here)")
+        if name != name.rstrip(" "):
+            raise self.refuse(
+                f"the {role} {name!r} ends in a space, and the server compares names without trailing spaces "
+                "(it would be the name without them): drop the trailing spaces"
+            )
+
+    def popcount(self, word: exp.Expression) -> exp.Expression:
+        # BIT_COUNT(BIGINT) counts the 64 bits of the two's complement: BIT_COUNT(-1) = 64 (module docstring)
+        return exp.Anonymous(this="BIT_COUNT", expressions=[word])
+
+    def row_hash(self, values: list[exp.Expression]) -> exp.Expression:
+        # the first 16 hex digits of SHA2(256) of the values as QUOTE()d text (QUOTE(NULL) is the word NULL,
+        # a string 'NULL' is quoted: the two differ), as a BIGINT UNSIGNED; the sum over a table is a DECIMAL
+        quoted = [exp.Anonymous(this="QUOTE", expressions=[v]) for v in values]
+        text = exp.Anonymous(this="CONCAT_WS", expressions=[exp.Literal.string(","), *quoted])
+        digest = exp.Anonymous(this="SHA2", expressions=[text, exp.Literal.number(256)])
+        hexa = exp.Anonymous(this="LEFT", expressions=[digest, exp.Literal.number(16)])
+        number = exp.Anonymous(this="CONV", expressions=[hexa, exp.Literal.number(16), exp.Literal.number(10)])
+        return exp.Cast(this=number, to=exp.DataType.build("BIGINT UNSIGNED", dialect="mysql"))
 
     def with_packet_limit(self, max_allowed_packet: int) -> MySQLDialect:
         """This profile for a server whose ``max_allowed_packet`` is that many bytes: statements up to
