@@ -35,7 +35,6 @@ infinity is refused before anything is written, naming the column and the row.  
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
-from .mysql_limits import packet_limit, refuse_non_finite, refuse_oversized
+from .mysql_limits import packet_batches, packet_limit, refuse_non_finite, refuse_oversized
 from .placeholders import to_named
 from .sqlalchemy_names import column_info, frame_type, sqlrp_dialect
 from .streams import Stream
@@ -415,9 +414,10 @@ class SQLAlchemyBackend(Backend):
         if not len(df):
             return
         names, statement = [str(c) for c in df.columns], target.insert()
-        rows = frame_rows(df, nan_as_null=False)
-        while batch := [dict(zip(names, row, strict=True)) for row in itertools.islice(rows, _ROWS_PER_INSERT)]:
-            self.conn.execute(statement, batch)
+        rows, header = frame_rows(df, nan_as_null=False), len(str(target)) + 4 * sum(map(len, names)) + 64
+        # within the server's packet (MySQL: sqlrp.backends.mysql_limits), else _ROWS_PER_INSERT a batch
+        for batch in packet_batches(rows, _ROWS_PER_INSERT, self._max_statement_bytes, header, self.dialect):
+            self.conn.execute(statement, [dict(zip(names, row, strict=True)) for row in batch])
 
     def close(self) -> None:
         """Close the connection sqlrp opened (a caller's connection stays open), and dispose of an

@@ -54,6 +54,10 @@ from sqlglot.dialects.mysql import MySQL
 
 from .base import SqlrpDialect, extend
 
+#: sqlrp's own names of a key in the SQL it writes (the search's query id ``_qid`` joins the id ``_id``):
+#: an equality of two of them is a key comparison though their names differ
+KEY_ALIASES = frozenset({"_id", "_qid", "_key"})
+
 #: marks a node :func:`exact_keys` has made exact already (render is called again on the same nodes)
 _EXACT = "sqlrp_exact_key"
 
@@ -79,30 +83,106 @@ def _bytes(value: exp.Expression) -> exp.Cast:
     return exp.Cast(this=value.copy(), to=exp.DataType.build("BINARY"))
 
 
+def _same_columns(left: exp.Expression, right: exp.Expression) -> bool:
+    """Two columns of one name (the key of two relations), or two of sqlrp's names of a key
+    (:data:`KEY_ALIASES`)."""
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+        return False
+    return left.name == right.name or {left.name, right.name} <= KEY_ALIASES
+
+
+def _exact_order_or_membership(node: exp.LT | exp.GT | exp.In) -> None:
+    """:func:`exact_keys` of an order or a membership of keys, in place:
+
+    - ``a.k < b.k`` (each pair of rows once: the evaluation's pairs) is ``a.k < b.k OR (a.k = b.k AND
+      bytes(a.k) < bytes(b.k))``: a strict total order again where the collation ties look-alikes;
+    - ``q.k IN (SELECT k ...)`` is ``(q.k, bytes(q.k)) IN (SELECT k, bytes(k) ...)``."""
+    node.meta[_EXACT] = True
+    if isinstance(node, exp.In):
+        query = node.args.get("query")
+        select = query.this if isinstance(query, exp.Subquery) else None
+        if not (isinstance(select, exp.Select) and len(select.expressions) == 1):
+            return
+        inner = select.expressions[0].unalias()
+        if not _same_columns(node.this, inner):
+            return
+        select.set("expressions", [select.expressions[0], _bytes(inner)])
+        node.set("this", exp.Tuple(expressions=[node.this.copy(), _bytes(node.this)]))
+        return
+    left, right = node.this, node.expression
+    if not _same_columns(left, right):
+        return
+    tie = exp.EQ(this=left.copy(), expression=right.copy())
+    tie.meta[_EXACT] = True  # already within the refinement: left as it is by a second render
+    by_bytes = type(node)(this=_bytes(left), expression=_bytes(right))
+    by_bytes.meta[_EXACT] = True
+    refined = exp.Or(this=node.copy(), expression=exp.Paren(this=exp.And(this=tie, expression=by_bytes)))
+    node.replace(exp.Paren(this=refined))
+
+
+def _exact_key_order(order: exp.Order) -> None:
+    """``ORDER BY k`` of a key (:data:`KEY_ALIASES`) in the order NumPy and DuckDB give: a number by
+    value, a text by its bytes (code points), in place.  ``CHARSET(k)`` is ``binary`` for a number:
+    ``ORDER BY CASE WHEN CHARSET(k) = 'binary' THEN k END, CAST(k AS BINARY)`` (the first is NULL, a
+    tie, for every text; the second orders texts, and ties nothing two numbers did not tie)."""
+    order.meta[_EXACT] = True
+    keys: list[exp.Expression] = []
+    for ordered in order.expressions:
+        if not isinstance(ordered, exp.Ordered):  # ORDER BY k, as sqlglot's order_by() builds it
+            ordered = exp.Ordered(this=ordered.copy())
+        key = ordered.this
+        if not (isinstance(key, exp.Column) and key.name in KEY_ALIASES):
+            keys.append(ordered)
+            continue
+        binary = exp.Anonymous(this="CHARSET", expressions=[key.copy()]).eq(exp.Literal.string("binary"))
+        number = exp.Case(ifs=[exp.If(this=binary, true=key.copy())])
+        by_number = ordered.copy()
+        by_number.set("this", number)
+        keys.append(by_number)
+        by_bytes = ordered.copy()
+        by_bytes.set("this", _bytes(key))
+        keys.append(by_bytes)
+    order.set("expressions", keys)
+
+
 def exact_keys(statement: exp.Expression) -> exp.Expression:
     """``statement`` with every key comparison made exact (byte for byte), in place:
 
-    - each column of a ``GROUP BY`` is followed by its bytes (``GROUP BY k, CAST(k AS BINARY)``);
+    - each column of a ``GROUP BY`` or a window's ``PARTITION BY`` is followed by its bytes (``GROUP BY
+      k, CAST(k AS BINARY)``);
     - an equality of two columns of one name (a join on the key of two relations, an incremental
       top-up's ``NOT EXISTS (... WHERE done.k = t.k)``) also requires equal bytes;
-    - ``COUNT(DISTINCT k)`` counts distinct ``(k, bytes of k)``.
+    - ``COUNT(DISTINCT k)`` counts distinct ``(k, bytes of k)``;
+    - ``ORDER BY`` one of sqlrp's names of a key orders numbers by value and texts by their bytes
+      (:func:`_exact_key_order`);
+    - an order of two columns of one name, and a key's membership in a select of one column of its
+      name, are made exact too (:func:`_exact_order_or_membership`).
 
     A column compared with another of another name (the long layout's ``m.feature = s._f``) or with a
     literal is left as it is: those are numbers.  Idempotent (the nodes are marked)."""
-    for node in list(statement.find_all(exp.Group, exp.EQ, exp.Distinct)):  # one walk of a large tree
+    kinds = (exp.Group, exp.Window, exp.Order, exp.EQ, exp.LT, exp.GT, exp.In, exp.Distinct)
+    for node in list(statement.find_all(*kinds)):  # one walk of a large tree
         if node.meta.get(_EXACT):
             continue
-        if isinstance(node, exp.Group):
+        if isinstance(node, exp.Order):
+            _exact_key_order(node)
+            continue
+        if isinstance(node, (exp.LT, exp.GT, exp.In)):
+            _exact_order_or_membership(node)
+            continue
+        if isinstance(node, (exp.Group, exp.Window)):  # GROUP BY k, a window's PARTITION BY k
+            arg = "expressions" if isinstance(node, exp.Group) else "partition_by"
             refined: list[exp.Expression] = []
-            for key in node.expressions:
+            for key in node.args.get(arg) or []:
                 refined.append(key)
                 if isinstance(key, exp.Column):
                     refined.append(_bytes(key))
-            node.set("expressions", refined)
+            if refined:
+                node.set(arg, refined)
             node.meta[_EXACT] = True
         elif isinstance(node, exp.EQ):
             left, right = node.this, node.expression
-            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.name == right.name):
+            if not _same_columns(left, right):
                 continue
             node.meta[_EXACT] = True  # the copy below keeps the mark: a second render leaves it as it is
             exact = exp.EQ(this=_bytes(left), expression=_bytes(right))
@@ -124,6 +204,7 @@ class MySQLDialect(SqlrpDialect):
     filter_clause = False  # no aggregate FILTER clause
     ordered_array_agg = False
     values_column_names = False  # VALUES ROW(...) names columns column_0..; sqlglot renders UNION ALL
+    values_relation = True  # the long layout's inlined matrix: a UNION ALL of SELECTs (tested on MariaDB)
     percentile_aggregate = False  # PERCENTILE_CONT is a window function in MariaDB, absent in MySQL
     holds_nan = False  # no NaN in a DOUBLE column; CAST('NaN' AS DOUBLE) is 0 (module docstring)
 
