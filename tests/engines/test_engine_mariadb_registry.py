@@ -296,3 +296,28 @@ def test_registry_rows_and_frames_are_written_within_the_packet(maria, maria_url
         with pytest.raises(EngineLimit, match=r"^mysql: a row of about .* max_allowed_packet"):
             db.write_dataframe("huge", pd.DataFrame({"id": [1], "text": ["x" * limit]}))
         assert db.fetchall("SELECT 1") == [(1,)]
+
+
+def test_bit_count_and_row_hash_as_the_search_spells_them(maria):
+    """BIT_COUNT counts the 64 bits of a BIGINT's two's complement; the row hash tells NULL from the
+    text 'NULL' and a changed value, and 5,000 of them sum without overflow (a DECIMAL)."""
+    from sqlglot import exp
+
+    from sqlrp.compiler import col
+    from sqlrp.dialects import get_dialect
+
+    dialect = get_dialect("mysql")
+    big = exp.DataType.build("BIGINT")
+    words = [exp.Cast(this=exp.Literal.number(v), to=big) for v in ("-1", "5")]
+    words.append(
+        exp.Cast(this=exp.Sub(this=exp.Literal.number(-(2**63 - 1)), expression=exp.Literal.number(1)), to=big)
+    )
+    counts = [dialect.popcount(w) for w in words]
+    xor = dialect.popcount(exp.BitwiseXor(this=words[0].copy(), expression=words[1].copy()))
+    assert maria.fetchall(dialect.render(exp.select(*counts, xor)))[0] == (64, 2, 1, 62)
+    maria.write_dataframe("h", pd.DataFrame({"id": np.arange(5000, dtype=np.int64)}))
+    total = exp.select(exp.Sum(this=dialect.row_hash([col("id")]))).from_("h")
+    assert int(maria.fetchall(dialect.render(total))[0][0]) > 2**64  # 5,000 64-bit hashes, summed exactly
+    values = [exp.Null(), exp.Literal.string("NULL"), exp.Literal.number(1), exp.Literal.number(2)]
+    hashes = maria.fetchall(dialect.render(exp.select(*[dialect.row_hash([v, exp.Literal.number(0)]) for v in values])))
+    assert len(set(hashes[0])) == 4
