@@ -92,7 +92,8 @@ def _same_columns(left: exp.Expression, right: exp.Expression) -> bool:
 
 
 def _exact_order_or_membership(node: exp.LT | exp.GT | exp.In) -> None:
-    """:func:`exact_keys` of an order or a membership of keys, in place:
+    """:func:`exact_keys` of an order or a membership of keys (sqlrp's names of a key,
+    :data:`KEY_ALIASES`: a feature's -0.0 and 0.0 must stay equal), in place:
 
     - ``a.k < b.k`` (each pair of rows once: the evaluation's pairs) is ``a.k < b.k OR (a.k = b.k AND
       bytes(a.k) < bytes(b.k))``: a strict total order again where the collation ties look-alikes;
@@ -104,13 +105,13 @@ def _exact_order_or_membership(node: exp.LT | exp.GT | exp.In) -> None:
         if not (isinstance(select, exp.Select) and len(select.expressions) == 1):
             return
         inner = select.expressions[0].unalias()
-        if not _same_columns(node.this, inner):
+        if not (_same_columns(node.this, inner) and inner.name in KEY_ALIASES):
             return
         select.set("expressions", [select.expressions[0], _bytes(inner)])
         node.set("this", exp.Tuple(expressions=[node.this.copy(), _bytes(node.this)]))
         return
     left, right = node.this, node.expression
-    if not _same_columns(left, right):
+    if not (_same_columns(left, right) and left.name in KEY_ALIASES):  # a key: a number or a text, never -0.0
         return
     tie = exp.EQ(this=left.copy(), expression=right.copy())
     tie.meta[_EXACT] = True  # already within the refinement: left as it is by a second render

@@ -321,3 +321,28 @@ def test_bit_count_and_row_hash_as_the_search_spells_them(maria):
     values = [exp.Null(), exp.Literal.string("NULL"), exp.Literal.number(1), exp.Literal.number(2)]
     hashes = maria.fetchall(dialect.render(exp.select(*[dialect.row_hash([v, exp.Literal.number(0)]) for v in values])))
     assert len(set(hashes[0])) == 4
+
+
+def test_exact_keys_covers_partitions_orders_pairs_and_memberships():
+    """The class of the collation defect, in the SQL the search and the evaluation write: a window's
+    PARTITION BY, an ORDER BY of a key, a pair order ``a._id < b._id``, a membership ``_id IN (SELECT
+    _id ...)`` and the query id joining the id (``_qid = _id``) are compared byte for byte; a feature's
+    comparison is left as it is (-0.0 = 0.0); a second render changes nothing."""
+    import sqlglot
+
+    from sqlrp.dialects import get_dialect
+
+    statement = sqlglot.parse_one(
+        "SELECT ROW_NUMBER() OVER (PARTITION BY t._qid ORDER BY t._d, t._id) FROM t JOIN q ON q._id = t._qid "
+        "JOIN x ON x.v = t.v WHERE a._id < b._id AND a.x < b.x AND t._id IN (SELECT _id FROM s) ORDER BY t._id",
+        read="mysql",
+    )
+    profile = get_dialect("mysql")
+    once = profile.render(statement)
+    assert profile.render(statement) == once
+    assert "PARTITION BY t._qid, CAST(t._qid AS BINARY)" in once
+    assert "ORDER BY t._d, CASE WHEN CHARSET(t._id) = 'binary' THEN t._id END, CAST(t._id AS BINARY))" in once
+    assert "(q._id = t._qid AND CAST(q._id AS BINARY) = CAST(t._qid AS BINARY))" in once
+    assert "(a._id < b._id OR (a._id = b._id AND CAST(a._id AS BINARY) < CAST(b._id AS BINARY)))" in once
+    assert "(t._id, CAST(t._id AS BINARY)) IN (SELECT _id, CAST(_id AS BINARY) FROM s)" in once
+    assert " AND a.x < b.x AND " in once
