@@ -346,3 +346,17 @@ def test_exact_keys_covers_partitions_orders_pairs_and_memberships():
     assert "(a._id < b._id OR (a._id = b._id AND CAST(a._id AS BINARY) < CAST(b._id AS BINARY)))" in once
     assert "(t._id, CAST(t._id AS BINARY)) IN (SELECT _id, CAST(_id AS BINARY) FROM s)" in once
     assert " AND a.x < b.x AND " in once
+
+
+def test_index_names_are_keys_too(maria):
+    """An index named with a trailing space would be the key of the index without it: refused in one
+    line, nothing built; 'Idx' and 'idx' are two indexes."""
+    X = np.random.default_rng(16).normal(size=(30, 3))
+    maria.write_dataframe("pts", text_frame(X, list(range(30))))
+    with pytest.raises(EngineLimit, match=r"^mysql: the index name 'idx ' ends in a space"):
+        sqlrp.build_index(maria, "pts", "id", "idx ", lists=2, calibration_queries=0)
+    for name in ("idx", "Idx"):
+        sqlrp.build_index(maria, "pts", "id", name, lists=2, calibration_queries=0)
+    assert sorted(sqlrp.list_indexes(maria)["name"]) == ["Idx", "idx"]
+    with pytest.raises(EngineLimit, match=r"^mysql: the index name 'idx ' ends in a space"):
+        sqlrp.search(maria, "idx ", "pts", "id", top=1)
