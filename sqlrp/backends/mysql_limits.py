@@ -40,6 +40,14 @@ def packet_limit(db: Backend) -> int | None:
         return None
 
 
+def named_lock(key: str) -> str:
+    """``key`` as a name ``GET_LOCK`` takes (at most 64 characters): itself, or its SHA-256 in hex.  The
+    registry's migrations take turns under it (:meth:`sqlrp.backends.sqlalchemy.SQLAlchemyBackend.lock`)."""
+    import hashlib
+
+    return key if len(key) <= 64 else hashlib.sha256(key.encode()).hexdigest()
+
+
 def refuse_oversized(sql: str, limit: int | None, engine: str) -> None:
     """A statement longer than the server accepts (``limit`` bytes) ends the connection ("MySQL server
     has gone away"): refuse it before it is sent, naming the limit."""
@@ -120,4 +128,4 @@ def refuse_non_finite(table: str, df: pd.DataFrame, dialect: SqlrpDialect, engin
             )
 
 
-__all__ = ["packet_batches", "packet_limit", "refuse_non_finite", "refuse_oversized"]
+__all__ = ["named_lock", "packet_batches", "packet_limit", "refuse_non_finite", "refuse_oversized"]

@@ -45,7 +45,7 @@ from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
-from .mysql_limits import packet_batches, packet_limit, refuse_non_finite, refuse_oversized
+from .mysql_limits import named_lock, packet_batches, packet_limit, refuse_non_finite, refuse_oversized
 from .placeholders import to_named
 from .sqlalchemy_names import column_info, frame_type, sqlrp_dialect
 from .streams import Stream
@@ -245,6 +245,10 @@ class SQLAlchemyBackend(Backend):
             tx.commit()
         finally:
             self._depth = 0
+            if getattr(self, "_named_locks", False):  # MySQL's GET_LOCK outlives a transaction: release it
+                self._named_locks = False
+                with contextlib.suppress(Exception):  # a lost connection has released it already
+                    self.fetchall("SELECT RELEASE_ALL_LOCKS()")
 
     def _begin_driver(self) -> None:
         """SQLite's Python driver begins a transaction only before INSERT/UPDATE/DELETE, so DDL would
@@ -281,6 +285,8 @@ class SQLAlchemyBackend(Backend):
     def lock(self, key: str) -> None:
         if self.dialect == "postgres":  # the advisory lock of backends/postgres.py, through this driver
             self.fetchall(ADVISORY_LOCK, [key])
+        elif self.dialect == "mysql" and self._depth:  # a named lock, released as the transaction ends
+            self._named_locks = self.fetchall("SELECT GET_LOCK(?, 600)", [named_lock(key)])[0][0] == 1
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows as tuples."""

@@ -360,3 +360,27 @@ def test_index_names_are_keys_too(maria):
     assert sorted(sqlrp.list_indexes(maria)["name"]) == ["Idx", "idx"]
     with pytest.raises(EngineLimit, match=r"^mysql: the index name 'idx ' ends in a space"):
         sqlrp.search(maria, "idx ", "pts", "id", top=1)
+
+
+def test_processes_that_migrate_at_once_take_turns(maria, maria_url):
+    """Four connections migrate one fresh database at once: under the named lock (GET_LOCK) one
+    creates the registry, the others find it made -- no "Table already exists"; the lock is released."""
+    import threading
+
+    url, errors, applied = database_url(maria_url, maria), [], []
+
+    def migrate() -> None:
+        try:
+            with sqlrp.connect(url) as db:
+                applied.append(sqlrp.migrate(db))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=migrate) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(map(len, applied)) == [0, 0, 0, len(VERSIONS)]
+    assert maria.fetchall("SELECT IS_FREE_LOCK('sqlrp migrations')") == [(1,)]
