@@ -30,7 +30,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
-from ..core.files import existing_database, writable_folder
+from ..core.files import existing_database, replacing, writable_folder
 from ..core.lazy import pd
 from ..core.options import EVALUATE_DEFAULTS, EvaluateOptions, names, refuse_unknown, take
 from ..core.params import count, counts, finite, positive_int, whole
@@ -296,7 +296,8 @@ def _plot(plt: Any, path: Path, title: str) -> Iterator[Any]:
         ax.set_title(title)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        with replacing(path) as tmp:  # whole or not at all (issue 42)
+            fig.savefig(tmp, dpi=110, format="png")
     finally:
         plt.close(fig)
 
@@ -311,8 +312,10 @@ def write_report(report: Report, out: str | Path) -> list[str]:
 
     folder = writable_folder(out)
     files = []
-    report.table.to_csv(folder / "metrics.csv", index=False)
-    (folder / "metrics.json").write_text(json.dumps(report.metrics, indent=2, default=_json))
+    with replacing(folder / "metrics.csv") as tmp:  # each file whole or not at all (issue 42)
+        report.table.to_csv(tmp, index=False)
+    with replacing(folder / "metrics.json") as tmp:
+        tmp.write_text(json.dumps(report.metrics, indent=2, default=_json))
     files += [str(folder / "metrics.csv"), str(folder / "metrics.json")]
     title = report.projection or "projection"
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 from sqlglot import exp
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import Source, Statements, col, compile_statements, ident, table_ref
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
@@ -151,7 +152,9 @@ def atomic_table(
     an advisory lock held to the commit), an existing ``into`` dropped inside -- yielding ``into``;
     elsewhere (``stage``) under a staging name swapped in once built (:func:`staged`).  An existing
     ``into`` is refused unless ``replace`` (:func:`existing_output`); with ``top_up`` (an incremental
-    run) it is topped up instead, under the same lock, and ``None`` is yielded: nothing to build."""
+    run) it is topped up instead, under the same lock, and ``None`` is yielded: nothing to build.  The
+    scratch tables killed processes left in the schema are dropped first (no litter, issue 42)."""
+    sweep_scratch_tables(db, source.schema)
     if stage and not db.transactional:
         exists = table_exists(db, into, source)
         if exists and top_up is not None:
