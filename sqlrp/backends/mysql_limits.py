@@ -7,9 +7,15 @@ the compiler splits a longer statement, or refuses it naming the limit), and a s
 is refused before it is sent (:func:`refuse_oversized`: the server would drop the connection, "server has
 gone away").  On an engine without NaN (:attr:`~sqlrp.dialects.base.SqlrpDialect.holds_nan`: MySQL,
 MariaDB, SQL Server) a frame holding NaN or infinity is refused before anything is written, naming the
-column and the row (:func:`refuse_non_finite`)."""
+column and the row (:func:`refuse_non_finite`).  Rows written by the driver (a frame, the registry's
+rows) go in batches whose ``INSERT`` fits the packet (:func:`packet_batches`): the driver joins a batch
+into statements of up to 1,000,000 bytes, more than a small ``max_allowed_packet``."""
 
 from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +40,14 @@ def packet_limit(db: Backend) -> int | None:
         return None
 
 
+def named_lock(key: str) -> str:
+    """``key`` as a name ``GET_LOCK`` takes (at most 64 characters): itself, or its SHA-256 in hex.  The
+    registry's migrations take turns under it (:meth:`sqlrp.backends.sqlalchemy.SQLAlchemyBackend.lock`)."""
+    import hashlib
+
+    return key if len(key) <= 64 else hashlib.sha256(key.encode()).hexdigest()
+
+
 def refuse_oversized(sql: str, limit: int | None, engine: str) -> None:
     """A statement longer than the server accepts (``limit`` bytes) ends the connection ("MySQL server
     has gone away"): refuse it before it is sent, naming the limit."""
@@ -43,6 +57,48 @@ def refuse_oversized(sql: str, limit: int | None, engine: str) -> None:
             f"{limit:,} (its max_allowed_packet), and would drop the connection; raise max_allowed_packet on "
             "the server (SET GLOBAL max_allowed_packet = ...), or use a smaller k"
         )
+
+
+def _value_bytes(value: Any) -> int:
+    """At most how many bytes ``value`` takes in an ``INSERT``'s text, with its comma: a string or bytes
+    each byte escaped (doubled) and quoted, a number as its ``repr``."""
+    if value is None:
+        return 5
+    if isinstance(value, str):
+        return 2 * len(value.encode()) + 12
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return 2 * len(bytes(value)) + 12
+    return len(repr(value)) + 2
+
+
+def packet_batches(
+    rows: Iterator[Sequence[Any]], most: int, limit: int | None, header: int, engine: str
+) -> Iterator[list[Sequence[Any]]]:
+    """``rows`` in batches of at most ``most`` rows whose multi-row ``INSERT`` (``header`` bytes of
+    ``INSERT INTO t (...) VALUES``, then each row) fits ``limit`` bytes, the server's
+    ``max_allowed_packet`` (``None``: no limit known, batches of ``most``).  A row that alone would not
+    fit is :class:`EngineLimit`, before it is sent."""
+    if limit is None:
+        while batch := list(itertools.islice(rows, most)):
+            yield batch
+        return
+    room = limit - header - 1024  # the packet's header, and the driver's spacing
+    batch: list[Sequence[Any]] = []
+    size = 0
+    for row in rows:
+        need = sum(_value_bytes(v) for v in row) + 3
+        if need > room:
+            raise EngineLimit(
+                f"{engine}: a row of about {need:,} bytes does not fit this server's max_allowed_packet "
+                f"({limit:,} bytes); raise max_allowed_packet on the server (SET GLOBAL max_allowed_packet = ...)"
+            )
+        if batch and (size + need > room or len(batch) >= most):
+            yield batch
+            batch, size = [], 0
+        batch.append(row)
+        size += need
+    if batch:
+        yield batch
 
 
 def refuse_non_finite(table: str, df: pd.DataFrame, dialect: SqlrpDialect, engine: str) -> None:
@@ -72,4 +128,4 @@ def refuse_non_finite(table: str, df: pd.DataFrame, dialect: SqlrpDialect, engin
             )
 
 
-__all__ = ["packet_limit", "refuse_non_finite", "refuse_oversized"]
+__all__ = ["named_lock", "packet_batches", "packet_limit", "refuse_non_finite", "refuse_oversized"]

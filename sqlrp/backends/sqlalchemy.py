@@ -35,7 +35,6 @@ infinity is refused before anything is written, naming the column and the row.  
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
 from .base import Backend, ColumnInfo, Registration, missing_table
 from .drivers import missing_dialect, missing_driver
-from .mysql_limits import packet_limit, refuse_non_finite, refuse_oversized
+from .mysql_limits import named_lock, packet_batches, packet_limit, refuse_non_finite, refuse_oversized
 from .placeholders import to_named
 from .sqlalchemy_names import column_info, frame_type, sqlrp_dialect
 from .streams import Stream
@@ -246,6 +245,10 @@ class SQLAlchemyBackend(Backend):
             tx.commit()
         finally:
             self._depth = 0
+            if getattr(self, "_named_locks", False):  # MySQL's GET_LOCK outlives a transaction: release it
+                self._named_locks = False
+                with contextlib.suppress(Exception):  # a lost connection has released it already
+                    self.fetchall("SELECT RELEASE_ALL_LOCKS()")
 
     def _begin_driver(self) -> None:
         """SQLite's Python driver begins a transaction only before INSERT/UPDATE/DELETE, so DDL would
@@ -282,6 +285,8 @@ class SQLAlchemyBackend(Backend):
     def lock(self, key: str) -> None:
         if self.dialect == "postgres":  # the advisory lock of backends/postgres.py, through this driver
             self.fetchall(ADVISORY_LOCK, [key])
+        elif self.dialect == "mysql" and self._depth:  # a named lock, released as the transaction ends
+            self._named_locks = self.fetchall("SELECT GET_LOCK(?, 600)", [named_lock(key)])[0][0] == 1
 
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows as tuples."""
@@ -415,9 +420,10 @@ class SQLAlchemyBackend(Backend):
         if not len(df):
             return
         names, statement = [str(c) for c in df.columns], target.insert()
-        rows = frame_rows(df, nan_as_null=False)
-        while batch := [dict(zip(names, row, strict=True)) for row in itertools.islice(rows, _ROWS_PER_INSERT)]:
-            self.conn.execute(statement, batch)
+        rows, header = frame_rows(df, nan_as_null=False), len(str(target)) + 4 * sum(map(len, names)) + 64
+        # within the server's packet (MySQL: sqlrp.backends.mysql_limits), else _ROWS_PER_INSERT a batch
+        for batch in packet_batches(rows, _ROWS_PER_INSERT, self._max_statement_bytes, header, self.dialect):
+            self.conn.execute(statement, [dict(zip(names, row, strict=True)) for row in batch])
 
     def close(self) -> None:
         """Close the connection sqlrp opened (a caller's connection stays open), and dispose of an

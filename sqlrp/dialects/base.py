@@ -103,6 +103,9 @@ class SqlrpDialect:
     # a DOUBLE column can hold NaN; where it cannot (MySQL, MariaDB, SQL Server) there is none to test for
     # (CAST('NaN' AS DOUBLE) is 0 there, or an error), and a NaN is refused before it is written
     holds_nan = True
+    # ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)`` is an aggregate (MariaDB has it only as a window
+    # function, MySQL not at all): else the evaluation's SQL percentiles are spelt out by rank
+    percentile_aggregate = True
     correlated_subqueries = True  # ``NOT EXISTS (SELECT ... WHERE inner.k = outer.k)`` (incremental top-ups)
     transactional = True  # DDL and DML inside one transaction commit or roll back together
     # bits of a stored code word of a search index: 64 (BIGINT) everywhere, more where the engine has
@@ -140,6 +143,10 @@ class SqlrpDialect:
         """The ``CREATE TABLE`` statement of a registry table keyed by ``key`` (its properties: an
         ENGINE, a file format ...)."""
         return self.render(create, pretty=True)
+
+    def check_registry_key(self, name: str, role: str) -> None:
+        """Refuse a name (of a stored projection, an index: ``role``) that the registry's key columns here
+        could not keep apart from another (MySQL's PAD SPACE collation).  Every name is fine by default."""
 
     def array_source(self, column: exp.Expression) -> exp.Expression:
         """An expression of the array column that is cheap to subscript ``d`` times per row."""

@@ -223,10 +223,14 @@ def distortion_query(
     per_pair = exp.select(exp.alias_(dist, "_dist", quoted=True)).from_(pairs.subquery("_pp")).where(col("_dx") > 0)
 
     def pct(q: float) -> exp.Expression:
+        if not dialect.percentile_aggregate:
+            return _ranked_percentile(q)
         return exp.WithinGroup(
             this=exp.PercentileCont(this=_num(q)), expression=exp.Order(expressions=[exp.Ordered(this=col("_dist"))])
         )
 
+    if not dialect.percentile_aggregate:
+        per_pair = _with_ranks(per_pair)
     final = (
         exp.select(
             exp.alias_(exp.Count(this=exp.Star()), "n_pairs"),
@@ -241,6 +245,35 @@ def distortion_query(
         .with_("_y", as_=y_rel)
     )
     return dialect.render(final)
+
+
+def _with_ranks(per_pair: exp.Select) -> exp.Select:
+    """``per_pair`` with each distance's place in ascending order (``_i``, from 0) and their count
+    (``_n``): the percentiles of an engine without a ``PERCENTILE_CONT`` aggregate (:func:`_ranked_percentile`)."""
+    order = exp.Order(expressions=[exp.Ordered(this=col("_dist"))])
+    place = exp.Sub(this=exp.Window(this=exp.RowNumber(), order=order), expression=_num(1))
+    return exp.select(
+        col("_dist"),
+        exp.alias_(place, "_i", quoted=True),
+        exp.alias_(exp.Window(this=exp.Count(this=exp.Star())), "_n", quoted=True),
+    ).from_(per_pair.subquery("_pr"))
+
+
+def _ranked_percentile(q: float) -> exp.Expression:
+    """``PERCENTILE_CONT(q)`` over the ranked distances (:func:`_with_ranks`) as a plain aggregate, its
+    definition spelt out: with ``h = q (n - 1)``, ``x[floor h] (1 - f) + x[floor h + 1] f``, ``f = h -
+    floor h`` (MariaDB has PERCENTILE_CONT only as a window function, MySQL not at all)."""
+    h = exp.Mul(this=exp.cast(_num(q), DOUBLE), expression=exp.paren(exp.Sub(this=col("_n"), expression=_num(1))))
+    low = exp.Floor(this=h)
+    frac = exp.paren(exp.Sub(this=h.copy(), expression=low.copy()))
+    weight = exp.Case(
+        ifs=[
+            exp.If(this=col("_i").eq(low.copy()), true=exp.Sub(this=_num(1), expression=frac.copy())),
+            exp.If(this=col("_i").eq(exp.Add(this=low.copy(), expression=_num(1))), true=frac.copy()),
+        ],
+        default=_num(0),
+    )
+    return exp.Sum(this=exp.Mul(this=col("_dist"), expression=weight))
 
 
 def recall_query(

@@ -111,8 +111,13 @@ class Registry:
         return applied
 
     def exists(self, name: str) -> bool:
-        refuse_nul(name, "projection name")
+        self._check_name(name)
         return bool(self.backend.fetchall("SELECT 1 FROM sqlrp_projection WHERE name = ?", [name]))
+
+    def _check_name(self, name: str) -> None:
+        """Refuse a name the registry cannot key here (NUL; the dialect's own rule: MySQL's PAD SPACE)."""
+        refuse_nul(name, "projection name")
+        self.backend.sql_dialect.check_registry_key(name, "projection name")
 
     def save(
         self, projection: Projection | Composed, name: str | None = None, replace: bool = False
@@ -121,7 +126,7 @@ class Registry:
         name = name or projection.name
         if not name:
             raise InvalidParameter("a stored projection needs a name")
-        refuse_nul(name, "projection name")
+        self._check_name(name)
         validate(projection, f"projection {name!r}", stored=True)  # nothing unsound is stored (sqlrp.registry.validate)
         if isinstance(projection, Composed):
             return self._save_composed(projection, name, replace)
@@ -242,7 +247,7 @@ class Registry:
     def _load(self, name: str, check: bool = True) -> tuple[Projection | Composed, str]:
         """``(projection, its digest as computed from the rows)``; ``check``: compare that with the
         stored digest (off only to compute it: the upgrade to version 5, :meth:`accept`)."""
-        refuse_nul(name, "projection name")
+        self._check_name(name)
         where = f"stored projection {name!r}"
         rows = self.backend.fetchall(
             "SELECT method, params, d, k, p, seed, scale, digest FROM sqlrp_projection WHERE name = ?", [name]
@@ -344,8 +349,9 @@ class Registry:
         if not name:
             return None
         rows = self.backend.fetchall(
-            "SELECT node, level, reads, sign FROM sqlrp_pairs_entry WHERE projection = ? AND budget = ? "
-            "ORDER BY node, reads",
+            # qualified: `reads` is a reserved word in MySQL, and a name after a period is never one
+            "SELECT e.node, e.level, e.reads, e.sign FROM sqlrp_pairs_entry e WHERE e.projection = ? AND e.budget = ? "
+            "ORDER BY e.node, e.reads",
             [name, budget_key(lin, dialect)],
         )
         stored = plan_from_rows(np.array(rows, dtype=np.int64), lin.d, lin.p) if rows else None

@@ -153,6 +153,7 @@ def index_table_names(name: str) -> tuple[str, str, str]:
 
 
 def registry_row(db: Backend, name: str) -> tuple | None:
+    db.sql_dialect.check_registry_key(name, "index name")  # a name the registry's key keeps apart (MySQL)
     rows = db.fetchall(f"SELECT source, params FROM {INDEX_TABLE} WHERE name = ?", [name])
     return rows[0] if rows else None
 

@@ -6,6 +6,7 @@ pairs; pooled by a group), the long layout joining a loaded matrix table, and th
 --dialect mysql`` prints.  Issue 41's MariaDB instances each have a regression test: zeros read as NaN
 by the input check, a NaN frame ending in a driver traceback, statements over the server's
 ``max_allowed_packet``, and text keys merged by the default collation (``utf8mb4_general_ci``).
+The registry kept on MariaDB, and all that stands on it (issue 45): ``test_engine_mariadb_registry.py``.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def test_a_clean_table_with_zeros_passes_the_input_check(maria):
     for nulls in ("error", "zero"):
         out = sqlrp.project(maria, "t", "id", nulls=nulls, **options)
         close(by_id(out, list(range(30))), reference.transform(projection, X))
-    # the long layout's check too (a matrix table: sqlrp keeps no registry here)
+    # the long layout's check too (a matrix table)
     maria.write_dataframe("lt", long_rows([str(i) for i in range(30)], X).assign(value=lambda f: f["value"] * 0))
     maria.write_dataframe("m", matrix_frame(projection))
     out = sqlrp.project(maria, "lt", "id", projection, layout="long", matrix="m", d=8, store=False)
@@ -332,7 +333,7 @@ def test_wide_layout_matches_numpy(maria, method, params):
         close(by_id(sqlrp.project(maria, "t", "id", strategy=strategy, **options), list(range(40))), want)
         pooled = sqlrp.project(maria, "t", "id", strategy=strategy, group_column="grp", **options)
         close(by_id(pooled, [0, 1, 2], "grp"), reference.transform(projection, X, groups=frame["grp"].to_numpy()))
-    # a table (the projection given: sqlrp keeps no registry here), and chunks streamed
+    # a table (the projection given, not stored), and chunks streamed
     sqlrp.project(maria, "t", "id", projection, into="t_rp", store=False, columns=columns)
     close(by_id(maria.query_df("SELECT * FROM `t_rp`"), list(range(40))), want)
     chunks = list(sqlrp.project(maria, "t", "id", chunk_rows=16, **options))

@@ -5,9 +5,10 @@ PAD SPACE), DuckDB, PostgreSQL and SQLite.  NumPy keys rows by the exact string,
 must give one output row per distinct id, equal to the reference to 1e-9; a collation that merges
 ids (a ``GROUP BY`` or a join on the key comparing under it) gives fewer rows or summed ones.
 
-The long layout joins a matrix table loaded on each engine (``matrix=TABLE``: sqlrp keeps no registry
-on MariaDB), and MariaDB also runs the wide layout pooled by a text group (its ``GROUP BY`` on the
-group key).  Budget: a few derandomized examples per engine in CI (``fuzz_settings``);
+The long layout joins a matrix table loaded on each engine (``matrix=TABLE``; stored projections in
+MariaDB's registry on text ids: ``tests/fuzz/test_fuzz_mariadb_methods.py``), and MariaDB also runs
+the wide layout pooled by a text group (its ``GROUP BY`` on the group key).  Budget: a few
+derandomized examples per engine in CI (``fuzz_settings``);
 ``SQLRP_FUZZ_EXAMPLES=N`` for a long random run.
 """
 

@@ -34,7 +34,7 @@ def test_migrations_folder_is_the_rendering(dialect):
         assert (folder / name).read_text() == text, f"migrations/{dialect}/{name} differs: run python -m migrations"
 
 
-@pytest.mark.parametrize("dialect", ["trino", "snowflake", "mysql", "bigquery", "tsql", "oracle"])
+@pytest.mark.parametrize("dialect", ["trino", "snowflake", "bigquery", "tsql", "oracle"])
 def test_an_engine_without_a_registry_is_refused_with_what_to_do(dialect):
     with pytest.raises(EngineLimit, match=rf"^{dialect}: .*projections export.*matrix=TABLE"):
         migration_files(dialect)

@@ -311,7 +311,7 @@ def test_sqlite_refuses_with_the_engine_name(tmp_path):
     db.close()
 
 
-@pytest.mark.parametrize("name", ["oracle", "sqlite", "snowflake", "bigquery", "tsql", "mysql", "trino"])
+@pytest.mark.parametrize("name", ["oracle", "sqlite", "snowflake", "bigquery", "tsql", "trino"])
 def test_engines_without_a_known_bit_count_refuse(name):
     """The search's code arithmetic is refused, naming the engine, wherever sqlrp knows no bit count."""
     from sqlrp.compiler import col
