@@ -42,6 +42,7 @@ from ..pipeline import targets
 from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
 from ..pipeline.plan import plan, registry_of
+from .kernel_sql import sql_kernel_nrmse
 from .metrics import (
     Kernel,
     auc_rnx,
@@ -54,7 +55,7 @@ from .metrics import (
     resolve_kernel,
     same_method,
 )
-from .sql import fetch_sample, sample_ids_query, sample_table, sql_distortion, sql_kernel_nrmse, sql_recall_at_k
+from .sql import fetch_sample, sample_ids_query, sample_table, sql_distortion, sql_recall_at_k
 
 __all__ = ["Report", "evaluate", "write_report"]
 

@@ -39,7 +39,6 @@ from ..core.ir import Projection
 from ..core.lazy import pd
 from ..core.nodes import balanced
 from ..dialects import SqlrpDialect, get_dialect
-from ..methods.linear import achlioptas
 from ..methods.rff import ShiftKernel
 from ..pipeline.column_blocks import feature_blocks
 from .metrics import Kernel
@@ -51,7 +50,6 @@ __all__ = [
     "sample_ids",
     "sample_ids_query",
     "sql_distortion",
-    "sql_kernel_nrmse",
     "sql_recall_at_k",
 ]
 
@@ -392,59 +390,6 @@ def fetch_sample(
     if not np.all(np.isfinite(X)):
         raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
-
-
-def kernel_nrmse_query(
-    projection: Projection, source: Source, dialect: str | SqlrpDialect, sample: int, seed: int, kernel: Kernel
-) -> str:
-    """SQL returning ``(sum (y_a . y_b - K_ab)^2, sum K_ab^2)`` over every ordered pair of the seeded sample
-    (pairs ``a < b`` counted twice, ``a = b`` once): ``sqrt`` of their ratio is the kernel approximation error
-    ``||Y Y^T - K||_F / ||K||_F`` (``001``; :func:`sqlrp.evaluation.metrics.kernel_nrmse`)."""
-    dialect = get_dialect(dialect)
-    ids = exp.select(col("_id")).from_(exp.Table(this=ident("_ids")))
-    dot = _balanced_sum(
-        [exp.Mul(this=col(f"_y{j}", "ya"), expression=col(f"_y{j}", "yb")) for j in range(projection.k)]
-    )
-    error = exp.paren(exp.Sub(this=dot, expression=_kernel("a", "b", projection.d, kernel)))
-    twice = exp.Case(ifs=[exp.If(this=col("_id", "a").eq(col("_id", "b")), true=_num(1))], default=_num(2))
-    table = {name: exp.Table(this=ident("_x" if name in "ab" else "_y"), alias=exp.TableAlias(this=ident(name)))
-             for name in ("a", "b", "ya", "yb")}  # fmt: skip
-    pairs = (
-        exp.select(
-            exp.alias_(exp.Mul(this=twice, expression=exp.Mul(this=error, expression=error.copy())), "_e", quoted=True),
-            exp.alias_(
-                exp.Mul(this=twice.copy(), expression=_sq(_kernel("a", "b", projection.d, kernel))), "_k", quoted=True
-            ),
-        )
-        .from_(table["a"])
-        .join(table["b"], on=exp.LTE(this=col("_id", "a"), expression=col("_id", "b")))
-        .join(table["ya"], on=col("_id", "ya").eq(col("_id", "a")))
-        .join(table["yb"], on=col("_id", "yb").eq(col("_id", "b")))
-    )
-    final = (
-        exp.select(exp.Sum(this=col("_e")), exp.Sum(this=col("_k")))
-        .from_(pairs.subquery("_pp"))
-        .with_("_ids", as_=sample_ids_query(source, seed, sample))
-        .with_("_x", as_=_feature_relation(projection, source, dialect, ids))
-        .with_("_y", as_=_projected_relation(projection, source, dialect, ids))
-    )
-    return dialect.render(final)
-
-
-def _sq(value: exp.Expression) -> exp.Expression:
-    return exp.Mul(this=value, expression=value.copy())
-
-
-def sql_kernel_nrmse(
-    db: Backend, projection: Projection, source: Source, sample: int, seed: int, kernel: Kernel
-) -> float:
-    """Run :func:`kernel_nrmse_query`: the kernel approximation error computed in the database."""
-    error, total = db.fetchall(kernel_nrmse_query(projection, source, db.sql_dialect, sample, seed, kernel))[0]
-    return float(np.sqrt(float(error) / float(total)))
-
-
-def _dummy(d: int) -> Projection:
-    return achlioptas(d, 1, s=1.0, seed=0)
 
 
 @contextmanager
