@@ -185,6 +185,7 @@ class Backend(ABC):
     transactional = True  # statements inside ``transaction()`` commit or roll back together
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
     binds_constants = False  # statements may read dense matrices from relations registered by bound()
+    streams_arrow = False  # an in-process engine: iter_arrow hands record batches over without a copy
 
     @property
     def sql_dialect(self) -> SqlrpDialect:

@@ -133,6 +133,7 @@ class DuckDBBackend(Backend):
 
     reports_progress = True
     binds_constants = True
+    streams_arrow = True
 
     @contextlib.contextmanager
     def bound(self, constants: dict[str, Any]) -> Iterator[None]:
