@@ -41,9 +41,8 @@ from .methods import make_projection
 from .methods.lowrank import LowRank, describe_fit, lowrank_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline.checks import check_frame_outputs, check_outputs, check_source  # noqa: F401 - the API's checks
-from .pipeline.fitting import FitPlan, choose_route, run_fit
-from .pipeline.progress import command_bar
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
+from .pipeline.fitting import FitPlan, choose_route, run_fit
 from .pipeline.frame_table import frame_input
 from .pipeline.frames import (
     is_frame,
@@ -51,6 +50,7 @@ from .pipeline.frames import (
 )
 from .pipeline.outputs import Projected
 from .pipeline.plan import Plan, decide, plan, registry_of  # noqa: F401 - plan: sqlrp.plan
+from .pipeline.progress import command_bar
 from .pipeline.running import compile_plan
 from .pipeline.running import run_frame as project_frame  # noqa: F401 - sqlrp.api.project_frame, as before
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
@@ -411,7 +411,7 @@ def fit(
         warn_caller(f"the table's rank is {kept} < --k {k}: {kept} components were fitted")
     info = fitted.info
     extra = {"whiten": bool(whiten), "seed": seed, "route": info["route"], "passes": info["passes"],
-             "power_iterations_why": info["why"] or "as asked", "table": str(table), "id_column": id_column}  # fmt: skip
+             "power_iterations_why": info["why"] or "as asked", "table": str(table)}  # fmt: skip
     projection = lowrank_projection(fitted, method, bool(whiten), describe_fit(fitted, method, k, p, extra))
     projection.seed = seed
     name = name or f"{table}_{method}_k{k}"

@@ -260,7 +260,7 @@ def need_db(args: argparse.Namespace) -> str:
     creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
     # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
     table_file = bool(getattr(args, "input", None) or file_format(getattr(args, "table", None) or ""))
-    creating = creating or (args.command == "index" and table_file)
+    creating = creating or (args.command in ("index", "fit") and table_file)
     _check_file_db(args.db, creating)
     return args.db
 

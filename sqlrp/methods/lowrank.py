@@ -41,11 +41,11 @@ AUTO_GAIN = 1e-3
 AUTO_MAX = 8
 
 
-def sketch_matrix(d: int, l: int, seed: int | None) -> np.ndarray:
+def sketch_matrix(d: int, width: int, seed: int | None) -> np.ndarray:
     """``Omega``, ``d x l``: Achlioptas' sparse signs (:func:`~sqlrp.methods.linear.achlioptas`, ``s = 3``;
     dense signs, ``s = 1``, below 30 features, where a sparse column may well be all zeros)."""
     s = 1.0 if d < 30 else 3.0
-    return achlioptas(d, l, s=s, seed=seed).linear.dense()
+    return achlioptas(d, width, s=s, seed=seed).linear.dense()
 
 
 def flip_signs(components: np.ndarray) -> np.ndarray:

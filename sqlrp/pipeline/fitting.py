@@ -70,19 +70,19 @@ def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.n
     """The ``sql`` route's statements; the aggregates, in order over all of them: ``count(*)``, per feature
     ``count(_z)``, ``sum(_z)``, ``sum(_z * _z)``, then ``sum(_y_j * _z_i)`` row by row of ``W^T``."""
     dialect = db.sql_dialect
-    l = W.shape[1]
+    width = W.shape[1]
     base = feature_relation(db, source, d).subquery("_f", copy=False)
     z = [exp.alias_(exp.Sub(this=col(f"_x{i}"), expression=number(shift[i])), f"_z{i}", quoted=True) for i in range(d)]
     zs = exp.select(*z).from_(base)
     zcols = [col(f"_z{i}") for i in range(d)]
-    ys = [exp.alias_(_weighted(zcols, W[:, j]), f"_y{j}", quoted=True) for j in range(l)]
+    ys = [exp.alias_(_weighted(zcols, W[:, j]), f"_y{j}", quoted=True) for j in range(width)]
     inner = dialect.fence(exp.select(*[c.copy() for c in zcols], *ys).from_(zs.subquery("_zs", copy=False)))
     aggs: list[exp.Expression] = [exp.Count(this=exp.Star())]
     for i in range(d):
         aggs.append(exp.Count(this=col(f"_z{i}")))
         aggs.append(exp.Sum(this=col(f"_z{i}")))
         aggs.append(exp.Sum(this=exp.Mul(this=col(f"_z{i}"), expression=col(f"_z{i}"))))
-    for j in range(l):
+    for j in range(width):
         aggs.extend(exp.Sum(this=exp.Mul(this=col(f"_y{j}"), expression=col(f"_z{i}"))) for i in range(d))
     block = min(BLOCK, (dialect.max_columns or BLOCK) - 1)
     return [
@@ -113,8 +113,8 @@ def batch_rows(d: int) -> int:
 def arrow_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray | None) -> Sums:
     """One pass by streaming Arrow batches into BLAS (``shift=None``: the first batch's mean)."""
     sql = db.sql_dialect.render(feature_relation(db, source, d))
-    n, l = 0, W.shape[1]
-    total, squares, cross = np.zeros(d), np.zeros(d), np.zeros((l, d))
+    n, width = 0, W.shape[1]
+    total, squares, cross = np.zeros(d), np.zeros(d), np.zeros((width, d))
     Wt = np.ascontiguousarray(W.T)
     for table in db.iter_arrow(sql, rows=batch_rows(d)):
         rows = table.num_rows
@@ -160,8 +160,6 @@ def _checked(source: Source, sums: Sums) -> Sums:
                 "a fit needs finite features"
             )
     return sums
-
-
 
 
 def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray | None, route: str) -> Sums:
