@@ -402,13 +402,13 @@ def fit(
         raise InvalidParameter("fit reads the wide and array layouts; a long table is not supported yet (--layout)")
     d = infer_d(db, source)
     if k > d:
-        raise InvalidParameter(f"--k {k} is more than the table's {d} features: ask for at most {d} components")
+        raise InvalidParameter(f"--k={k} is more than the table's {d} features: ask for at most {d} components")
     plan_ = FitPlan(method, k, p, q, seed, choose_route(db, route))
     with command_bar(progress, f"fit {method}") as bar:
         fitted = run_fit(db, source, d, plan_, bar)
     kept = len(fitted.singular_values)
     if kept < k:
-        warn_caller(f"the table's rank is {kept} < --k {k}: {kept} components were fitted")
+        warn_caller(f"the table's rank is {kept} < --k={k}: {kept} components were fitted")
     info = fitted.info
     extra = {"whiten": bool(whiten), "seed": seed, "route": info["route"], "passes": info["passes"],
              "power_iterations_why": info["why"] or "as asked", "table": str(table)}  # fmt: skip

@@ -43,7 +43,11 @@ AUTO_MAX = 8
 
 def sketch_matrix(d: int, width: int, seed: int | None) -> np.ndarray:
     """``Omega``, ``d x l``: Achlioptas' sparse signs (:func:`~sqlrp.methods.linear.achlioptas`, ``s = 3``;
-    dense signs, ``s = 1``, below 30 features, where a sparse column may well be all zeros)."""
+    dense signs, ``s = 1``, below 30 features, where a sparse column may well be all zeros).  Where
+    ``l >= d`` the identity: the pass then sums the exact Gram matrix ``A^T A`` (``d x d``, no more than the
+    sketch's ``l x d``), and the fit is exact PCA in one pass (a random square sign matrix may be singular)."""
+    if width >= d:
+        return np.eye(d)
     s = 1.0 if d < 30 else 3.0
     return achlioptas(d, width, s=s, seed=seed).linear.dense()
 

@@ -201,7 +201,7 @@ def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar 
         if result.rank == 0:
             break
         if auto and W.shape[1] >= d:  # W spans every feature: B = Q^T A is exact already
-            why = f"auto: 0 iterations, the sketch's l = {W.shape[1]} columns span all d = {d} features (exact)"
+            why = f"auto: 0 iterations, k + p >= d = {d}: one pass summed the exact d x d Gram matrix"
             break
         if auto:
             more, why = auto_more(history, result.singular_values, plan.k)
