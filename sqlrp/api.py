@@ -375,7 +375,8 @@ def fit(
     :param k: the number of components (fewer when the table's rank is lower: a warning says so).
     :param name: the stored projection's name (default: ``<table>_<method>_k<k>``).
     :param options: :class:`~sqlrp.core.options.FitOptions` -- ``oversample`` (10), ``power_iterations``
-        (``auto``), ``seed`` (0), ``whiten``, ``replace``, ``route`` (``auto``), ``progress``, and the
+        (``auto``), ``seed`` (0), ``whiten``, ``replace``, ``route`` (``auto``), ``gram`` (``auto``: the
+        exact ``d x d`` Gram matrix in one pass where that costs less than sketching), ``progress``, and the
         input's options (:class:`~sqlrp.core.layout.SourceOptions`).
     :returns: the stored projection, with ``components_``, ``explained_variance_``,
         ``explained_variance_ratio_``, ``singular_values_`` and ``mean_`` as scikit-learn's PCA names them.
@@ -389,8 +390,8 @@ def fit(
         with frame_input(db, table, id_column, dict(options)) as (registered, decided):
             return fit(db, registered, id_column, method, k=k, name=name, **decided)
     given: dict[str, Any] = {**FIT_DEFAULTS, **options}
-    p, q, seed, whiten, replace, route, progress = take(
-        given, "oversample", "power_iterations", "seed", "whiten", "replace", "route", "progress"
+    p, q, seed, whiten, replace, route, progress, gram = take(
+        given, "oversample", "power_iterations", "seed", "whiten", "replace", "route", "progress", "gram"
     )
     k, p = count("k", k), count("oversample", p)
     if q != "auto":
@@ -403,7 +404,7 @@ def fit(
     d = infer_d(db, source)
     if k > d:
         raise InvalidParameter(f"--k={k} is more than the table's {d} features: ask for at most {d} components")
-    plan_ = FitPlan(method, k, p, q, seed, choose_route(db, route))
+    plan_ = FitPlan(method, k, p, q, seed, choose_route(db, route), gram)
     with command_bar(progress, f"fit {method}") as bar:
         fitted = run_fit(db, source, d, plan_, bar)
     kept = len(fitted.singular_values)
@@ -411,7 +412,8 @@ def fit(
         warn_caller(f"the table's rank is {kept} < --k={k}: {kept} components were fitted")
     info = fitted.info
     extra = {"whiten": bool(whiten), "seed": seed, "route": info["route"], "passes": info["passes"],
-             "power_iterations_why": info["why"] or "as asked", "table": str(table)}  # fmt: skip
+             "power_iterations_why": info["why"] or "as asked", "exact": info["exact"],
+             "table": str(table)}  # fmt: skip
     projection = lowrank_projection(fitted, method, bool(whiten), describe_fit(fitted, method, k, p, extra))
     projection.seed = seed
     name = name or f"{table}_{method}_k{k}"

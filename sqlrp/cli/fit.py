@@ -55,6 +55,12 @@ def add_fit(sub: Any) -> None:
             default="auto",
             help="sql: aggregate statements; arrow: record batches into NumPy (in-process DuckDB); auto: arrow there",
         ),
+        p.add_argument(
+            "--gram",
+            choices=["auto", "always", "never"],
+            default="auto",
+            help="the exact route: one pass summing the d x d Gram matrix; auto: where that costs less than sketching",
+        ),
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar over the passes")
     p.add_argument("--progress", action="store_true", help="a progress bar on stderr even when it is not a terminal")

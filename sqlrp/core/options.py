@@ -167,13 +167,15 @@ class FitOptions(SourceOptions, total=False):
     replace: bool
     route: str
     """``auto``, ``sql`` (aggregate statements) or ``arrow`` (record batches into NumPy, in-process engines)"""
+    gram: str
+    """``auto``, ``always`` or ``never``: the exact route, one pass summing the ``d x d`` Gram matrix"""
     progress: bool
     """a progress bar over the passes on stderr"""
 
 
 FIT_DEFAULTS: FitOptions = {
     "oversample": 10, "power_iterations": "auto", "seed": 0, "whiten": False, "replace": False, "route": "auto",
-    "progress": False,
+    "gram": "auto", "progress": False,
 }  # fmt: skip
 
 

@@ -26,12 +26,14 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, col, dense_source
 from ..core.errors import InputError, InvalidParameter
-from ..core.nodes import number
+from ..core.nodes import SignedSum, number
 from ..methods.lowrank import AUTO_MAX, Fitted, Sums, auto_more, finish, oversampled, sketch_matrix, step
 from .progress import CommandBar
 
 #: aggregates per statement of the ``sql`` route (PostgreSQL: at most 1,664 entries in a select list)
 BLOCK = 1200
+#: the exact route where ``d <= GRAM_FACTOR * (k + p)`` (:func:`exact_reason`)
+GRAM_FACTOR = 8
 #: bytes of float64 features per Arrow batch of the ``arrow`` route
 BATCH_BYTES = 32 << 20
 
@@ -51,46 +53,41 @@ def pilot_row(db: Backend, source: Source, d: int) -> np.ndarray:
 
 
 def _weighted(z: list[exp.Expression], column: np.ndarray) -> exp.Expression:
-    """``sum_i w_i z_i``: a signed sum where the weights are +-1, else products with the weights."""
-    terms: list[tuple[float, exp.Expression]] = [(float(w), z[i]) for i, w in enumerate(column) if w != 0.0]
-    if not terms:
-        return number(0.0)
-    signs = all(abs(w) == 1.0 for w, _ in terms)
-    out: exp.Expression | None = None
-    for w, term in terms:
-        piece = term.copy() if signs else exp.Mul(this=number(abs(w)), expression=term.copy())
-        if out is None:
-            out = piece if w > 0 else exp.Neg(this=exp.paren(piece, copy=False))
-        else:
-            out = exp.Add(this=out, expression=piece) if w > 0 else exp.Sub(this=out, expression=piece)
-    return exp.paren(out, copy=False)  # type: ignore[arg-type]
+    """``sum_i w_i z_i`` (:class:`~sqlrp.core.nodes.SignedSum`: bare additions where the weights are +-1)."""
+    index = np.flatnonzero(column)
+    return SignedSum.of(z, index, column[index]) if len(index) else number(0.0)
 
 
-def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray) -> list[exp.Select]:
+def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray) -> list[exp.Select]:
     """The ``sql`` route's statements; the aggregates, in order over all of them: ``count(*)``, per feature
-    ``count(_z)``, ``sum(_z)``, ``sum(_z * _z)``, then ``sum(_y_j * _z_i)`` row by row of ``W^T``."""
+    ``count(_z)``, ``sum(_z)``, ``sum(_z * _z)``, then ``sum(_y_j * _z_i)`` row by row of ``W^T``.  Each
+    statement's fenced sub-query computes only the ``_y_j`` its own sums read (no ``_y`` twice per row).
+    ``W=None``: the exact route, ``_y_j = _z_j`` and only the Gram matrix's upper triangle ``j <= i``."""
     dialect = db.sql_dialect
-    width = W.shape[1]
     base = feature_relation(db, source, d).subquery("_f", copy=False)
     z = [exp.alias_(exp.Sub(this=col(f"_x{i}"), expression=number(shift[i])), f"_z{i}", quoted=True) for i in range(d)]
     zs = exp.select(*z).from_(base)
     zcols = [col(f"_z{i}") for i in range(d)]
-    ys = [exp.alias_(_weighted(zcols, W[:, j]), f"_y{j}", quoted=True) for j in range(width)]
-    inner = dialect.fence(exp.select(*[c.copy() for c in zcols], *ys).from_(zs.subquery("_zs", copy=False)))
-    aggs: list[exp.Expression] = [exp.Count(this=exp.Star())]
+    aggs: list[tuple[int | None, exp.Expression]] = [(None, exp.Count(this=exp.Star()))]
     for i in range(d):
-        aggs.append(exp.Count(this=col(f"_z{i}")))
-        aggs.append(exp.Sum(this=col(f"_z{i}")))
-        aggs.append(exp.Sum(this=exp.Mul(this=col(f"_z{i}"), expression=col(f"_z{i}"))))
-    for j in range(width):
-        aggs.extend(exp.Sum(this=exp.Mul(this=col(f"_y{j}"), expression=col(f"_z{i}"))) for i in range(d))
+        aggs.append((None, exp.Count(this=col(f"_z{i}"))))
+        aggs.append((None, exp.Sum(this=col(f"_z{i}"))))
+        aggs.append((None, exp.Sum(this=exp.Mul(this=col(f"_z{i}"), expression=col(f"_z{i}")))))
+    for j in range(d if W is None else W.shape[1]):  # W None: the Gram matrix, its upper triangle
+        pairs = range(j, d) if W is None else range(d)
+        aggs.extend((j, exp.Sum(this=exp.Mul(this=col(f"_y{j}"), expression=col(f"_z{i}")))) for i in pairs)
     block = min(BLOCK, (dialect.max_columns or BLOCK) - 1)
-    return [
-        exp.select(*aggs[lo : lo + block]).from_(inner.subquery("_p", copy=True)) for lo in range(0, len(aggs), block)
-    ]
+    queries = []
+    for lo in range(0, len(aggs), block):
+        part = aggs[lo : lo + block]
+        used = sorted({j for j, _ in part if j is not None})
+        ys = [exp.alias_(zcols[j] if W is None else _weighted(zcols, W[:, j]), f"_y{j}", quoted=True) for j in used]
+        inner = dialect.fence(exp.select(*[c.copy() for c in zcols], *ys).from_(zs.subquery("_zs", copy=True)))
+        queries.append(exp.select(*[a for _, a in part]).from_(inner.subquery("_p", copy=False)))
+    return queries
 
 
-def sql_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray) -> Sums:
+def sql_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray) -> Sums:
     """One pass by aggregate SQL (:func:`pass_queries`); only the sums leave the database."""
     values: list[float] = []
     dialect = db.sql_dialect
@@ -101,7 +98,12 @@ def sql_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarr
     per = np.array(values[1 : 1 + 3 * d]).reshape(d, 3)
     nulls = n - per[:, 0]
     _refuse_nulls(source, nulls)
-    cross = np.array(values[1 + 3 * d :]).reshape(W.shape[1], d)
+    if W is None:  # the upper triangle, row by row
+        cross = np.zeros((d, d))
+        cross[np.triu_indices(d)] = values[1 + 3 * d :]
+        cross = cross + np.triu(cross, 1).T
+    else:
+        cross = np.array(values[1 + 3 * d :]).reshape(W.shape[1], d)
     return _checked(source, Sums(n, shift, np.nan_to_num(per[:, 1]), per[:, 2], cross))
 
 
@@ -110,12 +112,13 @@ def batch_rows(d: int) -> int:
     return max(1024, BATCH_BYTES // (8 * max(d, 1)))
 
 
-def arrow_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray | None) -> Sums:
-    """One pass by streaming Arrow batches into BLAS (``shift=None``: the first batch's mean)."""
+def arrow_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None) -> Sums:
+    """One pass by streaming Arrow batches into BLAS (``shift=None``: the first batch's mean; ``W=None``: the
+    Gram matrix, by ``dsyrk``: one triangle, half a product's flops)."""
     sql = db.sql_dialect.render(feature_relation(db, source, d))
-    n, width = 0, W.shape[1]
+    n, width = 0, d if W is None else W.shape[1]
     total, squares, cross = np.zeros(d), np.zeros(d), np.zeros((width, d))
-    Wt = np.ascontiguousarray(W.T)
+    Wt = None if W is None else np.ascontiguousarray(W.T)
     for table in db.iter_arrow(sql, rows=batch_rows(d)):
         rows = table.num_rows
         Zt = np.empty((d, rows))
@@ -130,11 +133,25 @@ def arrow_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.nda
         n += rows
         total += Zt.sum(axis=1)
         squares += np.einsum("ij,ij->i", Zt, Zt)
-        cross += (Wt @ Zt) @ Zt.T
+        if Wt is None:
+            cross += _gram(Zt)
+        else:
+            cross += (Wt @ Zt) @ Zt.T
     if n == 0:
         raise InputError(f"the table {source.table!r} has no rows to fit")
     assert shift is not None
+    if Wt is None:
+        cross = np.triu(cross) + np.triu(cross, 1).T
     return _checked(source, Sums(n, shift, total, squares, cross))
+
+
+def _gram(Zt: np.ndarray) -> np.ndarray:
+    """``Zt Zt^T``: its upper triangle by BLAS ``dsyrk`` (half a product's flops) where scipy is installed."""
+    try:
+        from scipy.linalg.blas import dsyrk
+    except ImportError:  # sqlrp's core needs no scipy
+        return Zt @ Zt.T
+    return dsyrk(1.0, Zt.T, trans=1)  # Zt.T is Fortran-ordered: no copy
 
 
 def _refuse_nulls(source: Source, nulls: np.ndarray) -> None:
@@ -162,7 +179,7 @@ def _checked(source: Source, sums: Sums) -> Sums:
     return sums
 
 
-def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray, shift: np.ndarray | None, route: str) -> Sums:
+def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None, route: str) -> Sums:
     if route == "arrow":
         return arrow_pass(db, source, d, W, shift)
     return sql_pass(db, source, d, W, pilot_row(db, source, d) if shift is None else shift)
@@ -177,20 +194,38 @@ def choose_route(db: Backend, route: str) -> str:
     return route
 
 
+def exact_reason(d: int, width: int, gram: str) -> str | None:
+    """Why the fit sums the exact ``d x d`` Gram matrix in one pass instead of sketching (``None``: it sketches).
+    ``gram="auto"``: where ``d <= GRAM_FACTOR * l`` -- the Gram's ``d^2 / 2`` products per row cost no more
+    than the ``2 l d`` of each of the ~4 passes ``power_iterations="auto"`` takes (``bench/lowrank.py``)."""
+    if gram not in ("auto", "always", "never"):
+        raise InvalidParameter(f"gram must be 'auto', 'always' or 'never', got {gram!r}")
+    if width >= d:
+        return f"exact: k + p >= d = {d}, one pass summed the d x d Gram matrix"
+    if gram == "always":
+        return "exact: --gram=always, one pass summed the d x d Gram matrix"
+    if gram == "auto" and d <= GRAM_FACTOR * width:
+        return f"exact: d = {d} <= {GRAM_FACTOR} (k + p), one pass of the d x d Gram matrix costs less than sketching"
+    return None
+
+
 def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar | None = None) -> Fitted:
     """The passes of a fit (module doc) and the NumPy steps between them: pass 1 with ``Omega``, then
-    ``plan.power_iterations`` more (``"auto"``: :func:`~sqlrp.methods.lowrank.auto_more` decides after each)."""
-    W = sketch_matrix(d, oversampled(plan.k, plan.oversample, d), plan.seed)
+    ``plan.power_iterations`` more (``"auto"``: :func:`~sqlrp.methods.lowrank.auto_more` decides after each);
+    or one pass of the Gram matrix (:func:`exact_reason`), whose eigenvectors are the exact components."""
+    width = oversampled(plan.k, plan.oversample, d)
+    exact = exact_reason(d, width, plan.gram)
+    W = np.eye(d) if exact else sketch_matrix(d, width, plan.seed)
     centre = plan.method == "pca"
     shift = None if centre else np.zeros(d)
     auto = plan.power_iterations == "auto"
-    planned = AUTO_MAX + 1 if auto else int(plan.power_iterations) + 1
+    planned = 1 if exact else AUTO_MAX + 1 if auto else int(plan.power_iterations) + 1
     history: list[float] = []
-    why, first, result = "", None, None
+    why, first, result = exact or "", None, None
     for done in range(planned):
         if bar is not None:
-            bar.step(f"fit: pass {done + 1}{'' if auto else f'/{planned}'}", 5 + 90 * done / planned)
-        sums = _one_pass(db, source, d, W, shift, plan.route)
+            bar.step(f"fit: pass {done + 1}{'' if auto and not exact else f'/{planned}'}", 5 + 90 * done / planned)
+        sums = _one_pass(db, source, d, None if exact else W, shift, plan.route)
         first = first or sums
         if centre and shift is None:
             shift = sums.mean
@@ -198,10 +233,7 @@ def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar 
         history.append(float(np.sum(result.singular_values[: plan.k] ** 2)))
         if bar is not None:
             bar.step(f"fit: pass {done + 1} read {sums.n:,} rows", 5 + 90 * (done + 1) / planned)
-        if result.rank == 0:
-            break
-        if auto and W.shape[1] >= d:  # W spans every feature: B = Q^T A is exact already
-            why = f"auto: 0 iterations, k + p >= d = {d}: one pass summed the exact d x d Gram matrix"
+        if result.rank == 0 or exact:
             break
         if auto:
             more, why = auto_more(history, result.singular_values, plan.k)
@@ -210,7 +242,7 @@ def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar 
         W = result.next_w
     assert result is not None and first is not None
     fitted = finish(result, first, plan.k, centre, len(history) - 1)
-    fitted.info.update(passes=len(history), rows_per_pass=first.n, route=plan.route, why=why)
+    fitted.info.update(passes=len(history), rows_per_pass=first.n, route=plan.route, why=why, exact=bool(exact))
     return fitted
 
 
@@ -225,12 +257,15 @@ class FitPlan:
     power_iterations: int | str
     seed: int | None
     route: str
+    gram: str = "auto"
 
 
 __all__ = [
     "BATCH_BYTES",
     "BLOCK",
     "FitPlan",
+    "GRAM_FACTOR",
+    "exact_reason",
     "arrow_pass",
     "batch_rows",
     "choose_route",

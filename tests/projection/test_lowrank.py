@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
-from sqlrp.methods.lowrank import oversampled, randomized_pca, sketch_matrix
+from sqlrp.methods.lowrank import flip_signs, oversampled, randomized_pca, sketch_matrix
 from testkit.frames import array_frame, wide_frame
 from testkit.fuzz_tables import fuzz_settings
 
@@ -39,6 +39,8 @@ def close(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def check_fit(db, X: np.ndarray, k: int, q: int, route: str = "auto", method: str = "pca", **options) -> None:
+    """The sketch's passes (``gram="never"``) equal the oracle given the same ``Omega``."""
+    options = {"gram": "never", **options}
     fitted = sqlrp.fit(db, "t", "id", method, k=k, name="pc", power_iterations=q, route=route, replace=True, **options)
     want = oracle(X, k, q, centre=method == "pca")
     assert fitted.components_.shape == (k, X.shape[1])
@@ -85,9 +87,24 @@ def test_in_process_engines_equal_the_oracle(url):
 
 
 def test_array_layout_and_svd(duck):
-    X = spectrum_table(200, 12, seed=5, offset=0.0)
+    X = spectrum_table(200, 30, seed=5, offset=0.0)
     duck.write_dataframe("t", array_frame(X))
     check_fit(duck, X, k=3, q=1, method="svd", layout="array")
+
+
+@pytest.mark.parametrize("route", ["sql", "arrow"])
+@pytest.mark.parametrize("method", ["pca", "svd"])
+def test_the_exact_route_is_exact_pca(duck, route, method):
+    """Where ``d <= 8 (k + p)`` one pass sums the Gram matrix: its eigenvectors, exactly (NumPy's SVD)."""
+    X = spectrum_table(150, 30, seed=11)
+    duck.write_dataframe("t", wide_frame(X))
+    fitted = sqlrp.fit(duck, "t", "id", method, k=4, name="pc", route=route)
+    assert fitted.params["exact"] and fitted.params["passes"] == 1
+    assert fitted.params["power_iterations_why"].startswith("exact: d = 30 <= 8 (k + p)")
+    A = X - X.mean(axis=0) if method == "pca" else X
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    assert close(fitted.components_, flip_signs(Vt[:4])) <= TOL
+    assert close(fitted.singular_values_, s[:4]) <= TOL
 
 
 @pytest.mark.parametrize("whiten", [False, True])
@@ -178,7 +195,7 @@ def test_cli_mirrors_the_api(tmp_path, capsys):
     wide_frame(X).to_parquet(path)
     url = f"duckdb:///{tmp_path / 'w.db'}"
     status = main(["fit", "--method", "pca", "--db", url, "--table", str(path), "--id-column", "id", "--k", "3",
-                   "--name", "pc", "--power-iterations", "1", "--oversample", "2"])  # fmt: skip
+                   "--name", "pc", "--power-iterations", "1", "--oversample", "2", "--gram", "never"])  # fmt: skip
     assert status == 0
     err = capsys.readouterr().err
     assert "fitted 'pc': 3 components of d = 8, 2 passes of 80 rows (arrow)" in err
@@ -197,9 +214,10 @@ def test_cli_mirrors_the_api(tmp_path, capsys):
     k=st.integers(1, 4),
     q=st.integers(0, 2),
     route=st.sampled_from(["sql", "arrow"]),
+    gram=st.sampled_from(["auto", "never"]),
     seed=st.integers(0, 1000),
 )
-def test_fuzz_fit_equals_the_oracle_or_refuses(n, d, k, q, route, seed):
+def test_fuzz_fit_equals_the_oracle_or_refuses(n, d, k, q, route, gram, seed):
     """Any small table: the oracle's components (where its spectrum separates them), or a one-line refusal."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * 2.0 ** -np.arange(d) + rng.normal(size=d)
@@ -207,17 +225,24 @@ def test_fuzz_fit_equals_the_oracle_or_refuses(n, d, k, q, route, seed):
         db.write_dataframe("t", wide_frame(X))
         if k > d:
             with pytest.raises(InvalidParameter):
-                sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q)
+                sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q, gram=gram)
             return
         with pytest.warns() if min(n - 1, d) < k else _nothing():
-            fitted = sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q)
-    want = oracle(X, k, q)
+            fitted = sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q, gram=gram)
+    want = oracle(X, k, q) if fitted.params["passes"] > 1 or not fitted.params["exact"] else exact_pca(X, k)
     s = np.concatenate([want.singular_values, [0.0]])
     kept = fitted.k
     gaps = np.abs(np.diff(s[: kept + 1])) / s[0]
     if np.all(gaps > 1e-3):  # separated singular values: the components are well-defined
         assert close(fitted.components_, want.components[:kept]) <= 1e-6
     assert close(fitted.singular_values_, want.singular_values[:kept]) <= 1e-8
+
+
+def exact_pca(X: np.ndarray, k: int):
+    """NumPy's SVD of the centred table: the exact route's oracle."""
+    A = X - X.mean(axis=0)
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    return type("Exact", (), {"components": flip_signs(Vt[:k]), "singular_values": s[:k]})
 
 
 class _nothing:
