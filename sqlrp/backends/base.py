@@ -248,6 +248,10 @@ class Backend(ABC):
         a file for writing (``tests/interface/test_cli.py``)."""
         return None  # no lock of its own here
 
+    def streaming_reader(self) -> contextlib.AbstractContextManager[None]:
+        """The settings under which Python consumes a long stream of this engine's rows (none here)."""
+        return contextlib.nullcontext()
+
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         """Run a query and return all rows."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sqlglot import exp
@@ -119,30 +120,33 @@ def arrow_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift:
     n, width = 0, d if W is None else W.shape[1]
     total, squares, cross = np.zeros(d), np.zeros(d), np.zeros((width, d))
     Wt = None if W is None else np.ascontiguousarray(W.T)
-    for table in db.iter_arrow(sql, rows=batch_rows(d)):
-        rows = table.num_rows
-        Zt = np.empty((d, rows))
-        nulls = np.zeros(d)
-        for i, column in enumerate(table.columns):
-            nulls[i] = column.null_count
-            Zt[i] = column.to_numpy()
-        _refuse_nulls(source, nulls)
-        if shift is None:
-            shift = Zt.mean(axis=1)
-        Zt -= shift[:, None]
-        n += rows
-        total += Zt.sum(axis=1)
-        squares += np.einsum("ij,ij->i", Zt, Zt)
-        if Wt is None:
-            cross += _gram(Zt)
-        else:
-            cross += (Wt @ Zt) @ Zt.T
+    with db.streaming_reader():  # DuckDB: one reader thread, BLAS on the other core (bounded memory)
+        for table in db.iter_arrow(sql, rows=batch_rows(d)):
+            Zt = _batch(table, source, d)
+            if shift is None:
+                shift = Zt.mean(axis=1)
+            Zt -= shift[:, None]
+            n += Zt.shape[1]
+            total += Zt.sum(axis=1)
+            squares += np.einsum("ij,ij->i", Zt, Zt)
+            cross += _gram(Zt) if Wt is None else (Wt @ Zt) @ Zt.T
     if n == 0:
         raise InputError(f"the table {source.table!r} has no rows to fit")
     assert shift is not None
     if Wt is None:
         cross = np.triu(cross) + np.triu(cross, 1).T
     return _checked(source, Sums(n, shift, total, squares, cross))
+
+
+def _batch(table: Any, source: Source, d: int) -> np.ndarray:
+    """An Arrow batch's features as ``Zt``, ``d x rows`` float64 (each column one contiguous copy)."""
+    Zt = np.empty((d, table.num_rows))
+    nulls = np.zeros(d)
+    for i, column in enumerate(table.columns):
+        nulls[i] = column.null_count
+        Zt[i] = column.to_numpy()
+    _refuse_nulls(source, nulls)
+    return Zt
 
 
 def _gram(Zt: np.ndarray) -> np.ndarray:
