@@ -3,6 +3,7 @@
     PYTHONPATH=. python bench/lowrank.py                      # 1,000,000 x 256 float32, k = 32 (~1 GB file)
     PYTHONPATH=. python bench/lowrank.py --smoke              # 20,000 rows: CI size, seconds
     PYTHONPATH=. python bench/lowrank.py --rows 300000 --route sql   # the aggregate-SQL route on DuckDB
+    PYTHONPATH=. python bench/lowrank.py --sketch --file /tmp/lr.parquet  # + the sketch's passes; keep the file
 
 The file: ``--rows`` x ``--d`` float32 with a decaying spectrum (``sigma_i = (1 + i)^-0.75`` in a random basis,
 plus a random mean; seeded), written in row groups of 100,000 rows, so neither the file nor the exact answer
@@ -36,9 +37,9 @@ SQLRP = """
 import resource, sys, time, json
 t0 = time.perf_counter()
 import sqlrp
-path, k, route = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path, k, route, gram = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 with sqlrp.connect() as db:
-    fitted = sqlrp.fit(db, path, "id", k=k, name="pc", route=route)
+    fitted = sqlrp.fit(db, path, "id", k=k, name="pc", route=route, gram=gram)
 seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "ev": float(fitted.explained_variance_ratio_.sum()),
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "passes": fitted.params["passes"],
@@ -104,17 +105,25 @@ def main() -> None:
     parser.add_argument("--route", choices=["auto", "sql", "arrow"], default="auto")
     parser.add_argument("--smoke", action="store_true", help="20,000 rows")
     parser.add_argument("--only", choices=["sqlrp", "sklearn"], help="run one contender")
+    parser.add_argument("--sketch", action="store_true", help="also sqlrp.fit(..., gram='never'): the sketch's passes")
+    parser.add_argument("--file", help="keep the table in this file (written if missing, else reused)")
     args = parser.parse_args()
     rows = 20_000 if args.smoke else args.rows
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "lowrank.parquet"
+        path = Path(args.file or Path(tmp) / "lowrank.parquet")
         t0 = time.perf_counter()
-        exact = write_table(path, rows, args.d, args.k)
+        sidecar = path.with_suffix(".exact.json")
+        if not (path.exists() and sidecar.exists()):
+            sidecar.write_text(json.dumps(write_table(path, rows, args.d, args.k)))
+        exact = json.loads(sidecar.read_text())
         size = path.stat().st_size / 2**20
-        print(f"{rows:,} x {args.d} float32 ({size:,.0f} MB) written in {time.perf_counter() - t0:.1f} s; k = {args.k}")
+        print(f"{rows:,} x {args.d} float32 ({size:,.0f} MB) ready in {time.perf_counter() - t0:.1f} s; k = {args.k}")
         print(f"exact PCA: explained variance ratio {exact:.4f}")
         results = {}
-        for name, code, extra in (("sqlrp", SQLRP, [args.route]), ("sklearn", SKLEARN, [])):
+        contenders = [("sqlrp", SQLRP, [args.route, "auto"]), ("sklearn", SKLEARN, [])]
+        if args.sketch:
+            contenders.insert(1, ("sketch", SQLRP, [args.route, "never"]))
+        for name, code, extra in contenders:
             if args.only and args.only != name:
                 continue
             r = results[name] = run(code, str(path), str(args.k), *extra)
