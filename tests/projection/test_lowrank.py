@@ -10,15 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
 from sqlrp.methods.lowrank import flip_signs, oversampled, randomized_pca, sketch_matrix
 from testkit.frames import array_frame, wide_frame
-from testkit.fuzz_tables import fuzz_settings
 
 TOL = 1e-9
 
@@ -205,49 +202,3 @@ def test_cli_mirrors_the_api(tmp_path, capsys):
     assert close(printed, (X - X.mean(axis=0)) @ want.components.T) <= 1e-9
     assert main(["fit", "--db", url, "--table", str(path), "--id-column", "id", "--k", "9"]) == 2
     assert capsys.readouterr().err == "error: --k=9 is more than the table's 8 features: ask for at most 8 components\n"
-
-
-@fuzz_settings(6)
-@given(
-    n=st.integers(3, 40),
-    d=st.integers(1, 9),
-    k=st.integers(1, 4),
-    q=st.integers(0, 2),
-    route=st.sampled_from(["sql", "arrow"]),
-    gram=st.sampled_from(["auto", "never"]),
-    seed=st.integers(0, 1000),
-)
-def test_fuzz_fit_equals_the_oracle_or_refuses(n, d, k, q, route, gram, seed):
-    """Any small table: the oracle's components (where its spectrum separates them), or a one-line refusal."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * 2.0 ** -np.arange(d) + rng.normal(size=d)
-    with sqlrp.connect() as db:
-        db.write_dataframe("t", wide_frame(X))
-        if k > d:
-            with pytest.raises(InvalidParameter):
-                sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q, gram=gram)
-            return
-        with pytest.warns() if min(n - 1, d) < k else _nothing():
-            fitted = sqlrp.fit(db, "t", "id", k=k, name="pc", route=route, power_iterations=q, gram=gram)
-    want = oracle(X, k, q) if fitted.params["passes"] > 1 or not fitted.params["exact"] else exact_pca(X, k)
-    s = np.concatenate([want.singular_values, [0.0]])
-    kept = fitted.k
-    gaps = np.abs(np.diff(s[: kept + 1])) / s[0]
-    if np.all(gaps > 1e-3):  # separated singular values: the components are well-defined
-        assert close(fitted.components_, want.components[:kept]) <= 1e-6
-    assert close(fitted.singular_values_, want.singular_values[:kept]) <= 1e-8
-
-
-def exact_pca(X: np.ndarray, k: int):
-    """NumPy's SVD of the centred table: the exact route's oracle."""
-    A = X - X.mean(axis=0)
-    _, s, Vt = np.linalg.svd(A, full_matrices=False)
-    return type("Exact", (), {"components": flip_signs(Vt[:k]), "singular_values": s[:k]})
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
