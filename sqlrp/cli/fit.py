@@ -19,6 +19,9 @@ def power_iterations(value: str) -> int | str:
     return value if value == "auto" else arg_count("power_iterations")(value)
 
 
+power_iterations.limit = "power_iterations"  # type: ignore[attr-defined] - the CLI fuzzer finds it by this
+
+
 def add_fit(sub: Any) -> None:
     """fit: PCA / SVD of a table, stored as a projection."""
     p = command(
