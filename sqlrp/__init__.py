@@ -37,6 +37,7 @@ from .backends import connect
 from .compiler import Output, Source, compile_select, compile_sql
 from .core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
 from .core.ir import Combiner, LinearStage, Projection
+from .dbt import dbt_model
 from .demo import run_demo as demo
 from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
 from .methods.reference import transform
@@ -70,6 +71,7 @@ __all__ = [
     "connect",
     "copy_projection",
     "create_projection",
+    "dbt_model",
     "demo",
     "drop_index",
     "drop_projection",

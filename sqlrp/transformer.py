@@ -26,6 +26,7 @@ from .core.errors import InputError, InvalidParameter
 from .core.ir import Projection
 from .core.params import count, is_whole
 from .methods import johnson_lindenstrauss_min_dim, make_projection, reference
+from .methods.rff import data_gamma
 from .methods.sparsity import data_sparsity, kurtosis_of
 from .registry.store import Registry
 
@@ -56,6 +57,12 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         matrix at fit time: pass an int for reproducible output across multiple function calls; ``None``
         draws an int, recorded as the projection's seed (a ``RandomState`` instance is not taken: the seed
         is stored with the matrix).
+    :param kernel: ``method="rff"`` (random Fourier features, scikit-learn's ``RBFSampler`` with the same
+        ``gamma``, ``n_components`` and ``random_state``): ``"rbf"`` or ``"laplacian"``.
+    :param gamma: ``method="rff"``: the kernel's bandwidth, a number > 0 or ``"scale"`` (``1 / (d X.var())``
+        of the data fitted, as scikit-learn's SVC; ``RBFSampler``'s default is ``1.0``).
+    :param weights: ``method="rff"``: the directions, ``gaussian`` (``RBFSampler``'s), ``orthogonal``,
+        ``structured`` or ``signs`` (default: :data:`sqlrp.methods.rff.DEFAULT_WEIGHTS`).
     :param projection: Use this (e.g. stored, loaded) projection instead of generating one; ``fit``
         checks its ``d`` against the number of features.
     :param prefix: Output feature names ``{prefix}0 .. {prefix}{k-1}`` (``"p"``: the SQL path's column
@@ -86,6 +93,9 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         prefix: str | None = None,
         dense_output: bool = False,
         compute_inverse_components: bool = False,
+        kernel: str = "rbf",
+        gamma: float | str = "scale",
+        weights: str | None = None,
     ):
         self.n_components = n_components
         self.method = method
@@ -97,9 +107,13 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self.prefix = prefix
         self.dense_output = dense_output
         self.compute_inverse_components = compute_inverse_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.weights = weights
 
     def fit(self, X: Any, y: Any = None) -> SQLRandomProjection:
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32])
+        sparse = ["csr", "csc"] if self.__sklearn_tags__().input_tags.sparse else False  # rff: dense only
+        X = validate_data(self, X, accept_sparse=sparse, dtype=[np.float64, np.float32])
         n, d = X.shape
         if self.projection is not None:
             if self.projection.d != d:
@@ -110,8 +124,9 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             seed = self.random_state
             if seed is None:
                 seed = int(np.random.default_rng().integers(2**31 - 1))
-            params = {"s": self._sparsity()} if self.method == "achlioptas" else {}
+            params = {"s": self._sparsity()} if self.method == "achlioptas" else self._rff_params()
             params = data_sparsity(self.method, params, lambda: kurtosis_of(X))  # s from the data (issue 24)
+            params = data_gamma(self.method, params, lambda: _variance(X))  # gamma="scale" from the data
             self.projection_ = make_projection(self.method, d, k, seed=seed, **params)
         self.n_components_ = self._n_features_out = self.projection_.k
         if self._linear:
@@ -122,10 +137,18 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 self.inverse_components_ = np.linalg.pinv(W.toarray())
         return self
 
+    def _rff_params(self) -> dict[str, Any]:
+        """``kernel``, ``gamma`` and ``weights`` for ``method="rff"`` (none for the other methods)."""
+        if self.method != "rff":
+            return {}
+        return {"kernel": self.kernel, "gamma": self.gamma, "weights": self.weights}
+
     def _n_components(self, n: int, d: int) -> int:
         """k: ``n_components`` if a whole number >= 1 (``1.5`` is refused, as scikit-learn's own
         projections refuse it, not truncated; more than ``d`` warns as theirs do), or the JL bound for
         ``"auto"`` (``0 < eps < 1``), refused when it exceeds ``d`` as scikit-learn refuses it."""
+        if isinstance(self.n_components, str) and self.n_components == "auto" and self.method == "rff":
+            return 100  # RBFSampler's default: the JL bound is about distances, not a kernel's error
         if isinstance(self.n_components, str) and self.n_components == "auto":
             eps = self.eps
             if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 < eps < 1:
@@ -140,7 +163,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if not is_whole(self.n_components):
             raise InvalidParameter(f"n_components must be 'auto' or a whole number >= 1, got {self.n_components!r}")
         k = count("n_components", self.n_components, limit="k")
-        if k > d:
+        if k > d and self.method != "rff":  # random features usually outnumber the inputs
             warnings.warn(
                 f"The number of components is higher than the number of features: n_features < n_components "
                 f"({d} < {k}). The dimensionality of the problem will not be reduced.",
@@ -162,8 +185,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
 
     @property
     def _linear(self) -> bool:
-        lin = self.projection_.linear
-        return self.projection_.combiner.is_identity and lin.power is None and lin.bias is None
+        return self.projection_.is_linear
 
     def transform(self, X: Any) -> Any:
         """``X @ components_.T`` (dense ``X``: the NumPy reference of the SQL path), in ``X``'s dtype.
@@ -207,5 +229,10 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        tags.input_tags.sparse = True
+        tags.input_tags.sparse = self.method != "rff"  # its cos needs dense rows
         return tags
+
+
+def _variance(X: Any) -> float:
+    """``X.var()`` over every entry (``rff`` fits dense rows only)."""
+    return float(np.asarray(X, dtype=np.float64).var())

@@ -34,6 +34,9 @@ class Limited:
     stderr: str
     #: the process's own peak resident memory (``ru_maxrss``): the group's peak counts the page cache too
     rss_mb: float = 0.0
+    #: the group's peak anonymous memory (v1 ``rss`` of ``memory.stat``, v2 ``anon``), sampled every 20 ms:
+    #: what the processes hold themselves, without the page cache the kernel drops under the limit
+    anon_mb: float = 0.0
 
     @property
     def finished(self) -> bool:
@@ -59,6 +62,20 @@ def _write(path: Path, value: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def _anon(group: Path, v: int) -> int:
+    """The group's anonymous memory now, in bytes (0 where unreadable)."""
+    try:
+        text = (group / "memory.stat").read_text()
+    except OSError:
+        return 0
+    key = "anon" if v == 2 else "total_rss"
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
 
 
 def run_limited(
@@ -102,10 +119,12 @@ def run_limited(
                 ["sh", "-c", f'{enter} && exec "$@"', "sh", *argv], stdout=out, stderr=err, env=env
             )
             deadline = started + timeout
+            anon = 0
             while True:
                 pid, status, usage = os.wait4(child.pid, os.WNOHANG)
                 if pid:
                     break
+                anon = max(anon, _anon(group, v))
                 if time.perf_counter() > deadline:
                     child.kill()
                 time.sleep(0.02)
@@ -123,7 +142,9 @@ def run_limited(
             control = (group / "memory.oom_control").read_text()
             oom = any(line.startswith("oom_kill ") and int(line.split()[1]) > 0 for line in control.splitlines())
             oom = oom or done.returncode == -9
-        return Limited(done.returncode, seconds, peak / 2**20, oom, done.stdout, done.stderr, usage.ru_maxrss / 1024)
+        return Limited(
+            done.returncode, seconds, peak / 2**20, oom, done.stdout, done.stderr, usage.ru_maxrss / 1024, anon / 2**20
+        )
     finally:
         for g in groups:
             for _ in range(50):

@@ -52,10 +52,17 @@ CASES = [
     Case("pk-rp-3", method="pk-rp", params=(("degree", 3), ("t", 2))),
     Case("pk-rp-long", method="pk-rp", layout="long", params=(("degree", 2), ("t", 2))),
     Case("maclaurin", method="maclaurin", params=(("degree", 2), ("c", 1.0))),
+    # random Fourier features: the output function cos in SQL (gamma="scale": the variance read in SQL)
+    Case("rff-structured", method="rff", params=(("weights", "structured"),)),
+    Case("rff-laplacian-long", method="rff", layout="long", params=(("kernel", "laplacian"), ("gamma", 0.02))),
 ]
 
 #: a smaller set for slow engines (Spark): one of each layout, a kernel, materialisation
-SMALL = [c for c in CASES if c.name in ("achlioptas-s1", "achlioptas-sqrt-d", "long-auto", "array", "pk-rp-3")]
+SMALL = [
+    c
+    for c in CASES
+    if c.name in ("achlioptas-s1", "achlioptas-sqrt-d", "long-auto", "array", "pk-rp-3", "rff-structured")
+]
 
 
 def data(rows: int = 40, d: int = 10, seed: int = 0) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-METHODS = ("achlioptas", "achlioptas", "gaussian", "p-rp", "pk-rp", "maclaurin")
+METHODS = ("achlioptas", "achlioptas", "gaussian", "p-rp", "pk-rp", "maclaurin", "rff")
 ENTRIES = ("api", "api_into", "cli", "compile", "files", "transformer", "transform_frame")
 
 
@@ -65,6 +65,17 @@ def _bad(draw: st.DrawFn, valid: st.SearchStrategy, invalid: list, why: str, rea
     return value
 
 
+def _rff_params(draw: st.DrawFn, reasons: list[str], bad: bool) -> dict[str, Any]:
+    """``kernel``, ``gamma`` and ``weights`` of an ``rff`` operation; the Laplacian kernel takes i.i.d. (Cauchy)
+    weights only, so another choice there is invalid."""
+    kernel = draw(st.sampled_from(["rbf", "rbf", "laplacian"]))
+    gamma = _bad(draw, st.sampled_from(["scale", 0.5, 0.01, 3.0]), [0, -1.5], "gamma", reasons, bad)
+    weights = draw(st.sampled_from(["gaussian", "orthogonal", "structured", "signs"]))
+    if kernel == "laplacian" and weights != "gaussian":
+        reasons.append(f"weights = {weights!r} for the laplacian kernel")
+    return {"kernel": kernel, "gamma": gamma, "weights": weights}
+
+
 @st.composite
 def operations(draw: st.DrawFn, d: int, entries: tuple[str, ...] = ENTRIES, id_name: str = "id") -> Op:
     reasons: list[str] = []
@@ -83,6 +94,8 @@ def operations(draw: st.DrawFn, d: int, entries: tuple[str, ...] = ENTRIES, id_n
     elif method == "maclaurin":
         params["degree"] = _bad(draw, st.integers(0, 3), [-1, -4], "degree", reasons, bad)  # 0: the constant map
         params["c"] = draw(st.sampled_from([0.0, 1.0, 2.5]))
+    elif method == "rff":  # random Fourier features: cos of the linear stage (issue 44)
+        params.update(_rff_params(draw, reasons, bad))
     strategy = draw(st.sampled_from(["auto", "auto", "inline", "pairs", "mailman"]))
     block = None
     if strategy == "mailman" and draw(st.booleans()):

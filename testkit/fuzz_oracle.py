@@ -97,7 +97,12 @@ def expected(projection, data: Stored, nulls: str = "error", standardize: bool =
         Y = reference(projection, X)
     if not np.isfinite(Y).all() or (dtype == "float32" and np.abs(Y).max(initial=0) > 3.4e38):
         return Expected(keys, Y, empty, "outputs overflow")
-    if projection.method in LINEAR and not getattr(projection, "stages", None):
+    if getattr(projection, "function", "identity") == "cos":  # rff: |cos'| <= 1, so the argument's rounding
+        plain = dataclasses.replace(absolute(projection), params={**projection.params, "function": "identity"})
+        with np.errstate(all="ignore"):  # the terms of the argument inner * (w.x + b / inner), their own size
+            terms = reference(dataclasses.replace(plain, scale=1.0), np.abs(X) + delta) * projection.function_scale
+        bound = abs(projection.scale) * np.where(np.isfinite(terms), np.maximum(terms, 1.0), np.inf)
+    elif projection.method in LINEAR and not getattr(projection, "stages", None):
         W = np.abs(reference(projection, np.eye(projection.d)))  # d x k: the weights with their scale
         bound = np.abs(X) @ W + delta @ W
     else:  # the same map with every weight, bias and scale made positive, on |X|: the terms' own size

@@ -2,7 +2,8 @@
 and one Spark local[2] session started for the session (the helpers the tests and the benchmarks share
 are in ``testkit/``).
 
-Under ``CI=true`` a PostgreSQL, a MariaDB or a Spark that cannot be started fails the run instead of skipping.
+Under ``CI=true`` a PostgreSQL, a MariaDB, a Spark or a Sail that cannot be started fails the run instead of
+skipping.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import sqlrp
 from testkit.mariadbserver import MariaDBUnavailable, TempMariaDB
 from testkit.pgserver import PostgresUnavailable, TempPostgres
+from testkit.sailserver import SailUnavailable, TempSail
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -102,6 +104,37 @@ def maria(maria_url):
     with admin.connect() as conn:
         conn.exec_driver_sql(f"DROP DATABASE `{name}`")
     admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sail_url():
+    """The ``sc://127.0.0.1:PORT`` URL of a throw-away Sail server (a Spark Connect server in Rust, pip
+    ``pysail``) started for the session (testkit/sailserver.py); ``SQLRP_SAIL_URL`` uses a running one.
+    Under ``CI=true`` a server that cannot be started fails the run."""
+    if os.environ.get("SQLRP_SAIL_URL"):
+        yield os.environ["SQLRP_SAIL_URL"].rstrip("/")
+        return
+    server = None
+    try:
+        server = TempSail()
+        url = server.start()
+    except (SailUnavailable, OSError) as exc:
+        if server is not None:
+            server.stop()
+        if IN_CI:
+            pytest.fail(f"CI=true and Sail could not be started: {exc}")
+        pytest.skip(f"Sail unavailable (CI would fail here): {exc}")
+    yield url
+    server.stop()
+
+
+@pytest.fixture
+def sail(sail_url):
+    """A session of its own per test on the session's Sail server (``;session_id=``: its own catalog)."""
+    db = sqlrp.connect(f"{sail_url}/;session_id={uuid.uuid4()}")
+    yield db
+    db._keep_session = False  # released: the test's tables go with its session
+    db.close()
 
 
 @pytest.fixture(params=["duckdb", "postgres"])

@@ -183,6 +183,7 @@ class Backend(ABC):
 
     reports_progress = False  # the engine reports a running statement's progress (execute_watched)
     transactional = True  # statements inside ``transaction()`` commit or roll back together
+    adds_columns = True  # ALTER TABLE ... ADD COLUMN works (else a new registry is made at its latest shape)
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
     binds_constants = False  # statements may read dense matrices from relations registered by bound()
     streams_arrow = False  # an in-process engine: iter_arrow hands record batches over without a copy

@@ -25,13 +25,14 @@ from ..core.names import scratch_name
 from ..core.nodes import ident
 from ..dialects import get_dialect
 from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from .duckdb_blocks import ColumnBlocks
 from .duckdb_settings import configure, fit_row_groups, setting_literal
 from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
 
-class DuckDBBackend(Backend):
+class DuckDBBackend(ColumnBlocks, Backend):
     dialect = "duckdb"
     registration = Registration(
         name="DuckDB",
@@ -369,7 +370,8 @@ class DuckDBBackend(Backend):
             raise InputError(f"DuckDB cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}") from None
         self._files[path] = (files.absolute(path), fmt)
         if fmt == "parquet" and self.budget.small:
-            fit_row_groups(self._con, self._files[path][0], self.budget)
+            given = getattr(self, "_profile", (None, None))  # the options given win over the fit
+            fit_row_groups(self._con, self._files[path][0], self.budget, threads=given[0], memory_limit=given[1])
         return path
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:

@@ -50,14 +50,21 @@ def configure(
     return budget
 
 
-def fit_row_groups(con: duckdb.DuckDBPyConnection, path: str, budget: resources.Budget) -> None:
+def fit_row_groups(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    budget: resources.Budget,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+) -> None:
     """On a small device: a DuckDB thread's scan holds a whole row group of the columns it reads, and
     two while it moves from one to the next (``duckdb_memory()``, 100,000 x 384 float32, 153 MB a row
     group: steady at 223 MB, failed at 286 MB near the end; DuckDB's own 80% of 1 GB with two threads
     ran), so a thread is kept only for each 2.6 row groups the budget holds (at least one), and the
     engine's share raised to all the room the budget leaves (80% of what this process does not hold
     yet) -- the rest is the reader's buffers and Python's.  A file whose row group does not fit even
-    so needs its columns read in blocks (not yet: the error says so)."""
+    so has its columns read in blocks (:mod:`sqlrp.pipeline.column_blocks`).  ``threads`` and
+    ``memory_limit``: the options given (``--threads``, ``--memory-limit``), kept as they are."""
     with contextlib.suppress(duckdb.Error):
         widest = _rows(
             con,
@@ -68,13 +75,15 @@ def fit_row_groups(con: duckdb.DuckDBPyConnection, path: str, budget: resources.
         if not widest:
             return
         room = int(max(0, budget.memory - resources.resident()) * 0.8)
-        threads = int(_rows(con, "SELECT current_setting('threads')")[0][0])
-        fit = max(1, min(threads, room // int(widest * 2.6)))
-        if fit < threads:
-            con.execute(f"SET threads = {fit}")
         current = resources.size_bytes(_rows(con, "SELECT current_setting('memory_limit')")[0][0])
-        if current < room:
+        if memory_limit:
+            room = current  # given: the threads fit it
+        elif current < room:
             con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
+        now = int(_rows(con, "SELECT current_setting('threads')")[0][0])
+        fit = max(1, min(now, room // int(widest * 2.6)))
+        if fit < now and not threads:
+            con.execute(f"SET threads = {fit}")
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[tuple]:

@@ -24,7 +24,7 @@ What Spark does differently, and what this backend does about it (each measured 
   (``[INVALID_SCHEMA_OR_RELATION_NAME]``, raised before anything is written): that error is raised
   as :class:`~sqlrp.core.errors.InvalidParameter` naming the engine.
 - Arrow moves frames both ways (sessions sqlrp starts); like DuckDB's scan of a DataFrame, it
-  stores a NaN in a float column as NULL.
+  stores a NaN in a float column as NULL.  Spark Connect servers that are not Spark (Sail): :mod:`.spark_connect`.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InvalidParameter, MissingExtra, need
+from ..core.errors import InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
+from . import spark_connect
 from .base import ColumnInfo, NoTransactions, Registration, missing_table
-from .drivers import importable
 from .staging import registered
 from .values import frames, kind_series, py, value_kind
 
@@ -82,6 +82,8 @@ class SparkBackend(NoTransactions):
         self.owns_connection = False
         self._tmp: str | None = None
         self._no_delete: set[str] = set()  # tables that refused a native DELETE
+        self._no_setting: set[str] = set()  # SET statements the server refused (a setting it lacks)
+        self._literal_params = self._keep_session = False  # Spark Connect servers: see .spark_connect
         if url is None:
             try:
                 url = spark.conf.get("spark.master")
@@ -93,14 +95,15 @@ class SparkBackend(NoTransactions):
 
     @classmethod
     def open(cls, target: str, conf: dict[str, str] | None = None, **options: object) -> SparkBackend:
-        """:meth:`from_master` of ``local[N]``, ``spark://host:port`` or ``sc://host:port``; ``conf``:
-        settings of a session sqlrp starts (``spark.driver.memory`` ...)."""
+        """:meth:`from_master` of ``target``; ``conf``: settings of the session (``spark.driver.memory`` ...)."""
         return cls.from_master(target, conf=conf)
 
     @classmethod
     def wrap(cls, session: Any, **options: object) -> SparkBackend:
         """Use the caller's ``SparkSession`` (never stopped by sqlrp)."""
-        return cls(session)
+        self = cls(session)
+        self.adds_columns = spark_connect.adds_columns(session)  # False on Sail (module .spark_connect)
+        return self
 
     @classmethod
     def from_master(
@@ -179,30 +182,32 @@ class SparkBackend(NoTransactions):
     def _connect(
         cls, sql: Any, remote: str, conf: dict[str, str] | None, app_name: str, shuffle_partitions: int
     ) -> SparkBackend:
-        """A Spark Connect session (``sc://host:port``); the server owns the warehouse."""
-        client = {"grpc": "grpcio", "grpc_status": "grpcio-status", "google.protobuf": "protobuf"}
-        missing = [pkg for module, pkg in client.items() if not importable(module)]
-        if missing:
-            raise MissingExtra(
-                f"spark: Spark Connect (sc://) needs {', '.join(missing)} on the client: pip install 'pyspark[connect]'"
-            )
-        builder = sql.SparkSession.builder.remote(remote).appName(app_name)
+        """A Spark Connect session (``sc://host:port``; servers other than Spark's: :mod:`.spark_connect`)."""
         settings = {"spark.sql.shuffle.partitions": str(int(shuffle_partitions)), **(conf or {})}
-        for key, value in settings.items():
-            builder = builder.config(key, value)
         with _pandas_quiet():
-            session = builder.getOrCreate()
+            session, keep, spark = spark_connect.open_session(sql, remote, settings, app_name)
         self = cls(session, url=remote)
         self.owns_connection = True
+        self._keep_session, self.adds_columns = keep, spark  # Sail: no ALTER TABLE ... ADD COLUMN
         return self
 
     # ---- running SQL ----
 
     def _sql(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """``sql`` bound to ``params``, or with them as literals once the server refused that (Sail)."""
         with _names_checked():
             if params is None:
                 return self.spark.sql(sql)
-            return self.spark.sql(sql, args=[py(v) for v in params])
+            if self._literal_params:
+                return self.spark.sql(spark_connect.bind(sql, params))
+            try:
+                with _quiet():
+                    return self.spark.sql(sql, args=[py(v) for v in params])
+            except Exception as exc:  # noqa: BLE001 - only the refusal of parameters is handled
+                if not spark_connect.refuses_parameters(exc):
+                    raise
+            self._literal_params = True
+            return self.spark.sql(spark_connect.bind(sql, params))
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run a statement.  Commands run when submitted; a query is computed in full and its rows
@@ -210,7 +215,16 @@ class SparkBackend(NoTransactions):
         if _DELETE.match(sql):
             self._delete(sql, params)
             return
-        frame = self._sql(sql, params)
+        if sql in self._no_setting:
+            return
+        try:
+            frame = self._sql(sql, params)
+        except Exception as exc:  # a setting or a rename the server lacks (Sail): module .spark_connect
+            if spark_connect.refuses_setting(sql, exc):
+                return self._no_setting.add(sql)
+            if not spark_connect.renamed_by_copy(self._sql, sql, exc):
+                raise
+            return
         if _QUERY.match(sql):
             frame.write.format("noop").mode("overwrite").save()
 
@@ -252,7 +266,7 @@ class SparkBackend(NoTransactions):
                     self._sql(sql, params)
                 return
             except Exception as exc:  # noqa: BLE001 - only "does not support DELETE" is handled
-                if _condition(exc) != "UNSUPPORTED_FEATURE.TABLE_OPERATION" or "DELETE" not in str(exc):
+                if not spark_connect.refuses_delete(exc, _condition(exc)):
                     raise
                 self._no_delete.add(target)
         if not self.fetchall(f"SELECT 1 FROM {target} WHERE {condition} LIMIT 1", params):
@@ -348,6 +362,8 @@ class SparkBackend(NoTransactions):
         if not self.owns_connection:
             return
         try:
+            if self._keep_session:
+                self.spark.release_session_on_close = False
             self.spark.stop()
         finally:
             if self._tmp:
@@ -362,8 +378,7 @@ def _quote(name: str) -> str:
 
 
 def _spark_type(types: Any, kind: str) -> Any:
-    """The Spark type of a column of ``kind`` (:func:`~sqlrp.backends.values.value_kind`): integers
-    BIGINT, floats DOUBLE, booleans BOOLEAN, list/array cells ``ARRAY<DOUBLE>``, anything else STRING."""
+    """The Spark type of a column of ``kind`` (:func:`~sqlrp.backends.values.value_kind`; :meth:`_frame`)."""
     if kind == "array":
         return types.ArrayType(types.DoubleType(), containsNull=True)
     return {"boolean": types.BooleanType, "bigint": types.LongType, "double": types.DoubleType}.get(

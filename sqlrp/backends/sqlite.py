@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import sqlite3
 import weakref
@@ -328,8 +329,18 @@ def _md5(text: str | None) -> str | None:
 def _functions(con: sqlite3.Connection) -> None:
     """SQL functions SQLite lacks and sqlrp's SQL uses: ``md5`` (the seeded sample of ``tune`` and
     ``evaluate`` orders ids by ``md5('<seed>:' || id)``; lower-case hex as DuckDB's and PostgreSQL's,
-    so every engine draws the same rows)."""
+    so every engine draws the same rows); and ``cos`` (random Fourier features' output function) where
+    the library was built without its math functions (``SQLITE_ENABLE_MATH_FUNCTIONS``, 3.35+), checked
+    here, when connecting: Python's ``math.cos``, the C library's as NumPy's."""
     con.create_function("md5", 1, _md5, deterministic=True)
+    try:
+        con.execute("SELECT cos(0.0)").fetchall()
+    except sqlite3.OperationalError:  # no such function: cos
+        con.create_function("cos", 1, _cos, deterministic=True)
+
+
+def _cos(value: float | None) -> float | None:
+    return None if value is None else math.cos(value)
 
 
 def _open(path: str) -> sqlite3.Connection:

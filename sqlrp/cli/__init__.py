@@ -15,9 +15,9 @@ from typing import NoReturn
 
 from .. import __version__
 from ..core.errors import EXIT_USAGE, cli_words, exit_status, one_line
-from . import evaluate, fit, project, projections, search
+from . import dbt, evaluate, fit, project, projections, search
 from .interrupt import EXIT_INTERRUPTED, Watched, planned, signals_as_interrupt, uninterrupted, was_interrupted
-from .options import input_table
+from .options import input_table, settle_new_db
 
 __all__ = ["MIRROR", "build_parser", "main"]
 
@@ -46,6 +46,7 @@ MIRROR: dict[str, str] = {
     "indexes drop": "drop_index",
     "migrate": "migrate",
     "demo": "demo",
+    "dbt": "dbt_model",
 }
 
 
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         search.add_indexes,
         projections.add_migrate,
         projections.add_demo,
+        dbt.add_dbt,
     ):
         add(sub)
     return parser
@@ -107,6 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"projections {args.action} needs a NAME")
     if args.command == "indexes" and args.action in ("show", "drop") and not args.name:
         parser.error(f"indexes {args.action} needs a NAME")
+    status = EXIT_USAGE
+    try:
+        status = _run(args)
+    finally:  # a failed command, or one that wrote nothing there, leaves no new database file (issue 42)
+        settle_new_db(args, status)
+    return status
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command: its status, every expected error as one line and a status by kind."""
     watched = None
     try:
         with warnings.catch_warnings(), signals_as_interrupt():

@@ -26,9 +26,9 @@ from typing import Any
 from sqlglot import exp
 
 from ..backends import LIVE, connect
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import ident
-from ..core.files import definition_path, file_format, output_format
-from ..core.names import PREFIX
+from ..core.files import definition_path, file_format, output_format, sweep_staging
 from ..search.index import index_table_names
 
 #: the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports it)
@@ -213,29 +213,16 @@ def _registry_state(kind: str, name: str) -> Callable[[Any], Any]:
 
 
 def _drop_staging_tables(db: Any) -> list[str]:
-    """Staging tables (``_sqlrp_staging_*``, an index's ``_sqlrp_ix_*``) a cut-short cleanup left: dropped."""
+    """Scratch tables (a staging table, an index's ``_sqlrp_ix_*``) a cut-short cleanup of this process left,
+    or a killed one's: dropped (a live writer's are left alone: :func:`~sqlrp.core.names.orphaned`)."""
     if db is None:
         return []
-    left = [t for t in db.table_names() if t.startswith((f"{PREFIX}staging_", f"{PREFIX}ix_"))]
-    for name in left:
-        with contextlib.suppress(Exception):
-            db.execute(db.sql_dialect.render(exp.Drop(tables=[exp.Table(this=ident(name))], kind="TABLE", exists=True)))
-    return [f"table {t!r}" for t in left]
+    return [f"table {t!r}" for t in sweep_scratch_tables(db, mine=True)]
 
 
 def _remove_temporary_files(paths: list[Path]) -> list[str]:
     """The temporary siblings (``.<name>.<stamp>.tmp``, ``.<name>.<stamp>.sqlrp.json``) of output files."""
-    removed = []
-    for path in paths:
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            continue
-        for leftover in folder.glob(f".{path.name}.*"):
-            if leftover.name.endswith((".tmp", ".sqlrp.json")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-                    removed.append(f"file {str(leftover)!r}")
-    return removed
+    return [f"file {str(left)!r}" for path in paths for left in sweep_staging(path, mine=True)]
 
 
 def planned(args: argparse.Namespace) -> Watched:

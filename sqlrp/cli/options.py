@@ -6,6 +6,7 @@ and the checks every command shares: which database, which input table."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from ..core.files import file_format, looks_like_a_file, no_such_file, output_fo
 from ..core.params import arg_count, arg_count_list, arg_finite
 from ..methods import METHODS
 from ..methods.maclaurin import SAMPLINGS
+from ..methods.rff import DEFAULT_WEIGHTS, KERNELS, WEIGHTS
 
 
 def feature_columns(args: argparse.Namespace) -> list[str] | None:
@@ -27,6 +29,13 @@ def feature_columns(args: argparse.Namespace) -> list[str] | None:
 def names(value: str) -> tuple[str, ...]:
     """A comma-separated list of names."""
     return tuple(c.strip() for c in value.split(",") if c.strip())
+
+
+def gamma_value(value: str) -> float | str:
+    """``--gamma``: a number, or ``scale``."""
+    if value.strip().lower() == "scale":
+        return "scale"
+    return arg_finite(value)
 
 
 def sparsity(value: str) -> float | str:
@@ -217,6 +226,20 @@ def add_method_params(p: argparse.ArgumentParser, group: argparse._ArgumentGroup
             "--truncate", action="store_true", default=None, help="maclaurin: the paper's law, N <= degree only"
         ),
     ]
+    r = p.add_argument_group("random Fourier features (rff)")
+    given += [
+        r.add_argument("--kernel", choices=list(KERNELS), help="rff: the kernel, rbf (Gaussian) or laplacian"),
+        r.add_argument(
+            "--gamma",
+            type=gamma_value,
+            help="rff: the kernel's bandwidth, a number > 0 or scale: 1/(d Var(X)), default",
+        ),
+        r.add_argument(
+            "--weights",
+            choices=list(WEIGHTS),
+            help=f"rff: the directions (default {DEFAULT_WEIGHTS}; laplacian: gaussian, i.e. Cauchy)",
+        ),
+    ]
     p.set_defaults(method_params=tuple(action.dest for action in given))
 
 
@@ -247,9 +270,16 @@ def connect_args(args: argparse.Namespace):
 
 #: commands that may make a new database file; every other one reads a table first (issue 26)
 _CREATING = {"create", "migrate", "demo", ("projections", "import")}
+#: commands that write what they make (a table, a stored projection, an index) and so may make a new
+#: database file when their input is a file (issue 42): a table named in a database not there is no input.
+#: A new verb that writes adds its name here.
+WRITING = {"project", "tune", "index", "fit"}
 
 
 def need_db(args: argparse.Namespace) -> str:
+    """The database URL of ``--db``; a database file that is not there is refused unless the command makes
+    one (:data:`WRITING`, ``_CREATING``), and then noted as ``args.new_db_file``: a command that fails
+    leaves no new file behind (:func:`discard_new_db`)."""
     if not args.db:
         if files_only(args):
             return ":memory:"  # both ends are files: an in-memory DuckDB reads and writes them
@@ -258,11 +288,39 @@ def need_db(args: argparse.Namespace) -> str:
             raise InputError(f"{no_such_file(table)}; a table in a database needs --db URL")
         raise InvalidParameter("name the database with --db URL (or set SQLRP_DB)")
     creating = args.command in _CREATING or (args.command, getattr(args, "action", None)) in _CREATING
-    # an index of a file (Parquet, CSV, ...) may go into a new database file, as project's output does
+    # a command that writes from a file (Parquet, CSV, ...) may write into a new database file
     table_file = bool(getattr(args, "input", None) or file_format(getattr(args, "table", None) or ""))
-    creating = creating or (args.command in ("index", "fit") and table_file)
-    _check_file_db(args.db, creating)
+    creating = creating or (args.command in WRITING and table_file)
+    path = _check_file_db(args.db, creating)
+    if path is not None and not path.exists() and getattr(args, "new_db_file", None) is None:
+        args.new_db_file = path
     return args.db
+
+
+def settle_new_db(args: argparse.Namespace, status: int) -> None:
+    """Remove the database file the command made (``args.new_db_file``, with its write-ahead log or journal)
+    if the command failed or was interrupted -- the disk is as it was before it -- or if a command of
+    :data:`WRITING` put nothing in it (``project --into out.parquet`` made only the registry's empty tables):
+    a new database file is kept only when a write into it committed.  Its connections are closed by then."""
+    path = getattr(args, "new_db_file", None)
+    if path is None or not path.exists():
+        return
+    if not status and (args.command not in WRITING or not _holds_nothing(args.db)):
+        return
+    for made in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + "-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            made.unlink()
+
+
+def _holds_nothing(url: str) -> bool:
+    """True if the database holds no table but the registry's, and those without rows (its schema version
+    aside)."""
+    with connect(url) as db:
+        tables = db.table_names()
+        if any(not t.startswith("sqlrp_") for t in tables):
+            return False
+        counts = [db.fetchall(f'SELECT COUNT(*) FROM "{t}"')[0][0] for t in tables if t != "sqlrp_schema_version"]
+        return not any(counts)
 
 
 def files_only(args: argparse.Namespace) -> bool:
@@ -294,10 +352,10 @@ def input_table(args: argparse.Namespace) -> None:
         raise InvalidParameter("the input is missing: give --table NAME (a table or a file) or --input PATH")
 
 
-def _check_file_db(url: str, creating: bool) -> None:
+def _check_file_db(url: str, creating: bool) -> Path | None:
     """A database file named in ``url`` (``duckdb:///``, ``sqlite:///``, ``chdb:///``) that is not
     there is refused -- connecting would create an empty one -- unless the command makes one; a
-    ClickHouse path must be a folder."""
+    ClickHouse path must be a folder.  The DuckDB or SQLite file's path, if it names one."""
     for scheme in ("duckdb:///", "sqlite:///", "chdb:///"):
         if url.startswith(scheme):
             path = (
@@ -307,18 +365,19 @@ def _check_file_db(url: str, creating: bool) -> None:
             )
             break
     else:
-        return
+        return None
     if str(path) in (":memory:", "/:memory:", ""):
-        return
+        return None
     if scheme == "chdb:///" and path.exists() and not path.is_dir():
         raise InputError(
             f"chdb:///{str(path).lstrip('/')} must name a folder (ClickHouse's data directory); it is a file"
         )
     if not path.exists() and not creating:
         raise InputError(
-            f"no database file {str(path)!r}: nothing to read (check the path; `sqlrp create` or "
-            "`sqlrp projections import` make a new database)"
+            f"no database file {str(path)!r}: nothing to read (check the path; a command that writes from a "
+            "file -- project, tune, index -- or `sqlrp create` makes a new database)"
         )
+    return None if scheme == "chdb:///" else path
 
 
 def positive_list(text: str, flag: str, limit: str) -> list[int]:

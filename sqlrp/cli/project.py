@@ -15,7 +15,7 @@ from ..compiler.selfcheck import check_sql
 from ..core.errors import InvalidParameter
 from ..core.files import file_format, output_format
 from ..core.ir import Composed, Projection
-from ..core.layout import Formulation, Target
+from ..core.layout import Formulation, Target, refuse_other_d
 from ..core.lazy import pd
 from ..core.params import arg_count, block_size
 from ..dialects import SqlrpDialect, get_dialect
@@ -207,6 +207,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _new_matrix(args: argparse.Namespace, params: dict) -> Projection | Composed:
     """A new projection of ``--k`` outputs for ``--d`` features (or as many as ``--columns`` names)."""
     cols = feature_columns(args)
+    refuse_other_d(cols, args.d)
     d = len(cols) if cols else args.d
     if not d or args.k is None:
         raise InvalidParameter("without --db, give --k and --d (or --columns), or --projection FILE")

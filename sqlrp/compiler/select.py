@@ -261,6 +261,7 @@ def _finish(
     names = output.names(projection.k)
     key_out = source.group_column or source.id_column
     scale = number(projection.scale)
+    outputs = apply_function(projection, outputs, dialect)
     if source.group_column is not None:
         outputs = [exp.Sum(this=e) for e in outputs]
         base = base.group_by(col("_g"), copy=False)
@@ -290,6 +291,20 @@ def _finish(
     return base.select(
         exp.alias_(exp.Array(expressions=final), output.array_name, quoted=True, copy=False), append=True, copy=False
     )
+
+
+def apply_function(
+    projection: Projection, outputs: list[exp.Expression], dialect: SqlrpDialect
+) -> list[exp.Expression]:
+    """The elementwise output function ``f(inner * output)`` (:data:`sqlrp.core.ir.FUNCTIONS`), per row,
+    before pooling and the scale; each engine names ``cos`` and ``sign`` in its dialect file
+    (:meth:`~sqlrp.dialects.base.SqlrpDialect.function`)."""
+    name = projection.function
+    if name == "identity":
+        return outputs
+    inner = float(projection.function_scale)
+    scaled = outputs if inner == 1.0 else [exp.Mul(this=e, expression=number(inner)) for e in outputs]
+    return [dialect.function(name, e) for e in scaled]
 
 
 def _float32_flushed(

@@ -184,7 +184,11 @@ _HINTS = (
         "PostgreSQL refuses a double product that underflows below 2.2e-308 (NumPy gives 0): kernel methods on "
         "features of about 1e-160 or less; scale the data first (--standardize) or round such values to 0",
     ),
-    ("out of memory", "the engine ran out of memory; lower --threads, set --memory-limit, or use --chunk-rows"),
+    (
+        "out of memory",
+        "the engine ran out of memory; lower --threads or set --memory-limit (rows handed back to Python: "
+        "--chunk-rows)",
+    ),
 )
 
 

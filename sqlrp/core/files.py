@@ -22,13 +22,15 @@ import difflib
 import glob
 import os
 import re
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from sqlglot import exp
 
 from .errors import InputError, InvalidParameter
+from .names import alive, host_tag
 
 DB = TypeVar("DB")  #: a backend, handed back as it came
 
@@ -146,9 +148,7 @@ def sniff(path: str) -> str:
     return "json" if head.lstrip()[:1] in (b"{", b"[") else "csv"
 
 
-def reader(
-    path: str, fmt: str, types: dict[str, str] | None = None, names: list[str] | None = None
-) -> exp.Expression:
+def reader(path: str, fmt: str, types: dict[str, str] | None = None, names: list[str] | None = None) -> exp.Expression:
     """``read_parquet('/abs/path')`` (or ``read_csv`` / ``read_json``): the path a quoted literal;
     ``types`` (CSV): ``types = {'column': 'DOUBLE', ...}``, names and types quoted literals too;
     ``names`` (CSV): the columns' names, in order, in place of the header's (DuckDB trims the spaces
@@ -271,39 +271,48 @@ def refuse_files(writes: Sequence[tuple[str | os.PathLike[str], str]], reads: It
 
 # ---- staging files: written beside the output, renamed into place; a dead writer's are swept ----
 
-#: a staging file's name: ``.{output}.sqlrp-{pid}-{12 hex}{ending}`` -- the pid says whose it is
-_STAGING = re.compile(r"^\.(?P<output>.+)\.sqlrp-(?P<pid>\d+)-[0-9a-f]{12}(?P<ending>\..+)$")
+#: a staging file's name: ``.{output}.sqlrp-{pid}-{host}-{12 hex}{ending}`` -- the pid and host tag say
+#: whose it is (files of an older sqlrp had no host tag: taken as this host's)
+_STAGING = re.compile(r"^\.(?P<output>.+)\.sqlrp-(?P<pid>\d+)(?:-(?P<host>[0-9a-f]{6}))?-[0-9a-f]{12}(?P<ending>\..+)$")
 
 
 def staging_path(target: Path, stamp: str, ending: str = ".tmp") -> Path:
     """The staging file of ``target`` for this process: hidden, beside it (one file system: the rename
-    into place is atomic), named with this process's id so that the next writer can tell a dead
-    process's file from a live one's (:func:`sweep_staging`)."""
-    return target.with_name(f".{target.name}.sqlrp-{os.getpid()}-{stamp}{ending}")
+    into place is atomic), named with this process's id and host tag so that the next writer can tell a
+    dead process's file from a live one's, here or on another machine sharing the folder
+    (:func:`sweep_staging`)."""
+    return target.with_name(f".{target.name}.sqlrp-{os.getpid()}-{host_tag()}-{stamp}{ending}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    except OverflowError:
-        return False
-    return True
-
-
-def sweep_staging(target: Path) -> list[Path]:
-    """Remove the staging files of ``target`` that processes no longer running left (killed by the
-    OOM killer, ``kill -9``, a power cut): on an SD card they would pile up, each as large as the
-    output.  A live writer's file is left alone.  Returns the files removed."""
+def sweep_staging(target: Path, mine: bool = False) -> list[Path]:
+    """Remove the staging files of ``target`` that processes of this host no longer running left (killed
+    by the OOM killer, ``kill -9``, a power cut): on an SD card they would pile up, each as large as the
+    output.  A live writer's file is left alone, and another host's; with ``mine``, this process's own
+    go too (a cleanup an interrupt cut short).  Returns the files removed."""
     removed = []
     with contextlib.suppress(OSError):
         for entry in target.parent.iterdir():
             found = _STAGING.match(entry.name)
-            if found and found["output"] == target.name and not _alive(int(found["pid"])):
+            if not found or found["output"] != target.name or found["host"] not in (None, host_tag()):
+                continue
+            pid = int(found["pid"])
+            if (mine and pid == os.getpid()) or (pid != os.getpid() and not alive(pid)):
                 with contextlib.suppress(OSError):
                     entry.unlink()
                     removed.append(entry)
     return removed
+
+
+@contextlib.contextmanager
+def replacing(target: Path) -> Iterator[Path]:
+    """A staging path beside ``target`` (:func:`staging_path`: named for this process) to write the whole
+    file into; it replaces ``target`` when the block succeeds, and is removed when it fails.  What killed
+    writers of ``target`` left is removed first (:func:`sweep_staging`): a file is never seen half-written,
+    and a ``kill -9`` leaves nothing the next write does not take away."""
+    sweep_staging(target)
+    tmp = staging_path(target, uuid.uuid4().hex[:12])
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

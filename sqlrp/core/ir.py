@@ -11,7 +11,14 @@ All methods in sqlrp share one two-stage shape (``../shared/DESIGN.md`` section 
    ``y_c = scale * sum_{t in terms(c)} weight_t * prod_{f in factors(t)} K_{vector_f}``.
    A linear projection is one term of one factor per component (the identity combiner).
 
-The single constant ``scale`` is applied once per output, at the very end.
+The single constant ``scale`` is applied once per output, at the very end, after one elementwise
+**output function** (:data:`FUNCTIONS`): ``y_c = scale * f(inner * combined_c)`` with ``f`` the identity
+(every linear and polynomial method), ``cos`` (random Fourier features, :mod:`sqlrp.methods.rff`:
+``sqrt(2/k) cos(w.x + b)``, the bias ``b`` inside the linear stage, so inside the ``cos``) or ``sign``
+(sign codes, 004 Section 5.2).  ``inner`` multiplies the combined sum inside ``f``: it lets the linear
+stage keep unit (or sign) weights while the kernel's bandwidth stays a single constant.  Both are
+stored in the projection's ``params`` (``function``, ``function_scale``), so the registry, the files
+and the digest carry them as they carry every parameter.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+#: the elementwise output functions, applied after the combiner and before ``scale``
+FUNCTIONS = ("identity", "cos", "sign")
 
 
 def _int_array(values: Any) -> np.ndarray:
@@ -195,6 +205,25 @@ class Projection:
     seed: int | None = None
     name: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.function not in FUNCTIONS:
+            raise ValueError(f"output function must be one of {', '.join(FUNCTIONS)}, not {self.function!r}")
+        inner = self.function_scale
+        if isinstance(inner, bool) or not isinstance(inner, (int, float, np.integer, np.floating)):
+            raise ValueError(f"function_scale must be a number, not {inner!r}")
+        if not (np.isfinite(inner) and inner > 0):
+            raise ValueError(f"function_scale must be a finite number > 0, not {inner!r}")
+
+    @property
+    def function(self) -> str:
+        """The elementwise output function (:data:`FUNCTIONS`), ``params["function"]`` (default identity)."""
+        return self.params.get("function", "identity")
+
+    @property
+    def function_scale(self) -> float:
+        """The factor inside the output function, ``params["function_scale"]`` (default 1)."""
+        return self.params.get("function_scale", 1.0)
+
     @property
     def d(self) -> int:
         """Input dimension."""
@@ -207,7 +236,12 @@ class Projection:
 
     @property
     def is_linear(self) -> bool:
-        return self.combiner.is_identity and self.linear.bias is None and self.linear.power is None
+        return (
+            self.combiner.is_identity
+            and self.linear.bias is None
+            and self.linear.power is None
+            and self.function == "identity"
+        )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-friendly summary (what ``sqlrp projections show`` prints)."""

@@ -82,6 +82,15 @@ class Source:
         object.__setattr__(self, "exclude", tuple(self.exclude or ()))
 
 
+def refuse_other_d(columns: Sequence[str] | None, d: int | None) -> None:
+    """A new projection's ``d`` given beside the feature columns that set it must be their number: ``--columns
+    a,b --d 3`` is refused, never drawn with d = 2 (or 3) without a word."""
+    if columns and d is not None and d != len(columns):
+        raise InvalidParameter(
+            f"--d {d} but --columns names {len(columns)} features: drop --d (the columns set it) or name {d} columns"
+        )
+
+
 class SourceOptions(TypedDict, total=False):
     """The user's keyword options of a :class:`Source` (its fields but the table, the id and what sqlrp
     derives): how the table is laid out and which columns are features."""

@@ -48,6 +48,13 @@ class MethodOptions(TypedDict, total=False):
     down_s: float | str
     kurtosis: float | None
     """the features' kurtosis, when known (``s = auto`` reads it)"""
+    kernel: str
+    """rff: the shift-invariant kernel, ``rbf`` or ``laplacian``; its bandwidth (a number or ``scale``); the
+    directions ``gaussian``, ``orthogonal``, ``structured`` or ``signs``"""
+    gamma: float | str
+    weights: str | None
+    variance: float | None
+    """rff: the data's variance, when known (``gamma = scale`` reads it)"""
 
 
 class OutputOptions(TypedDict, total=False):

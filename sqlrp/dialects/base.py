@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from ..core.errors import EngineLimit, refuse_nul
+from ..core.errors import EngineLimit, InvalidParameter, refuse_nul
 from ..core.nodes import SignedSum, gc_paused, signed_sum_sql
 from .portable import rewrite
 
@@ -204,6 +204,31 @@ class SqlrpDialect:
         """Statements that tune the planner for one projection of ``source``, run inside the
         projection's transaction (``SET LOCAL``: they end with it).  None by default."""
         return []
+
+    #: the engine's name of the cosine of a DOUBLE (the output function ``cos``, :mod:`sqlrp.methods.rff`);
+    #: ``None``: it has none, and a projection with it is refused
+    cos_function: str | None = "COS"
+
+    def function(self, name: str, value: exp.Expression) -> exp.Expression:
+        """The elementwise output function ``name`` (:data:`sqlrp.core.ir.FUNCTIONS`) of the DOUBLE ``value``:
+        ``cos`` by the engine's own name (:attr:`cos_function`), ``sign`` as a ``CASE`` (-1, 0, 1 as
+        NumPy's ``sign``; engines' own ``sign`` differ on a zero and in type)."""
+        if name == "cos":
+            if self.cos_function is None:
+                raise self.refuse("this engine has no cosine function (random Fourier features need cos)")
+            return exp.Anonymous(this=self.cos_function, expressions=[value])
+        if name == "sign":
+            one = exp.Literal.number("1.0")
+            return exp.Case(
+                ifs=[
+                    exp.If(this=exp.GT(this=value, expression=exp.Literal.number(0)), true=one),
+                    exp.If(
+                        this=exp.LT(this=value.copy(), expression=exp.Literal.number(0)), true=exp.Neg(this=one.copy())
+                    ),
+                ],
+                default=exp.Literal.number("0.0"),
+            )
+        raise InvalidParameter(f"unknown output function {name!r}")
 
     def is_nan(self, value: exp.Expression) -> exp.Expression:
         """True where the DOUBLE ``value`` is NaN.  DuckDB, PostgreSQL and Spark order NaN as one

@@ -75,6 +75,7 @@ SqlrpClickHouseBits = type("SqlrpClickHouseBits", (_BASE,), {"Generator": _Gener
 
 class ClickHouseDialect(SqlrpDialect):
     name = "clickhouse"
+    cos_function = "cos"  # ClickHouse "Mathematical functions": cos(x), Float64
     aliases = ("chdb",)
     sqlglot = SqlrpClickHouseBits
     max_statement_bytes = 262_144

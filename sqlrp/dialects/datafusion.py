@@ -81,6 +81,7 @@ SqlrpDataFusion = type("SqlrpDataFusion", (_BASE,), {"Generator": _Generator})
 
 class DataFusionDialect(SqlrpDialect):
     name = "datafusion"
+    cos_function = "cos"  # DataFusion "Scalar Functions": cos(numeric_expression)
     aliases = ("apache-datafusion", "arrow-datafusion")
     sqlglot = SqlrpDataFusion
     # a left-deep sum of 6,000 terms plans, 8,000 kill the process (module docstring)

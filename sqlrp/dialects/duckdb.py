@@ -14,6 +14,7 @@ from .base import SqlrpDialect, extend
 
 class DuckDBDialect(SqlrpDialect):
     name = "duckdb"
+    cos_function = "cos"  # DuckDB "Numeric Functions": cos(x)
     sqlglot = extend(DuckDB)
     star_exclude = True
     # ---- what varies between engines (dialects/portable.py), stated with its source ----

@@ -49,6 +49,7 @@ SqlrpHyper = type("SqlrpHyper", (_BASE,), {"Generator": _Generator})
 
 class HyperDialect(SqlrpDialect):
     name = "hyper"
+    cos_function = "COS"  # Hyper "Mathematical Functions": cos(double precision)
     # "tableau" too: sqlglot's Tableau dialect is the calculation language (module docstring), not SQL
     aliases = ("tableau", "tableau-hyper", "hyperapi")
     sqlglot = SqlrpHyper

@@ -98,6 +98,7 @@ def exact_keys(statement: exp.Expression) -> exp.Expression:
 
 class MySQLDialect(SqlrpDialect):
     name = "mysql"
+    cos_function = "COS"  # MySQL / MariaDB "Mathematical Functions": COS(X)
     aliases = ("mariadb",)
     sqlglot = extend(MySQL)
     max_columns = 1017  # InnoDB's limit per table (module docstring)

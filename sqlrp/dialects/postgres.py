@@ -48,6 +48,7 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 class PostgresDialect(SqlrpDialect):
     name = "postgres"
+    cos_function = "COS"  # PostgreSQL "Mathematical Functions", Table 9.7: cos(double precision)
     aliases = ("postgresql", "pg")
     parallel_insert = False  # PostgreSQL 15 plans INSERT ... SELECT serially: stage through a temp table
     # ---- what varies between engines (dialects/portable.py), stated with its source ----

@@ -32,6 +32,7 @@ HUGE_METHOD_LIMIT = 8_000_000  # bytes of bytecode: above any projection sqlrp c
 
 class SparkDialect(SqlrpDialect):
     name = "spark"
+    cos_function = "COS"  # Spark SQL built-in functions: cos(expr)
     aliases = ("sparksql", "spark2", "databricks")
     # a left-deep sum of 784 terms (s = 1, d = 784) overflows the parser's stack (java.lang.
     # StackOverflowError, Spark 4.3 local, default 1 MB thread stacks): groups of at most 100 terms

@@ -28,6 +28,9 @@ DEPTH = 100  # terms per group of a sum: 10 groups of 100 stay far below SQLITE_
 
 class SQLiteDialect(SqlrpDialect):
     name = "sqlite"
+    # "Built-In Mathematical SQL Functions" (3.35+, SQLITE_ENABLE_MATH_FUNCTIONS); where the library lacks
+    # them, Python's math.cos is registered when connecting (backends/sqlite.py)
+    cos_function = "cos"
     aliases = ("sqlite3",)
     sqlglot = extend(SQLite, depth=DEPTH)
     max_columns = 2000

@@ -14,6 +14,7 @@ from .base import SqlrpDialect, extend
 
 class SnowflakeDialect(SqlrpDialect):
     name = "snowflake"
+    cos_function = "COS"  # docs.snowflake.com, "COS"
     sqlglot = extend(Snowflake)
     # "The maximum size of a SQL statement is 1 MB" (docs.snowflake.com, "Query size limits")
     max_statement_bytes = 1_000_000
@@ -27,6 +28,7 @@ class SnowflakeDialect(SqlrpDialect):
 
 class BigQueryDialect(SqlrpDialect):
     name = "bigquery"
+    cos_function = "COS"  # cloud.google.com/bigquery, "Mathematical functions": COS
     sqlglot = extend(BigQuery)
     # "Maximum query length: 1,024K characters" (cloud.google.com/bigquery/quotas, "Query jobs")
     max_statement_bytes = 1_024 * 1_024
@@ -40,6 +42,7 @@ class BigQueryDialect(SqlrpDialect):
 
 class TSQLDialect(SqlrpDialect):
     name = "tsql"
+    cos_function = "COS"  # learn.microsoft.com, "COS (Transact-SQL)"
     aliases = ("mssql", "sqlserver")
     sqlglot = extend(TSQL)
     # "Columns per SELECT statement: 4,096" (learn.microsoft.com, "Maximum capacity specifications
@@ -61,6 +64,7 @@ class TSQLDialect(SqlrpDialect):
 
 class TrinoDialect(SqlrpDialect):
     name = "trino"
+    cos_function = "cos"  # trino.io/docs, "Mathematical functions": cos(x)
     aliases = ("presto",)
     sqlglot = extend(Trino)
     # query.max-length: 1,000,000 characters by default (trino.io/docs, "Query management properties")

@@ -34,6 +34,7 @@ from ..methods.distortion import _pdist_numpy as _pdist_numpy
 from ..methods.distortion import mean_distortion as mean_distortion  # a metric (sqlrp.evaluation lists them)
 from ..methods.distortion import squareform as squareform
 from ..methods.kernels import kernel_of
+from ..methods.rff import ShiftKernel
 
 #: ``evaluate(kernel=...)``: the kernel the projection itself approximates (its stored method and parameters)
 FROM_PROJECTION = "projection"
@@ -47,10 +48,13 @@ def resolve_kernel(kernel: Kernel | str | None, projection: Any) -> Kernel | Non
     space) for linear projections; a :class:`Kernel` overrides it; ``None`` is the input space.  A kernel
     projection measured in input space reports distortions of 10-100 (000 Eq. 22 against the wrong
     distances), so the stored kernel is the only safe default."""
-    if kernel is None or isinstance(kernel, Kernel):
+    if kernel is None or isinstance(kernel, (Kernel, ShiftKernel)):
         return kernel
     if kernel != FROM_PROJECTION:
         raise InvalidParameter(f"kernel must be a Kernel, None (input space) or {FROM_PROJECTION!r}, got {kernel!r}")
+    shift = ShiftKernel.of(projection)  # random Fourier features: the Gaussian or Laplacian kernel
+    if shift is not None:
+        return shift
     spec = kernel_of(projection)
     if spec["degree"] < 2:  # degree 1: (x.y + c) has the input space's distances; degree 0: none
         return None

@@ -17,6 +17,7 @@ Files written to ``out``: ``metrics.csv``, ``metrics.json``, ``distortion_hist.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,12 +31,13 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import col, table_ref
 from ..core.errors import InputError, InvalidParameter, ProjectionNotFound, need
-from ..core.files import existing_database, writable_folder
+from ..core.files import existing_database, replacing, writable_folder
 from ..core.lazy import pd
 from ..core.options import EVALUATE_DEFAULTS, EvaluateOptions, names, refuse_unknown, take
 from ..core.params import count, counts, finite, positive_int, whole
 from ..methods import reference
 from ..methods.linear import achlioptas, expected_distortion
+from ..methods.rff import ShiftKernel
 from ..pipeline import targets
 from ..pipeline.frame_table import frame_input
 from ..pipeline.frames import is_frame
@@ -52,7 +54,7 @@ from .metrics import (
     resolve_kernel,
     same_method,
 )
-from .sql import fetch_sample, sample_ids_query, sql_distortion, sql_recall_at_k
+from .sql import fetch_sample, sample_ids_query, sample_table, sql_distortion, sql_kernel_nrmse, sql_recall_at_k
 
 __all__ = ["Report", "evaluate", "write_report"]
 
@@ -129,19 +131,11 @@ def evaluate(
     R = r_nx(Q)
     rows = _metric_rows(X, Y, ids, dist, Q, R, proj.k, queries, recall_k)
     if in_sql and source.layout != "long":
-        sd = sql_distortion(db, proj, source, sample, seed, kernel)
-        srec = sql_recall_at_k(db, proj, source, queries, sample - queries, recall_k, seed)
-        sql_values = {
-            "pairs": sd["n_pairs"],
-            "distortion_mean": sd["mean"],
-            "distortion_median": sd["median"],
-            "distortion_p95": sd["p95"],
-            "distortion_max": sd["max"],
-            f"recall@{recall_k}": srec,
-        }
+        sql_values = _in_sql(db, proj, source, (ids, X), (sample, queries, recall_k, seed), kernel)
         rows = [(name, py, sql_values.get(name)) for name, py, _ in rows]
     if kernel is not None:
-        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), None))
+        in_db = sql_values.get("kernel_nrmse") if in_sql and source.layout != "long" else None
+        rows.append(("kernel_nrmse", kernel_nrmse(Y @ Y.T, kernel.gram(X)), in_db))
     if label_column is not None:
         rows += _accuracies(X, Y, _fetch_labels(db, source, label_column, ids, seed), proj, kernel)
     vs_k = _distortion_vs_k(X, proj, kernel, ks, seed)
@@ -156,6 +150,34 @@ def evaluate(
     if out is not None:
         write_report(report, out)
     return report
+
+
+def _in_sql(
+    db: Backend,
+    proj: Any,
+    source: Any,
+    read: tuple[list, np.ndarray],
+    sizes: tuple[int, int, int, int],
+    kernel: Kernel | None,
+) -> dict[str, float]:
+    """The metrics computed in SQL, by name: on the table, or on the sample ``read`` where the table is a
+    file whose row groups the engine cannot hold (:func:`sample_table`, issue 42).  ``sizes``: the sample,
+    the queries, Recall's k, the seed."""
+    sample, queries, recall_k, seed = sizes
+    planned = getattr(db, "common_subexpressions", contextlib.nullcontext)  # DuckDB: its CSE pass, on
+    with sample_table(db, source, *read) as where, planned():
+        sd = sql_distortion(db, proj, where, sample, seed, kernel)
+        srec = sql_recall_at_k(db, proj, where, queries, sample - queries, recall_k, seed)
+        nrmse = {} if kernel is None else {"kernel_nrmse": sql_kernel_nrmse(db, proj, where, sample, seed, kernel)}
+    return {
+        **nrmse,
+        "pairs": sd["n_pairs"],
+        "distortion_mean": sd["mean"],
+        "distortion_median": sd["median"],
+        "distortion_p95": sd["p95"],
+        "distortion_max": sd["max"],
+        f"recall@{recall_k}": srec,
+    }
 
 
 def _checked_counts(
@@ -254,13 +276,25 @@ def _accuracies(X: np.ndarray, Y: np.ndarray, y: np.ndarray, proj: Any, kernel: 
         ("accuracy_raw", linear_classifier_accuracy(X[:cut], y[:cut], X[cut:], y[cut:]), None),
         ("accuracy_projected", linear_classifier_accuracy(Y[:cut], y[:cut], Y[cut:], y[cut:]), None),
     ]
-    if kernel is not None and proj.d <= 200:
+    if isinstance(kernel, ShiftKernel):  # random Fourier features beside the exact kernel machine
+        rows.append(("accuracy_exact_kernel_svm", exact_kernel_accuracy(X, y, kernel, cut), None))
+    elif kernel is not None and proj.d <= 200:
         from sklearn.preprocessing import PolynomialFeatures
 
         phi = PolynomialFeatures(kernel.degree, include_bias=False).fit_transform(X)
         acc = linear_classifier_accuracy(phi[:cut], y[:cut], phi[cut:], y[cut:])
         rows.append(("accuracy_explicit_kernel", acc, None))
     return rows
+
+
+def exact_kernel_accuracy(X: np.ndarray, y: np.ndarray, kernel: ShiftKernel, cut: int) -> float:
+    """Test accuracy of an SVM on the exact kernel (``SVC(kernel="precomputed")``, ``C = 1``) trained on the
+    first ``cut`` rows: what random Fourier features plus a linear model approximate (Random Kitchen Sinks)."""
+    need("sklearn", "sklearn", "the exact kernel SVM's accuracy")
+    from sklearn.svm import SVC
+
+    model = SVC(kernel="precomputed").fit(kernel.gram(X[:cut]), y[:cut])
+    return float(np.mean(model.predict(kernel.gram(X[cut:], X[:cut])) == y[cut:]))
 
 
 def _distortion_vs_k(X: np.ndarray, proj: Any, kernel: Kernel | None, ks: list[int] | None, seed: int) -> pd.DataFrame:
@@ -296,7 +330,8 @@ def _plot(plt: Any, path: Path, title: str) -> Iterator[Any]:
         ax.set_title(title)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        with replacing(path) as tmp:  # whole or not at all (issue 42)
+            fig.savefig(tmp, dpi=110, format="png")
     finally:
         plt.close(fig)
 
@@ -311,8 +346,10 @@ def write_report(report: Report, out: str | Path) -> list[str]:
 
     folder = writable_folder(out)
     files = []
-    report.table.to_csv(folder / "metrics.csv", index=False)
-    (folder / "metrics.json").write_text(json.dumps(report.metrics, indent=2, default=_json))
+    with replacing(folder / "metrics.csv") as tmp:  # each file whole or not at all (issue 42)
+        report.table.to_csv(tmp, index=False)
+    with replacing(folder / "metrics.json") as tmp:
+        tmp.write_text(json.dumps(report.metrics, indent=2, default=_json))
     files += [str(folder / "metrics.csv"), str(folder / "metrics.json")]
     title = report.projection or "projection"
 

@@ -25,6 +25,8 @@ distance, id)`` in both spaces and counts the common ids among the first K.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -38,6 +40,8 @@ from ..core.lazy import pd
 from ..core.nodes import balanced
 from ..dialects import SqlrpDialect, get_dialect
 from ..methods.linear import achlioptas
+from ..methods.rff import ShiftKernel
+from ..pipeline.column_blocks import feature_blocks
 from .metrics import Kernel
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "sample_ids",
     "sample_ids_query",
     "sql_distortion",
+    "sql_kernel_nrmse",
     "sql_recall_at_k",
 ]
 
@@ -117,7 +122,19 @@ def _dot(a: str, b: str, n: int, square: bool = False) -> exp.Expression:
     return _balanced_sum(terms)
 
 
-def _kernel(a: str, b: str, d: int, kernel: Kernel) -> exp.Expression:
+def _shift_kernel(a: str, b: str, d: int, kernel: ShiftKernel) -> exp.Expression:
+    """``exp(-gamma |a - b|^2)`` (rbf) or ``exp(-gamma |a - b|_1)`` (laplacian) of two sample rows."""
+    terms: list[exp.Expression] = []
+    for i in range(d):
+        diff = exp.paren(exp.Sub(this=col(f"_x{i}", a), expression=col(f"_x{i}", b)))
+        terms.append(exp.Abs(this=diff) if kernel.kind == "laplacian" else exp.Mul(this=diff, expression=diff.copy()))
+    gamma = exp.cast(_num(repr(float(kernel.gamma))), DOUBLE)
+    return exp.Exp(this=exp.Neg(this=exp.paren(exp.Mul(this=gamma, expression=_balanced_sum(terms)))))
+
+
+def _kernel(a: str, b: str, d: int, kernel: Kernel | ShiftKernel) -> exp.Expression:
+    if isinstance(kernel, ShiftKernel):
+        return _shift_kernel(a, b, d, kernel)
     base = exp.paren(exp.Add(this=_dot(a, b, d), expression=exp.cast(_num(repr(float(kernel.c))), DOUBLE)))
     value: exp.Expression = base
     for _ in range(kernel.degree - 1):
@@ -328,19 +345,86 @@ def fetch_sample(
             if v is not None:
                 X[position[rid], int(f)] += float(v)
         return ids, X
-    fake = projection if projection is not None else _dummy(dim)
-    rel = _restrict(dense_source(fake, replace(source, group_column=None), dialect), source, in_sample)
-    frame: pd.DataFrame = db.query_df(dialect.render(rel))
     X = np.zeros((len(ids), dim))
-    order = np.array([position[v] for v in frame["_id"].tolist()])
-    X[order] = frame[[f"_x{i}" for i in range(dim)]].to_numpy(dtype=np.float64)
+    # a wide Parquet file whose row groups the engine cannot hold is read a block of columns at a time
+    # (issue 42: the scan holds a row group of the columns it reads, the filter notwithstanding)
+    for block in feature_blocks(db, source) or [list(range(dim))]:
+        part = replace(source, group_column=None)
+        if source.layout == "wide" and len(block) < dim:
+            part = replace(part, columns=tuple(source.columns[i] for i in block))
+        rel = _restrict(dense_source(len(block), part, dialect), source, in_sample)
+        frame: pd.DataFrame = db.query_df(dialect.render(rel))
+        order = np.array([position[v] for v in frame["_id"].tolist()], dtype=np.int64)
+        X[np.ix_(order, block)] = frame[[f"_x{i}" for i in range(len(block))]].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(X)):
         raise InputError(f"the sample of {source.table!r} has NULL/NaN features; clean them or pass --nulls=zero")
     return ids, X
 
 
+def kernel_nrmse_query(
+    projection: Projection, source: Source, dialect: str | SqlrpDialect, sample: int, seed: int, kernel: Kernel
+) -> str:
+    """SQL returning ``(sum (y_a . y_b - K_ab)^2, sum K_ab^2)`` over every ordered pair of the seeded sample
+    (pairs ``a < b`` counted twice, ``a = b`` once): ``sqrt`` of their ratio is the kernel approximation error
+    ``||Y Y^T - K||_F / ||K||_F`` (``001``; :func:`sqlrp.evaluation.metrics.kernel_nrmse`)."""
+    dialect = get_dialect(dialect)
+    ids = exp.select(col("_id")).from_(exp.Table(this=ident("_ids")))
+    dot = _balanced_sum(
+        [exp.Mul(this=col(f"_y{j}", "ya"), expression=col(f"_y{j}", "yb")) for j in range(projection.k)]
+    )
+    error = exp.paren(exp.Sub(this=dot, expression=_kernel("a", "b", projection.d, kernel)))
+    twice = exp.Case(ifs=[exp.If(this=col("_id", "a").eq(col("_id", "b")), true=_num(1))], default=_num(2))
+    table = {name: exp.Table(this=ident("_x" if name in "ab" else "_y"), alias=exp.TableAlias(this=ident(name)))
+             for name in ("a", "b", "ya", "yb")}  # fmt: skip
+    pairs = (
+        exp.select(
+            exp.alias_(exp.Mul(this=twice, expression=exp.Mul(this=error, expression=error.copy())), "_e", quoted=True),
+            exp.alias_(
+                exp.Mul(this=twice.copy(), expression=_sq(_kernel("a", "b", projection.d, kernel))), "_k", quoted=True
+            ),
+        )
+        .from_(table["a"])
+        .join(table["b"], on=exp.LTE(this=col("_id", "a"), expression=col("_id", "b")))
+        .join(table["ya"], on=col("_id", "ya").eq(col("_id", "a")))
+        .join(table["yb"], on=col("_id", "yb").eq(col("_id", "b")))
+    )
+    final = (
+        exp.select(exp.Sum(this=col("_e")), exp.Sum(this=col("_k")))
+        .from_(pairs.subquery("_pp"))
+        .with_("_ids", as_=sample_ids_query(source, seed, sample))
+        .with_("_x", as_=_feature_relation(projection, source, dialect, ids))
+        .with_("_y", as_=_projected_relation(projection, source, dialect, ids))
+    )
+    return dialect.render(final)
+
+
+def _sq(value: exp.Expression) -> exp.Expression:
+    return exp.Mul(this=value, expression=value.copy())
+
+
+def sql_kernel_nrmse(
+    db: Backend, projection: Projection, source: Source, sample: int, seed: int, kernel: Kernel
+) -> float:
+    """Run :func:`kernel_nrmse_query`: the kernel approximation error computed in the database."""
+    error, total = db.fetchall(kernel_nrmse_query(projection, source, db.sql_dialect, sample, seed, kernel))[0]
+    return float(np.sqrt(float(error) / float(total)))
+
+
 def _dummy(d: int) -> Projection:
     return achlioptas(d, 1, s=1.0, seed=0)
+
+
+@contextmanager
+def sample_table(db: Backend, source: Source, ids: list, X: np.ndarray) -> Iterator[Source]:
+    """Where the SQL metrics read the sample from: ``source`` itself, or -- a wide Parquet file whose row
+    groups the engine cannot hold (:func:`~sqlrp.pipeline.column_blocks.feature_blocks`) -- the sample
+    :func:`fetch_sample` read (``ids``, ``X``), registered as a table: the same rows, the same seeded order."""
+    if feature_blocks(db, source) is None:
+        yield source
+        return
+    frame = pd.DataFrame({source.id_column: ids, **{c: X[:, i] for i, c in enumerate(source.columns)}})
+    with db.frame_table(frame) as name:  # type: ignore[attr-defined]
+        yield replace(source, table=name, schema=None, catalog=None)
 
 
 def sql_distortion(

@@ -17,6 +17,7 @@ from ..core.ir import Composed, Projection
 from ..core.params import LIMITS, MAX_D, MAX_K, MAX_SEED
 from .kernel import cbp, craftmap, maclaurin, p_rp, pk_rp
 from .linear import achlioptas, expected_distortion, gaussian, johnson_lindenstrauss_min_dim, resolve_s
+from .rff import rff
 
 METHODS: dict[str, Callable[..., Projection | Composed]] = {
     "achlioptas": achlioptas,
@@ -26,6 +27,7 @@ METHODS: dict[str, Callable[..., Projection | Composed]] = {
     "cbp": cbp,
     "maclaurin": maclaurin,
     "craftmap": craftmap,
+    "rff": rff,
 }
 
 
@@ -83,4 +85,5 @@ __all__ = [
     "p_rp",
     "pk_rp",
     "resolve_s",
+    "rff",
 ]

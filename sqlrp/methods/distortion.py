@@ -20,6 +20,7 @@ import numpy as np
 from ..core.errors import InvalidParameter, MissingExtra
 from ..core.params import count
 from .kernels import kernel_sq_distances, polynomial_kernel
+from .rff import ShiftKernel
 
 
 def pdist(X: np.ndarray, metric: str, out: np.ndarray | None = None, **kwargs: Any) -> np.ndarray:
@@ -112,6 +113,8 @@ def feature_sq_distances(X: np.ndarray, kernel: Kernel | None = None) -> np.ndar
     X = np.asarray(X, dtype=np.float64)
     if kernel is None:
         return pdist(X, "sqeuclidean")
+    if isinstance(kernel, ShiftKernel):  # rff's kernel: 2 - 2 k(x - y)
+        return kernel.sq_distances(X)
     return kernel_sq_distances(X, kernel.degree, kernel.c, kernel.modified)
 
 

@@ -1,7 +1,8 @@
 """NumPy evaluator of the IR: the oracle for every SQL path and the in-memory path for DataFrames.
 
 ``K = X^power W + bias`` (linear stage, sparse ``W``), then
-``y_c = scale * sum_{t in terms(c)} weight_t * prod_{f in t} K[:, vector_f]`` (combiner).
+``y_c = scale * f(inner * sum_{t in terms(c)} weight_t * prod_{f in t} K[:, vector_f])`` (combiner, then
+the elementwise output function ``f``: identity, ``cos`` or ``sign``, :data:`sqlrp.core.ir.FUNCTIONS`).
 Optional pooling sums ``y`` over rows that share a group key (CBP-KRP, 003 Ch. 5).
 """
 
@@ -98,6 +99,17 @@ def combine(combiner: Combiner, K: np.ndarray) -> np.ndarray:
     return out
 
 
+def output_function(projection: Projection, Y: np.ndarray) -> np.ndarray:
+    """The projection's elementwise output function ``f(inner * Y)`` (:data:`sqlrp.core.ir.FUNCTIONS`),
+    the same operations in the same order as the SQL (:func:`sqlrp.compiler.select.apply_function`)."""
+    name = projection.function
+    if name == "identity":
+        return Y
+    inner = float(projection.function_scale)
+    U = Y * inner if inner != 1.0 else Y
+    return np.cos(U) if name == "cos" else np.sign(U)
+
+
 def transform(
     projection: Projection | Composed,
     X: np.ndarray,
@@ -130,7 +142,8 @@ def transform(
     if not np.all(np.isfinite(X)):
         raise InputError("the input contains NaN or infinite values; clean or impute them first")
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, not warned about
-        Y = combine(projection.combiner, linear_outputs(projection.linear, X)) * projection.scale
+        Y = output_function(projection, combine(projection.combiner, linear_outputs(projection.linear, X)))
+        Y = Y * projection.scale
         if groups is not None:
             keys, inverse = np.unique(np.asarray(groups), return_inverse=True)
             pooled = np.zeros((len(keys), Y.shape[1]))

@@ -81,12 +81,20 @@ def check_table_target(db: Backend, p: Plan, table: str, into: str, view: bool, 
 
 
 def write_table(
-    db: Backend, p: Plan, table: str, target: Target, *, progress: bool | int | CommandBar, check_written: bool
+    db: Backend,
+    p: Plan,
+    table: str,
+    target: Target,
+    *,
+    progress: bool | int | CommandBar,
+    check_written: bool,
+    body: Plan | None = None,
 ) -> None:
     """The projected rows as the table ``target.into`` (``target.view``: a view), whole or not at all
     (:func:`sqlrp.pipeline.materialise.atomic_table`: one transaction, or staged and swapped in);
     ``target.incremental``: only the ids not in it yet are added; ``target.replace``: an existing one is
-    replaced."""
+    replaced.  ``body``: the plan whose rows are written whole (default ``p``; the sums of its column
+    blocks, :mod:`.column_blocks`)."""
     into, view = target.into, target.view
     assert into is not None
     check_table_target(db, p, table, into, view, target.incremental)
@@ -113,7 +121,7 @@ def write_table(
             text = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
             db.execute(compile_statements(text, db.sql_dialect, Target(into=name, view=True)).main)
         else:
-            materialise(db, p, name, progress, create=True)
+            materialise(db, body or p, name, progress, create=True)
             written(db, p, name, check_written)
 
 
@@ -160,5 +168,3 @@ def check_output_names(dialect: SqlrpDialect, p: Plan, into: str) -> None:
     for name in names[-1:] if p.output.form == "wide" else names:  # the longest name is the last
         dialect.check_identifier(name, "output column name (--prefix + index)")
     check_output_columns(dialect, key, names)
-
-

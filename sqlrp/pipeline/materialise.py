@@ -16,6 +16,7 @@ from typing import TypeVar
 from sqlglot import exp
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import Source, Statements, col, compile_statements, ident, table_ref
 from ..core import files
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
@@ -151,7 +152,9 @@ def atomic_table(
     an advisory lock held to the commit), an existing ``into`` dropped inside -- yielding ``into``;
     elsewhere (``stage``) under a staging name swapped in once built (:func:`staged`).  An existing
     ``into`` is refused unless ``replace`` (:func:`existing_output`); with ``top_up`` (an incremental
-    run) it is topped up instead, under the same lock, and ``None`` is yielded: nothing to build."""
+    run) it is topped up instead, under the same lock, and ``None`` is yielded: nothing to build.  The
+    scratch tables killed processes left in the schema are dropped first (no litter, issue 42)."""
+    sweep_scratch_tables(db, source.schema)
     if stage and not db.transactional:
         exists = table_exists(db, into, source)
         if exists and top_up is not None:
@@ -288,17 +291,20 @@ def write_file(
     replace: bool,
     check: bool,
     progress: bool | int | CommandBar = False,
+    body: Plan | None = None,
 ) -> list[Path]:
     """Write the projection of ``p.source`` to the file ``path`` (``.parquet``, ``.csv``, ``.json``)
     with DuckDB's ``COPY (query) TO``, and the projection beside it (``<path>.sqlrp.json``, when it is
     one matrix: :func:`sqlrp.core.files.definition_path`).  Both are written under temporary names in the
     target's folder; the output is read back and checked for non-finite values (``check``), and only
-    then are both renamed into place -- a failure leaves no file.  Returns the files written."""
+    then are both renamed into place -- a failure leaves no file.  ``body``: the plan whose rows are
+    written (default ``p``; the sums of its column blocks, :mod:`.column_blocks`).  Returns the files
+    written."""
     reads = targets.input_files(db, p.source.table, None, p.source.schema, p.source.catalog)
     target = file_target(db, path, replace, view=False, incremental=False, reads=reads)
     fmt = files.output_format(path)
     assert fmt is not None
-    statements = compile_statements(p, db.sql_dialect, Target(ordered=False), pretty=False)
+    statements = compile_statements(body or p, db.sql_dialect, Target(ordered=False), pretty=False)
     stamp = uuid.uuid4().hex[:12]
     files.sweep_staging(target)  # no litter: a killed writer's staging files go with the next write there
     tmp = files.staging_path(target, stamp)

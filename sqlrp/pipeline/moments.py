@@ -23,7 +23,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend
-from ..compiler import Source, as_double, col, dense_source, feature_input, table_ref
+from ..compiler import Inputs, SignedSum, Source, as_double, col, dense_source, feature_input, table_ref
 from ..dialects import SqlrpDialect
 from ..methods.sparsity import SAMPLE_ROWS, difference_kurtosis, kurtosis_of, sample_features
 
@@ -175,4 +175,51 @@ def table_kurtosis(db: Backend, source: Source, d: int, standardize: bool = Fals
     return difference_kurtosis(n, *sums, standardize=standardize)
 
 
-__all__ = ["BLOCK", "moment_queries", "sample_kurtosis", "sample_rows", "table_kurtosis", "table_moments"]
+def variance_query(d: int, source: Source, dialect: SqlrpDialect) -> exp.Select:
+    """One aggregate pass: ``count(*)`` (long: of distinct ids), the sum of every entry and the sum of every
+    squared entry (a wide or array row's entries summed first, so two aggregates whatever ``d``)."""
+    if source.layout == "long":
+        v = feature_input(col(source.value_column), source)
+        count = exp.Count(this=exp.Distinct(expressions=[col(source.id_column)]))
+        return exp.select(count, exp.Sum(this=v), exp.Sum(this=exp.Mul(this=v.copy(), expression=v.copy()))).from_(
+            table_ref(source)
+        )
+    ones = np.ones(d)
+    values = Inputs(col(f"_x{i}") for i in range(d))
+    squares = Inputs(exp.Mul(this=col(f"_x{i}"), expression=col(f"_x{i}")) for i in range(d))
+    src = dense_source(d, source, dialect).subquery("src", copy=False)
+    row_sum, row_squares = SignedSum.of(values, np.arange(d), ones), SignedSum.of(squares, np.arange(d), ones)
+    return exp.select(exp.Count(this=exp.Star()), exp.Sum(this=row_sum), exp.Sum(this=row_squares)).from_(src)
+
+
+def table_variance(db: Backend, source: Source, d: int, standardize: bool = False) -> float | None:
+    """The variance of every entry of the table, ``E[x^2] - E[x]^2`` over its ``n d`` values, computed in SQL
+    (scikit-learn SVC's ``X.var()`` for ``gamma="scale"``, :func:`sqlrp.methods.rff.scale_gamma`); with
+    ``standardize``, that of the standardised table: the share of non-constant features.  ``None``: no rows,
+    or a sum NULL/NaN/infinite (the input check refuses those rows)."""
+    if standardize:
+        n, sums = table_moments(db, source, d)
+        if n == 0 or not np.all(np.isfinite(sums[:2])):
+            return None
+        per_feature = sums[1] / n - (sums[0] / n) ** 2
+        return float(np.count_nonzero(per_feature > 1e-12 * np.maximum(1.0, sums[1] / n))) / d
+    row = db.fetchall(db.sql_dialect.render(variance_query(d, source, db.sql_dialect)))[0]
+    if not row[0] or row[1] is None or row[2] is None:
+        return None
+    entries = float(row[0]) * d
+    mean, square = float(row[1]) / entries, float(row[2]) / entries
+    if not (np.isfinite(mean) and np.isfinite(square)):
+        return None
+    return max(square - mean * mean, 0.0)
+
+
+__all__ = [
+    "BLOCK",
+    "moment_queries",
+    "table_variance",
+    "variance_query",
+    "sample_kurtosis",
+    "sample_rows",
+    "table_kurtosis",
+    "table_moments",
+]

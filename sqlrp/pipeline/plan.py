@@ -29,12 +29,13 @@ from ..core.params import block_size
 from ..core.plan import Plan
 from ..dialects import SqlrpDialect
 from ..methods import make_projection
+from ..methods.rff import data_gamma
 from ..methods.sparsity import data_sparsity
 from ..registry.store import Registry
 from ..registry.transfer import is_projection_file, read_projection
 from ..registry.validate import check_matrix_table, validate
 from .given import check_matrix_holds, matrix_differs
-from .moments import sample_kurtosis
+from .moments import sample_kurtosis, table_variance
 from .sources import describe, infer_d, resolve_source
 
 
@@ -115,6 +116,7 @@ def plan(
         # issue 24's rule on a bounded sample (issue 34: no whole read of the table for a default)
         with db.reading_few_rows():
             params = data_sparsity(method, params, lambda: sample_kurtosis(db, source, d_in, standardize))
+        params = data_gamma(method, params, lambda: table_variance(db, source, d_in, standardize))
         proj = make_projection(method, d_in, k, seed=seed, **params)
         name = projection if isinstance(projection, str) else save_as
         default = f"{files.label(table)}_{method}_k{k}_seed{seed}"

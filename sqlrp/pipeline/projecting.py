@@ -6,6 +6,8 @@ separate scan), then the rows sent where they go (:mod:`sqlrp.pipeline.destinati
 from __future__ import annotations
 
 import dataclasses
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from ..backends import Backend
@@ -14,10 +16,12 @@ from ..core import files
 from ..core.ir import Projection
 from ..core.layout import Formulation, Target
 from .checks import check_source
+from .column_blocks import column_blocks
 from .destinations import rows_back, write_table
-from .materialise import write_file
+from .materialise import file_target, write_file
 from .plan import Plan, decide, plan
 from .progress import CommandBar
+from .targets import input_files
 
 
 def plan_and_project(
@@ -60,8 +64,27 @@ def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: boo
     check_written = p.how.check and not p.how.guard
     into = target.into
     if into is not None and files.output_format(into) is not None:
-        return write_file(db, p, into, target.replace, check_written, progress)
+        reads = input_files(db, p.source.table, None, p.source.schema, p.source.catalog)
+        beside = file_target(db, into, target.replace, view=False, incremental=False, reads=reads)  # refused first
+        with column_blocks(db, p, beside) as body:
+            return write_file(db, p, into, target.replace, check_written, progress, body=body)
     if into is None:
         return rows_back(db, p, target, check_written=check_written)
-    write_table(db, p, table, target, progress=progress, check_written=check_written)
+    if hasattr(db, "statement_room"):  # the engine holds the rows written, this process little (issue 42)
+        db.statement_room()
+    if target.view or target.incremental:
+        write_table(db, p, table, target, progress=progress, check_written=check_written)
+        return None
+    with column_blocks(db, p, scratch_beside(db, into)) as body:
+        write_table(db, p, table, target, progress=progress, check_written=check_written, body=body)
     return None
+
+
+def scratch_beside(db: Backend, into: str) -> Path:
+    """Where a table output's column blocks are held (:mod:`.column_blocks`): beside the database file,
+    else in the engine's temporary folder."""
+    folder = Path(tempfile.gettempdir())
+    path = getattr(db, "path", "")
+    if path and not str(path).startswith((":memory:", "md:", "(")):
+        folder = Path(files.absolute(str(path))).parent
+    return folder / "".join(c if c.isalnum() or c in "_-" else "_" for c in into)

@@ -1,11 +1,14 @@
 """Repairs of a registry changed outside sqlrp, made by :mod:`sqlrp.registry.store`: a version table
-dropped or emptied while the registry's tables are there (:func:`recorded_again`, on migrating), and a
+dropped or emptied while the registry's tables are there (:func:`recorded_again`, on migrating), a
 projection's digest written again (:func:`write_digest`: a projection accepted as its rows now hold it,
-and the upgrade to registry version 5)."""
+and the upgrade to registry version 5), and the tables of a set-up that failed on an engine without
+transactions dropped again (:func:`undone_on_failure`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 
 from ..backends import Backend
 from ..core.errors import InputError
@@ -67,3 +70,23 @@ def write_digest(backend: Backend, name: str, value: str) -> None:
 
 
 __all__ = ["recorded_again", "write_digest"]
+
+
+@contextlib.contextmanager
+def undone_on_failure(backend: Backend) -> Iterator[None]:
+    """On an engine without transactions, the registry tables made inside this block are dropped again
+    if it fails (a refused statement halfway through the set-up), so that no half-made registry blocks
+    the next call ("table already exists"); the error is raised as it was.  Where transactions hold,
+    the rollback does this."""
+    if backend.transactional:
+        yield
+        return
+    before = {t for t in REGISTRY_TABLES if backend.table_exists(t)}
+    try:
+        yield
+    except BaseException:
+        for table in REGISTRY_TABLES:
+            if table not in before:
+                with contextlib.suppress(Exception):
+                    backend.execute(f"DROP TABLE IF EXISTS {table}")
+        raise

@@ -275,10 +275,13 @@ def _registry_dialect(dialect: str | SqlrpDialect) -> SqlrpDialect:
     return profile
 
 
-def statements(version: Version, dialect: str | SqlrpDialect) -> list[str]:
-    """The statements of registry ``version`` for ``dialect``, in order."""
+def statements(version: Version, dialect: str | SqlrpDialect, shape: int | None = None) -> list[str]:
+    """The statements of registry ``version`` for ``dialect``, in order.  ``shape``: its tables are
+    created as they stand at that later version, and no column is added (a new registry made at once)."""
     profile = _registry_dialect(dialect)
-    out = [create_table(t, profile) for t in TABLES if t.since == version.number]
+    out = [create_table(t, profile, version=shape) for t in TABLES if t.since == version.number]
+    if shape is not None:
+        return out
     for table in TABLES:
         if table.since < version.number:
             out += [add_column(table, c, profile) for c in table.columns if c.since == version.number]

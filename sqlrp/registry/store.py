@@ -35,7 +35,7 @@ from ..core.lazy import pd
 from ..core.pairs_plan import PairsPlan, signs_of
 from ..dialects import SqlrpDialect
 from .pairs import budget_key, plan_from_rows, plan_rows
-from .recovery import recorded_again, write_digest
+from .recovery import recorded_again, undone_on_failure, write_digest
 from .rows import as_int, fix_hint, parse_params, read_parts, same_digest
 from .schema import LATEST, OWNED_TABLES, VERSIONS, bootstrap, statements
 from .schema import REGISTRY_TABLES as REGISTRY_TABLES  # every table the registry owns: never an output
@@ -91,14 +91,16 @@ class Registry:
         if self.backend.table_exists(VERSION_TABLE) and self.version() >= LATEST:
             return []  # the common case: nothing to do, no lock taken
         applied = []
-        with self.backend.transaction():
+        with undone_on_failure(self.backend), self.backend.transaction():
             self.backend.lock("sqlrp migrations")
             current = self.version() or recorded_again(self.backend)
+            # an engine that adds no columns to a table gets a new registry at its latest shape at once
+            latest = LATEST if current == 0 and not self.backend.adds_columns else None
             for version in VERSIONS:
                 if version.number <= current:
                     continue
                 with self.backend.transaction():
-                    for statement in statements(version, self.backend.dialect):
+                    for statement in statements(version, self.backend.dialect, latest):
                         self.backend.execute(statement)
                     if version.number == DIGEST_VERSION:
                         self._fill_digests()

@@ -35,11 +35,8 @@ bias and power.  Composed projections (``craftmap``: two stages) are refused; ex
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +44,7 @@ import numpy as np
 
 from ..backends import Backend, need
 from ..core.errors import InputError, InvalidParameter, ProjectionExists
-from ..core.files import database_files, refuse_files
+from ..core.files import database_files, refuse_files, replacing
 from ..core.ir import Composed, Projection
 from ..core.lazy import pd
 from .file_format import COLUMNS, from_parts, matrix_frame, metadata
@@ -114,7 +111,7 @@ def write_projection(
             document["output"] = output
         columns = (lin.vector[order].astype(int), lin.feature[order].astype(int), lin.weight[order].astype(float))
         document["entries"] = {c: v.tolist() for c, v in zip(COLUMNS, columns, strict=True)}  # exact doubles
-        with _replacing(target) as tmp:
+        with replacing(target) as tmp:
             tmp.write_text(json.dumps(document) + "\n", encoding="utf-8")
         return [target]
     frame = matrix_frame(projection)
@@ -128,15 +125,15 @@ def write_projection(
         )
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)  # type: ignore[attr-defined]
         table = table.replace_schema_metadata({METADATA_KEY: meta})  # no pandas metadata: a plain file
-        with _replacing(target) as tmp:
+        with replacing(target) as tmp:
             pq.write_table(table, tmp)  # type: ignore[attr-defined]
         return [target]
     side = sidecar(target)
-    with _replacing(target) as tmp:
+    with replacing(target) as tmp:
         # float repr is the shortest text that reads back as the same double
         out = frame.assign(weight=[repr(w) for w in frame["weight"].tolist()])
         out.to_csv(tmp, index=False, lineterminator="\n")
-    with _replacing(side) as tmp:
+    with replacing(side) as tmp:
         tmp.write_text(meta + "\n", encoding="utf-8")
     return [target, side]
 
@@ -148,19 +145,6 @@ def _refuse_existing(paths: list[Path]) -> None:
             f"{' and '.join(map(repr, there))} already exist{'s' if len(there) == 1 else ''}: nothing was written; "
             "pass --replace to overwrite, or choose another file"
         )
-
-
-@contextlib.contextmanager
-def _replacing(target: Path) -> Iterator[Path]:
-    """A temporary path next to ``target`` that replaces it when the block succeeds."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def is_projection_file(name: str | os.PathLike[str]) -> bool:

@@ -227,13 +227,20 @@ def assemble(parts: Parts, where: str, repeats: bool = False) -> Projection:
                     f"output {int(empty[0])} has no combiner term, so it would be a column of zeros"
                     + (f" ({len(empty)} outputs)" if len(empty) > 1 else "")
                 )
+        # the output function and its scale (params "function", "function_scale") are checked by the IR
+        return Projection(
+            method=method,
+            linear=linear,
+            combiner=combiner,
+            scale=scale,
+            params=dict(params),
+            seed=seed,
+            name=parts.name,
+        )
     except _Bad as exc:
         raise InputError(f"{where}: not a valid projection ({exc})") from None
     except (ValueError, TypeError, OverflowError) as exc:  # the IR's own checks
         raise InputError(f"{where}: not a valid projection ({exc})") from None
-    return Projection(
-        method=method, linear=linear, combiner=combiner, scale=scale, params=dict(params), seed=seed, name=parts.name
-    )
 
 
 def parts_of(projection: Projection) -> Parts:

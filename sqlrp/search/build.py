@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Unpack
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import Source
 from ..core import files
 from ..core.errors import InvalidParameter, ProjectionExists, refuse_nul
@@ -145,6 +146,7 @@ def build_index(db: Backend, table: str, id_column: str, name: str, **options: U
         raise InvalidParameter("--incremental refreshes an index and --replace rebuilds it: choose one")
     check_engine(db)
     Registry.of(db)
+    sweep_scratch_tables(db, inputs.get("schema"))  # what killed builds left (issue 42)
     existing = registry_row(db, name) if isinstance(name, str) and name else None
     if existing is not None and not (incremental or replace):
         raise ProjectionExists(

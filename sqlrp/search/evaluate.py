@@ -23,9 +23,10 @@ import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import col, table_ref
 from ..core.errors import InvalidParameter, need
-from ..core.files import writable_folder
+from ..core.files import replacing, writable_folder
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.params import count, counts
@@ -124,6 +125,7 @@ def evaluate_search(
     top = min(top, len(ids) - 1)
     rng = np.random.default_rng(seed)
     picked = [ids[i] for i in sorted(rng.choice(len(ids), size=min(queries, len(ids)), replace=False))]
+    sweep_scratch_tables(db, src.schema)  # the samples killed evaluations left (issue 42)
     sample = scratch_name("eval")
     target = output_table(src, sample)
     rows = exp.select(exp.Star()).from_(table_ref(src))
@@ -183,7 +185,8 @@ def write_search_report(report: SearchReport, out: str | Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     folder = Path(out)
-    report.table.to_csv(folder / "search_metrics.csv", index=False)
+    with replacing(folder / "search_metrics.csv") as tmp:  # each file whole or not at all (issue 42)
+        report.table.to_csv(tmp, index=False)
     meta = {
         "index": report.index,
         "top": report.top,
@@ -193,7 +196,8 @@ def write_search_report(report: SearchReport, out: str | Path) -> list[str]:
         "calibration": report.calibration,
         "sweep": report.table.to_dict(orient="records"),
     }
-    (folder / "search_metrics.json").write_text(json.dumps(meta, indent=2))
+    with replacing(folder / "search_metrics.json") as tmp:
+        tmp.write_text(json.dumps(meta, indent=2))
     fig, ax = plt.subplots(figsize=(6, 4))
     at_default = report.table.iloc[:-1]
     at_default = at_default[at_default["probes"] != "defaults"]
@@ -207,7 +211,8 @@ def write_search_report(report: SearchReport, out: str | Path) -> list[str]:
     ax.set_title(f"{report.queries} sampled queries, {report.metric}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(folder / "recall_vs_candidates.png", dpi=110)
+    with replacing(folder / "recall_vs_candidates.png") as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return [str(folder / n) for n in ("search_metrics.csv", "search_metrics.json", "recall_vs_candidates.png")]
 

@@ -162,6 +162,8 @@ def _search(  # noqa: PLR0913 - search's own arguments
         files.refuse_file_ending(into)
     dialect = check_engine(db)
     idx = load_index(db, index)
+    if hasattr(db, "statement_room"):  # the engine holds the search, this process little (issue 42)
+        db.statement_room()
     if metric is not None and metric != idx.metric:
         raise InvalidParameter(
             f"index {index!r} was built for {idx.metric} distances, not {metric}; build another with --metric={metric}"

@@ -21,6 +21,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..backends import Backend
+from ..backends.staging import sweep_scratch_tables
 from ..compiler import Source, col
 from ..core.lazy import pd
 from ..core.names import scratch_name
@@ -54,6 +55,7 @@ def staged_search(db: Backend, layout: IndexLayout, queries: Source, **options: 
     """Yield the search's ``SELECT`` reading the staged ``_sqlrp_q`` and ``_sqlrp_planes`` tables
     (``options``: :func:`~sqlrp.search.query.search_select`'s); they are dropped on exit."""
     dialect = db.sql_dialect
+    sweep_scratch_tables(db, queries.schema)  # what killed searches left (issue 42)
     q_table = output_table(queries, scratch_name("q"))
     planes_table = output_table(queries, scratch_name("planes"))
     try:
@@ -91,9 +93,6 @@ def planes_frame(layout: IndexLayout, rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-
-
-
 def run_search(db: Backend, layout: IndexLayout, queries: Source, **options: object) -> pd.DataFrame:
     """The search's result as a DataFrame: in steps on Spark and ClickHouse (:func:`staged_search`),
     else one statement with the engine's local settings, in a transaction."""
@@ -108,4 +107,6 @@ def run_search(db: Backend, layout: IndexLayout, queries: Source, **options: obj
         for statement in dialect.local_settings(layout.source):
             db.execute(statement)
         return db.query_df(dialect.render(select))
+
+
 __all__ = ["planes_frame", "run_search", "staged_engine", "staged_search"]

@@ -153,3 +153,11 @@ def test_printed_sql_that_cannot_check_its_input_says_so(stored, capsys):
     assert "trino: this SQL does not check its input" in capsys.readouterr().err
     assert main([*args, *cols, "--dialect", "trino", "--nulls", "zero"]) == 0
     assert "does not check" not in capsys.readouterr().err
+
+
+def test_a_d_other_than_the_columns_is_refused(capsys):
+    """`--columns a,b --d 3` drew a matrix of d = 2 without a word (found by sqlrp dbt's tests)."""
+    args = ["compile", "--table", "t", "--id-column", "id", "--columns", "a,b", "--k", "2"]
+    assert main([*args, "--d", "3"]) == 2
+    assert "--d 3 but --columns names 2 features" in capsys.readouterr().err
+    assert main([*args, "--d", "2"]) == 0

@@ -42,6 +42,8 @@ BASE: dict[str, list[str]] = {
     "search": ["--db", "{db}", "--index", "ix", "--query-table", "q", "--query-id-column", "id", "--top", "2"],
     "demo": ["--db", "{dir}/demo.duckdb"],
     "fit": ["--db", "{db}", "--table", "t", "--id-column", "id", "--k", "2", "--name", "fz3", "--replace"],
+    "dbt": ["--project-dir", "{dir}/dbt", "--source", "raw.t", "--db", "{db}", "--id-column", "id", "--k", "2"]
+    + ["--into", "fz", "--replace"],
 }
 #: commands whose run is too long for a fuzz example: only values argparse refuses are sent to them
 NOT_RUN = {"demo"}
@@ -103,7 +105,7 @@ def _hostile(limit: str) -> st.SearchStrategy[tuple[str, bool]]:
 @pytest.fixture(scope="module")
 def fixture_db(tmp_path_factory) -> tuple[str, Path]:
     """A DuckDB file with ``t`` (20 rows x 4 features), ``q`` (queries), a stored projection ``p`` and an
-    index ``ix``."""
+    index ``ix``; a dbt project beside it."""
     folder = tmp_path_factory.mktemp("cli_options")
     url = f"duckdb:///{folder}/f.duckdb"
     rng = np.random.default_rng(5)
@@ -114,6 +116,9 @@ def fixture_db(tmp_path_factory) -> tuple[str, Path]:
         db.write_dataframe("q", frame.head(3))
         sqlrp.create_projection(db, "p", "achlioptas", d=4, k=2)
         sqlrp.build_index(db, "t", "id", "ix", lists=2, calibration_queries=0)
+    (folder / "dbt").mkdir()  # a dbt project for `sqlrp dbt`
+    (folder / "dbt" / "dbt_project.yml").write_text("name: fz\nprofile: fz\n")
+    (folder / "dbt" / "profiles.yml").write_text("fz:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n")
     return url, folder
 
 

@@ -229,7 +229,11 @@ def run_memory_op(t: Table, op: Op) -> str:
     X = np.array([[np.nan if v is None else float(v) for v in row] for row in t.cells], dtype=np.float64)
     what = f"memory {op.entry} {op}"
     try:
-        if op.entry == "transformer":
+        if op.entry == "transformer" and op.method == "rff":  # RBFSampler's names (issue 44)
+            est = sqlrp.SQLRandomProjection(n_components=op.k, method="rff", random_state=op.seed, **op.params)
+            Y = est.fit(X).transform(X)
+            projection = est.projection_
+        elif op.entry == "transformer":
             method = op.method if op.method in ("achlioptas", "gaussian") else "achlioptas"
             s = op.params.get("s", "auto") if method == "achlioptas" else "auto"
             est = sqlrp.SQLRandomProjection(n_components=op.k, method=method, s=s, random_state=op.seed)
@@ -257,6 +261,7 @@ def run_memory_op(t: Table, op: Op) -> str:
     if invalid:  # each refuses only what it takes: the transformer k and s, transform_frame the method's
         if op.entry == "transformer":  # parameters (no SQL: no strategy, block or chunk_rows)
             keep: tuple[str, ...] = ("k =", "s =") if op.method == "achlioptas" else ("k =",)
+            keep = ("k =", "gamma =", "weights =") if op.method == "rff" else keep
         else:
             keep = ("k =", *(f"{name} =" for name in op.params))
         invalid = "; ".join(r for r in invalid.split("; ") if r.startswith(keep)) or None

@@ -35,6 +35,7 @@ METHODS = {
     "p-rp": dict(m=2),
     "pk-rp": dict(degree=2, t=2),
     "maclaurin": dict(degree=2),
+    "rff": dict(gamma=0.5),  # the output function cos and its scale, in params (issue 44)
 }
 EDITS = (
     "scale",
@@ -51,6 +52,7 @@ EDITS = (
     "vector power",
     "params",
     "params invalid",
+    "function",
     "digest",
     "version table",
 )
@@ -162,6 +164,9 @@ def _edit(db, proj, case: dict) -> str | None:  # noqa: ANN001 - a sqlrp backend
         statements = [
             ("UPDATE sqlrp_projection SET params = ? WHERE name = ?", [json.dumps({"s": shift, "edited": True}), NAME])
         ]
+    elif edit == "function":  # the output function or its inner scale changed in params (rff: cos)
+        changed = {**proj.params, "function": "sign"} if shift < 0 else {**proj.params, "function_scale": value}
+        statements = [("UPDATE sqlrp_projection SET params = ? WHERE name = ?", [json.dumps(changed), NAME])]
     elif edit == "params invalid":
         statements = [("UPDATE sqlrp_projection SET params = ? WHERE name = ?", ["{not json", NAME])]
     elif edit == "digest":

@@ -112,11 +112,11 @@ def test_exclude_reaches_every_entry_point(duck, tmp_path, capsys):
 
 def test_the_cli_offers_every_method_option():
     """The CLI's method options (``add_method_params``) are :class:`MethodOptions`, the methods' own
-    parameters, but the kurtosis sqlrp measures itself."""
+    parameters, but the kurtosis and the variance (rff's gamma="scale") sqlrp measures itself."""
     import argparse
 
     from sqlrp.cli.options import add_method_params
 
     parser = argparse.ArgumentParser()
     add_method_params(parser)
-    assert set(parser.get_default("method_params")) == set(MethodOptions.__annotations__) - {"kurtosis"}
+    assert set(parser.get_default("method_params")) == set(MethodOptions.__annotations__) - {"kurtosis", "variance"}

@@ -15,7 +15,12 @@ from sqlrp.transformer import SQLRandomProjection
 from testkit.frames import wide_frame
 
 
-@parametrize_with_checks([SQLRandomProjection(n_components=3, random_state=0)])
+@parametrize_with_checks(
+    [
+        SQLRandomProjection(n_components=3, random_state=0),
+        SQLRandomProjection(method="rff", n_components=3, random_state=0),
+    ]
+)
 def test_check_estimator(estimator, check):
     check(estimator)
 

@@ -274,8 +274,8 @@ def test_a_failed_rebuild_or_refresh_leaves_the_old_index(engine_db):
     tables = _tables(db)
     # the rows table of the new build fails: the old index is untouched and still answers
     with pytest.raises(RuntimeError, match="injected"):
-        sqlrp.build_index(failing(db, r'^CREATE TABLE ["`]?_sqlrp_ix_[0-9a-f]{12}["`]? '), "pts", "id", "idx",
-                          lists=5, bits=64, replace=True)  # fmt: skip
+        staging = r'^CREATE TABLE ["`]?_sqlrp_ix_\d+_[0-9a-f]{6}_[0-9a-f]{12}["`]? '  # scratch_name: pid, host
+        sqlrp.build_index(failing(db, staging), "pts", "id", "idx", lists=5, bits=64, replace=True)
     assert _tables(db) == tables and not _staging_left(db)
     pd.testing.assert_frame_equal(db.query_df("SELECT * FROM idx ORDER BY id"), before)
     assert sqlrp.load_index(db, "idx").lists == 6
