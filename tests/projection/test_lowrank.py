@@ -71,9 +71,9 @@ def test_sqlite_equals_the_oracle():
         check_fit(db, X, k=3, q=1)
 
 
-@pytest.mark.parametrize("url", ["chdb://", "datafusion://"])
+@pytest.mark.parametrize("url", ["chdb://", "datafusion://", "hyper://"])
 def test_in_process_engines_equal_the_oracle(url):
-    pytest.importorskip("chdb" if url.startswith("chdb") else "datafusion")
+    pytest.importorskip({"chdb://": "chdb", "datafusion://": "datafusion", "hyper://": "tableauhyperapi"}[url])
     db = sqlrp.connect(url)
     try:
         X = spectrum_table(120, 16, seed=4)
