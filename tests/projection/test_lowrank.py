@@ -202,3 +202,13 @@ def test_cli_mirrors_the_api(tmp_path, capsys):
     assert close(printed, (X - X.mean(axis=0)) @ want.components.T) <= 1e-9
     assert main(["fit", "--db", url, "--table", str(path), "--id-column", "id", "--k", "9"]) == 2
     assert capsys.readouterr().err == "error: --k=9 is more than the table's 8 features: ask for at most 8 components\n"
+
+
+def test_spark_equals_the_oracle(spark_db):
+    X = spectrum_table(60, 14, seed=12)
+    spark_db.write_dataframe("lowrank_t", wide_frame(X), replace=True)
+    fitted = sqlrp.fit(spark_db, "lowrank_t", "id", k=2, name="lowrank_pc", power_iterations=1, gram="never",
+                       oversample=3, replace=True)  # fmt: skip
+    want = oracle(X, 2, 1, p=3)
+    assert close(fitted.components_, want.components) <= TOL
+    assert close(fitted.singular_values_, want.singular_values) <= TOL
