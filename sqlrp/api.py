@@ -18,13 +18,15 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from .backends import Backend, connect
-from .core.errors import InvalidParameter
+from .core.errors import InvalidParameter, warn_caller
 from .core.files import existing_database
 from .core.ir import Composed, Projection
 from .core.layout import Formulation, Target
 from .core.lazy import pd
 from .core.options import (
+    FIT_DEFAULTS,
     TUNE_DEFAULTS,
+    FitOptions,
     FormulationOptions,
     ProjectOptions,
     TuneOptions,
@@ -36,9 +38,11 @@ from .core.params import count
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
+from .methods.lowrank import LowRank, describe_fit, lowrank_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline.checks import check_frame_outputs, check_outputs, check_source  # noqa: F401 - the API's checks
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
+from .pipeline.fitting import FitPlan, choose_route, run_fit
 from .pipeline.frame_table import frame_input
 from .pipeline.frames import (
     is_frame,
@@ -46,6 +50,7 @@ from .pipeline.frames import (
 )
 from .pipeline.outputs import Projected
 from .pipeline.plan import Plan, decide, plan, registry_of  # noqa: F401 - plan: sqlrp.plan
+from .pipeline.progress import command_bar
 from .pipeline.running import compile_plan
 from .pipeline.running import run_frame as project_frame  # noqa: F401 - sqlrp.api.project_frame, as before
 from .pipeline.sources import (  # noqa: F401 - the API's first stage
@@ -66,6 +71,7 @@ __all__ = [
     "create_projection",
     "drop_projection",
     "evaluate",
+    "fit",
     "list_projections",
     "load_projection",
     "project",
@@ -338,6 +344,79 @@ def tune(
     }
     projection = projection_from_dense(result.R, result.s, method, params, seed=seed)
     name = name or f"{table}_{method}_k{k}_seed{seed}"
+    projection.name = name
+    registry_of(db).save(projection, name, replace=replace)
+    return projection
+
+
+def fit(
+    db: Backend,
+    table: Any,
+    id_column: str,
+    method: str = "pca",
+    *,
+    k: int,
+    name: str | None = None,
+    **options: Unpack[FitOptions],
+) -> LowRank:
+    """Fit the top ``k`` principal components (``method="pca"``) or right singular vectors (``"svd"``, no
+    centring) of ``table`` by the randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4/5.1;
+    paper 004 Section 5.1: :mod:`sqlrp.methods.lowrank`) and store them as the projection ``name``: scores
+    ``y = W^T (x - mean)``, then ``sqlrp.project(db, table, id_column, name)`` as for any stored projection.
+
+    Each pass over the rows is aggregate SQL (only ``(k + p) x d`` sums leave the database) or, on an
+    in-process engine, Arrow batches into NumPy (:mod:`sqlrp.pipeline.fitting`); ``1 + power_iterations``
+    passes in all.
+
+    :param db: the connection.
+    :param table: a table or view, a file or glob (DuckDB), or a DataFrame (``name`` is then needed).
+    :param id_column: the rows' key.
+    :param method: ``pca`` (centred) or ``svd`` (as stored: paper 004 Eq. 48-50).
+    :param k: the number of components (fewer when the table's rank is lower: a warning says so).
+    :param name: the stored projection's name (default: ``<table>_<method>_k<k>``).
+    :param options: :class:`~sqlrp.core.options.FitOptions` -- ``oversample`` (10), ``power_iterations``
+        (``auto``), ``seed`` (0), ``whiten``, ``replace``, ``route`` (``auto``), ``gram`` (``auto``: the
+        exact ``d x d`` Gram matrix in one pass where that costs less than sketching), ``progress``, and the
+        input's options (:class:`~sqlrp.core.layout.SourceOptions`).
+    :returns: the stored projection, with ``components_``, ``explained_variance_``,
+        ``explained_variance_ratio_``, ``singular_values_`` and ``mean_`` as scikit-learn's PCA names them.
+    """
+    refuse_unknown("fit", options, names(FitOptions))
+    if method not in ("pca", "svd"):
+        raise InvalidParameter(f"fit: method must be 'pca' or 'svd', got {method!r}")
+    if is_frame(table):
+        if name is None:
+            raise InvalidParameter("name the fitted projection (--name): a DataFrame has no name to make one of")
+        with frame_input(db, table, id_column, dict(options)) as (registered, decided):
+            return fit(db, registered, id_column, method, k=k, name=name, **decided)
+    given: dict[str, Any] = {**FIT_DEFAULTS, **options}
+    p, q, seed, whiten, replace, route, progress, gram = take(
+        given, "oversample", "power_iterations", "seed", "whiten", "replace", "route", "progress", "gram"
+    )
+    k, p = count("k", k), count("oversample", p)
+    if q != "auto":
+        q = count("power_iterations", q)
+    if seed is not None:
+        count("seed", seed)
+    source = resolve_source(db, table, id_column, **given)
+    if source.layout == "long":
+        raise InvalidParameter("fit reads the wide and array layouts; a long table is not supported yet (--layout)")
+    d = infer_d(db, source)
+    if k > d:
+        raise InvalidParameter(f"--k={k} is more than the table's {d} features: ask for at most {d} components")
+    plan_ = FitPlan(method, k, p, q, seed, choose_route(db, route), gram)
+    with command_bar(progress, f"fit {method}") as bar:
+        fitted = run_fit(db, source, d, plan_, bar)
+    kept = len(fitted.singular_values)
+    if kept < k:
+        warn_caller(f"the table's rank is {kept} < --k={k}: {kept} components were fitted")
+    info = fitted.info
+    extra = {"whiten": bool(whiten), "seed": seed, "route": info["route"], "passes": info["passes"],
+             "power_iterations_why": info["why"] or "as asked", "exact": info["exact"],
+             "table": str(table)}  # fmt: skip
+    projection = lowrank_projection(fitted, method, bool(whiten), describe_fit(fitted, method, k, p, extra))
+    projection.seed = seed
+    name = name or f"{table}_{method}_k{k}"
     projection.name = name
     registry_of(db).save(projection, name, replace=replace)
     return projection

@@ -186,6 +186,7 @@ class Backend(ABC):
     adds_columns = True  # ALTER TABLE ... ADD COLUMN works (else a new registry is made at its latest shape)
     owns_connection = True  # False for a connection the caller passed in: close() leaves it open
     binds_constants = False  # statements may read dense matrices from relations registered by bound()
+    streams_arrow = False  # an in-process engine: iter_arrow hands record batches over without a copy
 
     @property
     def sql_dialect(self) -> SqlrpDialect:
@@ -247,6 +248,10 @@ class Backend(ABC):
         an engine without one relies on its own write rules: DuckDB lets one process at a time open
         a file for writing (``tests/interface/test_cli.py``)."""
         return None  # no lock of its own here
+
+    def streaming_reader(self) -> contextlib.AbstractContextManager[None]:
+        """The settings under which Python consumes a long stream of this engine's rows (none here)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:

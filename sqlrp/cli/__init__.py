@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..core.errors import EXIT_USAGE, cli_words, exit_status, one_line
-from . import dbt, evaluate, project, projections, search
+from . import dbt, evaluate, fit, project, projections, search
 from .interrupt import EXIT_INTERRUPTED, Watched, planned, signals_as_interrupt, uninterrupted, was_interrupted
 from .options import input_table, settle_new_db
 
@@ -36,6 +36,7 @@ MIRROR: dict[str, str] = {
     "projections drop": "drop_projection",
     "projections accept": "accept_projection",
     "tune": "tune",
+    "fit": "fit",
     "evaluate": "evaluate",
     "evaluate --index": "evaluate_search",
     "index": "build_index",
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         projections.add_create,
         projections.add_projections,
         evaluate.add_tune,
+        fit.add_fit,
         evaluate.add_evaluate,
         search.add_index,
         search.add_search,

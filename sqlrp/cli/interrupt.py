@@ -252,8 +252,8 @@ def planned(args: argparse.Namespace) -> Watched:
         things += [Thing(f"table {t!r}", _table_state(t, schema)) for t in index_table_names(args.name)]
     elif command == "indexes" and action == "drop" and args.name:
         things.append(Thing(f"index {args.name!r}", _registry_state("index", args.name)))
-    elif command in ("create", "tune") or (command == "projections" and action in ("import", "drop")):
-        name = args.name if args.name else _tuned_name(args) if command == "tune" else None
+    elif command in ("create", "tune", "fit") or (command == "projections" and action in ("import", "drop")):
+        name = args.name if args.name else _tuned_name(args) if command in ("tune", "fit") else None
         if name:
             things.append(Thing(f"stored projection {name!r}", _registry_state("projection", name)))
     elif command == "projections" and action == "export" and args.to:
@@ -270,6 +270,8 @@ def _tuned_name(args: argparse.Namespace) -> str | None:
     """``tune``'s default name (:func:`sqlrp.api.tune`): ``<table>_<method>_k<k>_seed<seed>``."""
     if not args.table:
         return None
+    if args.command == "fit":  # sqlrp.api.fit's: <table>_<method>_k<k>
+        return f"{args.table}_{args.method}_k{args.k}"
     return f"{args.table}_{args.baseline}_k{args.k}_seed{args.seed}"
 
 

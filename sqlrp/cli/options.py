@@ -273,7 +273,7 @@ _CREATING = {"create", "migrate", "demo", ("projections", "import")}
 #: commands that write what they make (a table, a stored projection, an index) and so may make a new
 #: database file when their input is a file (issue 42): a table named in a database not there is no input.
 #: A new verb that writes adds its name here.
-WRITING = {"project", "tune", "index"}
+WRITING = {"project", "tune", "index", "fit"}
 
 
 def need_db(args: argparse.Namespace) -> str:

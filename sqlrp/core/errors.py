@@ -17,7 +17,7 @@ from collections.abc import Iterable
 #: against the parser)
 SWITCHES = frozenset(
     {"check", "exact", "incremental", "modified", "modified_kernel", "no_progress", "no_sql", "progress",
-     "replace", "standardize", "strict", "truncate", "view"}
+     "replace", "standardize", "strict", "truncate", "view", "whiten"}
 )  # fmt: skip
 
 #: flags whose Python name is not the flag's own (``--no-sql`` is ``in_sql=False``: ``sql`` below)

@@ -160,6 +160,32 @@ EVALUATE_DEFAULTS: EvaluateOptions = {
 }  # fmt: skip
 
 
+class FitOptions(SourceOptions, total=False):
+    """:func:`sqlrp.fit`'s options besides ``method``, ``k`` and ``name`` (defaults: :data:`FIT_DEFAULTS`)."""
+
+    oversample: int
+    """extra sketch columns ``p`` (``l = k + p``, HMT's oversampling)"""
+    power_iterations: int | str
+    """passes of subspace iteration after the first (``auto``: chosen from the spectrum after each pass)"""
+    seed: int | None
+    """the seed of the sketch's sign matrix"""
+    whiten: bool
+    """divide each score by the square root of its component's variance"""
+    replace: bool
+    route: str
+    """``auto``, ``sql`` (aggregate statements) or ``arrow`` (record batches into NumPy, in-process engines)"""
+    gram: str
+    """``auto``, ``always`` or ``never``: the exact route, one pass summing the ``d x d`` Gram matrix"""
+    progress: bool
+    """a progress bar over the passes on stderr"""
+
+
+FIT_DEFAULTS: FitOptions = {
+    "oversample": 10, "power_iterations": "auto", "seed": 0, "whiten": False, "replace": False, "route": "auto",
+    "gram": "auto", "progress": False,
+}  # fmt: skip
+
+
 def names(*kinds: type) -> tuple[str, ...]:
     """The option names of the ``TypedDict`` classes ``kinds``, in order."""
     return tuple(dict.fromkeys(name for kind in kinds for name in kind.__annotations__))

@@ -111,6 +111,8 @@ LIMITS: dict[str, Limit] = {
     "queries": Limit(1, MAX_PAIR_SAMPLE, "queries are rows of the sample"),
     "recall_k": Limit(1, MAX_PAIR_SAMPLE, "the neighbours are rows of the sample"),
     "iterations": Limit(0, 1_000_000, "each tuning step recomputes the sample's pair distances"),
+    "oversample": Limit(0, 10_000, "the sketch's l x d sums leave the database"),
+    "power_iterations": Limit(0, 100, "each iteration is one more pass over the table"),
     "draws": Limit(1, 10_000, "each draw is a whole matrix and a pass over the sample's pairs"),
     "degree": Limit(0, MAX_DEGREE, "a product of degree sums per output"),
     "kernel_degree": Limit(1, MAX_DEGREE, "(x.y + c)^degree leaves a double's range early"),

@@ -41,6 +41,7 @@ BASE: dict[str, list[str]] = {
     + ["--calibration-queries", "0"],
     "search": ["--db", "{db}", "--index", "ix", "--query-table", "q", "--query-id-column", "id", "--top", "2"],
     "demo": ["--db", "{dir}/demo.duckdb"],
+    "fit": ["--db", "{db}", "--table", "t", "--id-column", "id", "--k", "2", "--name", "fz3", "--replace"],
     "dbt": ["--project-dir", "{dir}/dbt", "--source", "raw.t", "--db", "{db}", "--id-column", "id", "--k", "2"]
     + ["--into", "fz", "--replace"],
 }

@@ -27,6 +27,7 @@ COMMANDS: dict[str, list[str]] = {
     "project, stored": ["project", "--table", "{src}", "--id-column", "id", "--k", "2", "--projection", "rp"],
     "tune": ["tune", "--table", "{src}", "--id-column", "id", "--k", "2", "--sample", "20", "--iterations", "5"],
     "index": ["index", "--table", "{src}", "--id-column", "id", "--name", "ix", "--lists", "2"],
+    "fit": ["fit", "--table", "{src}", "--id-column", "id", "--k", "2", "--name", "pc", "--no-progress"],
     "create": ["create", "--name", "c", "--d", "4", "--k", "2"],
     "projections list": ["projections", "list"],
     "search": ["search", "--index", "ix", "--query-table", "{src}", "--query-id-column", "id"],
@@ -58,7 +59,7 @@ def source(tmp_path_factory):
 
 def _argv(command: str, spoiler: str, src: Path, db: str, folder: Path) -> list[str]:
     argv = [a.format(src=src, dir=folder) for a in COMMANDS[command]] + ["--db", db]
-    if command.startswith(("project", "tune", "index")):
+    if command.startswith(("project", "tune", "index", "fit")):
         argv += SPOILERS[spoiler]
     if spoiler == "missing input" and "{src}" in " ".join(COMMANDS[command]):
         argv = [str(folder / "gone.parquet") if a == str(src) else a for a in argv]
@@ -91,7 +92,7 @@ def test_a_new_database_file_only_when_a_write_committed(source, command, spoile
         assert command not in READING
         assert path.exists(), (command, spoiler)
         with sqlrp.connect(f"{engine}:///{path}") as db:  # what was written is there
-            if command in ("project, stored", "project into a file", "create", "tune"):
+            if command in ("project, stored", "project into a file", "create", "tune", "fit"):
                 assert len(sqlrp.list_projections(db)) == 1
             if command == "project into a table":
                 assert db.fetchall('SELECT COUNT(*) FROM "out"')[0][0] == 60
