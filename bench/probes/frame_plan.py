@@ -23,7 +23,9 @@ def main(n: int = 50_000, d: int = 300, k: int = 256, method: str = "gaussian") 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.standard_normal((n, d)), columns=[f"x{i}" for i in range(d)])
     frame.insert(0, "id", np.arange(n))
-    projection = sqlrp.create_projection(None, None, method, d, k, seed=1)
+    projection = sqlrp.create_projection(
+        None, None, method, d, k, seed=1, **({"gamma": 1.0 / d} if method == "rff" else {})
+    )
     db = sqlrp.connect("duckdb:///:memory:")
     db.write_dataframe("t", frame)
     with db.frame_table(frame) as name:
