@@ -1,5 +1,10 @@
 """A DataFrame projected directly against the same rows written to a DuckDB table first: the strategy each
-route chooses and its wall time (``PYTHONPATH=. python bench/probes/frame_plan.py [rows] [d] [k] [method]``)."""
+route chooses and its wall time (``PYTHONPATH=. python bench/probes/frame_plan.py [rows] [d] [k] [method]``).
+
+Measured (2 shared cores, load 2-3), 50,000 x 300, k = 256: before the fix the frame planned ``inline``
+(no row estimate for a registered view) where the table planned ``list_transform``: gaussian 31.7 s
+against 4.9 s, rff 30.0 s against 5.1 s; after, both ``list_transform``: 5.4 s / 6.6 s and 5.8 s / 7.6 s
+(frame / table)."""
 
 from __future__ import annotations
 
