@@ -96,6 +96,7 @@ class DuckDBBackend(ColumnBlocks, Backend):
         self.budget = configure(self._con, threads, memory_limit, temp_directory)
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
+        self._frame_rows: dict[str, int] = {}  # a registered frame's scratch name -> its row count
         self._pending_settings: dict[str, object] = {}
         self._pending_unregister: set[str] = set()  # relations an aborted transaction kept (bound)
 
@@ -376,7 +377,10 @@ class DuckDBBackend(ColumnBlocks, Backend):
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:
         """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
-        row count from its footers."""
+        row count from its footers; a frame registered for the call (:meth:`frame_table`), its length,
+        as the table it would be written to would say (the same strategy either way)."""
+        if schema is None and catalog is None and table in self._frame_rows:
+            return self._frame_rows[table]
         if schema is None and catalog is None and self._files.get(table, ("", ""))[1] == "parquet":
             with contextlib.suppress(duckdb.Error):
                 return int(
@@ -407,9 +411,11 @@ class DuckDBBackend(ColumnBlocks, Backend):
         polars and Arrow are read in place) under a scratch name, unregistered on exit."""
         name = scratch_name("frame")
         self.con.register(name, frame)
+        self._frame_rows[name] = len(frame)  # what estimate_rows says of it: a view has no estimate
         try:
             yield name
         finally:
+            self._frame_rows.pop(name, None)
             self.con.unregister(name)
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:
