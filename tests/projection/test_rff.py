@@ -224,7 +224,7 @@ def test_evaluate_reports_the_kernel_error(db, kind):
 
 
 def test_the_random_kitchen_sinks_example_runs():
-    """The docs' example (docs/guide/methods.md, "Random Kitchen Sinks") as written: the linear model on
+    """The docs' example (docs/guide/methods.md, "Kitchen sinks") as written: the linear model on
     the SQL features is within 3 points of the exact RBF SVM."""
     import contextlib
     import io
@@ -232,7 +232,7 @@ def test_the_random_kitchen_sinks_example_runs():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "methods.md").read_text()
-    code = re.search(r"```python\n(.*?)```", text[text.index("### Random Kitchen Sinks") :], re.S).group(1)
+    code = re.search(r"```python\n(.*?)```", text[text.index("### Kitchen sinks") :], re.S).group(1)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "methods.md", "exec"), {})  # noqa: S102 - the documentation's own code

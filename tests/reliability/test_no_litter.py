@@ -30,7 +30,8 @@ from testkit.frames import wide_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# the child: a watcher thread kills the process once the staging file of the output holds bytes
+# the child: a watcher thread kills the process once the staging file of the output holds bytes (or, where the
+# write outruns it, the rename into place does)
 FILE_CHILD = """
 import os, signal, sys, threading, time
 from pathlib import Path
@@ -48,7 +49,11 @@ def watch():
                 pass
         time.sleep(0.0005)
 
+def killed(*args, **kwargs):  # a write too fast for the watcher: die where the rename would make it whole
+    os.kill(os.getpid(), signal.SIGKILL)
+
 db = sqlrp.connect("duckdb://")
+os.replace = killed
 threading.Thread(target=watch, daemon=True).start()
 if what == "export":
     p = sqlrp.create_projection(db, "big", "gaussian", d=3000, k=300, seed=1)
