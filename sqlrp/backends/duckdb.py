@@ -96,7 +96,7 @@ class DuckDBBackend(ColumnBlocks, Backend):
         self.budget = configure(self._con, threads, memory_limit, temp_directory)
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
-        self._frame_rows: dict[str, int] = {}  # a registered frame's scratch name -> its row count
+        self._frames: dict[str, Any] = {}  # a registered frame's scratch name -> the frame (cursors see it too)
         self._pending_settings: dict[str, object] = {}
         self._pending_unregister: set[str] = set()  # relations an aborted transaction kept (bound)
 
@@ -347,10 +347,13 @@ class DuckDBBackend(ColumnBlocks, Backend):
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor (DuckDB: another connection to the same database) that sees the files read as
-        tables: temporary views belong to one connection, so they are made again on it."""
+        tables and the frames registered: temporary views and registrations belong to one connection, so
+        they are made again on it."""
         cur = self._con.cursor()
         for path, (_, fmt) in self._files.items():
             cur.execute(self._view_sql(path, fmt))
+        for name, frame in self._frames.items():
+            cur.register(name, frame)
         return cur
 
     def _view_sql(self, path: str, fmt: str) -> str:
@@ -379,8 +382,8 @@ class DuckDBBackend(ColumnBlocks, Backend):
         """``duckdb_tables().estimated_size`` (kept by the storage; views have none); a Parquet file's
         row count from its footers; a frame registered for the call (:meth:`frame_table`), its length,
         as the table it would be written to would say (the same strategy either way)."""
-        if schema is None and catalog is None and table in self._frame_rows:
-            return self._frame_rows[table]
+        if schema is None and catalog is None and table in self._frames:
+            return len(self._frames[table])
         if schema is None and catalog is None and self._files.get(table, ("", ""))[1] == "parquet":
             with contextlib.suppress(duckdb.Error):
                 return int(
@@ -411,11 +414,11 @@ class DuckDBBackend(ColumnBlocks, Backend):
         polars and Arrow are read in place) under a scratch name, unregistered on exit."""
         name = scratch_name("frame")
         self.con.register(name, frame)
-        self._frame_rows[name] = len(frame)  # what estimate_rows says of it: a view has no estimate
+        self._frames[name] = frame  # estimate_rows gives its length (a view has no estimate); cursors register it
         try:
             yield name
         finally:
-            self._frame_rows.pop(name, None)
+            self._frames.pop(name, None)
             self.con.unregister(name)
 
     def insert_frame(self, table: str, df: pd.DataFrame) -> None:

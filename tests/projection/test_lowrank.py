@@ -57,6 +57,18 @@ def test_duckdb_routes_equal_the_oracle(duck, q, route):
     check_fit(duck, X, k=5, q=q, route=route)
 
 
+@pytest.mark.parametrize("route", ["sql", "arrow"])
+def test_a_dataframe_fits_as_its_table_does(route):
+    """A frame is registered on DuckDB's connection; the Arrow route streams on a cursor, which must see it
+    too (it raised "Table ... does not exist" before the cursor registered the caller's frames)."""
+    X = spectrum_table(300, 40, seed=4)
+    with sqlrp.connect() as db:
+        fitted = sqlrp.fit(db, wide_frame(X), "id", k=5, name="pc", gram="never", power_iterations=1, route=route)
+    want = oracle(X, 5, 1)
+    assert close(fitted.components_, want.components) <= TOL
+    assert close(fitted.singular_values_, want.singular_values) <= TOL
+
+
 @pytest.mark.parametrize("method", ["pca", "svd"])
 def test_postgres_equals_the_oracle(pg, method):
     X = spectrum_table(200, 24, seed=2)
