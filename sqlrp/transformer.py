@@ -203,11 +203,13 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def _n_components(self, n: int, d: int) -> int:
         """k: ``n_components`` if a whole number >= 1 (``1.5`` is refused, as scikit-learn's own
         projections refuse it, not truncated; more than ``d`` warns as theirs do), or the JL bound for
-        ``"auto"`` (``0 < eps < 1``), refused when it exceeds ``d`` as scikit-learn refuses it."""
+        ``"auto"`` (``0 < eps < 1``), refused when it exceeds ``d`` as scikit-learn refuses it.  ``pca`` / ``svd``:
+        at most ``d`` (refused beyond, as scikit-learn's PCA refuses it); ``"auto"``: ``min(n - 1, d)``
+        (``svd``: ``min(n, d)``), as scikit-learn's ``PCA(n_components=None)`` keeps all."""
         if isinstance(self.n_components, str) and self.n_components == "auto" and self.method == "rff":
-            return 100
+            return 100  # RBFSampler's default: the JL bound is about distances, not a kernel's error
         if isinstance(self.n_components, str) and self.n_components == "auto" and self._lowrank_method:
-            return min(n - (self.method == "pca"), d)  # as many as the centred rows' rank allows  # RBFSampler's default: the JL bound is about distances, not a kernel's error
+            return min(n - (self.method == "pca"), d)  # as many as the centred rows' rank allows
         if isinstance(self.n_components, str) and self.n_components == "auto":
             eps = self.eps
             if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 < eps < 1:
