@@ -20,6 +20,7 @@ from testkit.frames import wide_frame
         SQLRandomProjection(n_components=3, random_state=0),
         SQLRandomProjection(method="rff", n_components=3, random_state=0),
         SQLRandomProjection(method="pca", n_components=2, random_state=0),
+        SQLRandomProjection(method="svd", n_components=2, random_state=0, whiten=True),
     ]
 )
 def test_check_estimator(estimator, check):
