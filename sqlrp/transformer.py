@@ -9,6 +9,7 @@ same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[skl
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from numbers import Real
 from typing import Any
@@ -139,7 +140,7 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if self.projection is not None:
             if self.projection.d != d:
                 raise InputError(f"the projection expects d = {self.projection.d} features, X has {d}")
-            self.projection_ = self.projection
+            self.projection_ = _as_lowrank(self.projection)
         else:
             k = self._n_components(n, d)
             seed = self.random_state
@@ -305,6 +306,15 @@ class SQLRandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.input_tags.sparse = self.method not in ("rff", "pca", "svd")  # rff's cos needs dense rows
         return tags
+
+
+def _as_lowrank(projection: Projection) -> Projection:
+    """A stored PCA / SVD fit (loaded from a registry: a plain :class:`Projection`) as the
+    :class:`~sqlrp.methods.lowrank.LowRank` it was, so that its scikit-learn attributes are read back."""
+    fitted = projection.method in ("pca", "svd") and "explained_variance" in projection.params
+    if not fitted or isinstance(projection, LowRank):
+        return projection
+    return LowRank(**{f.name: getattr(projection, f.name) for f in dataclasses.fields(projection)})
 
 
 def _variance(X: Any) -> float:

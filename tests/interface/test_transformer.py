@@ -176,3 +176,15 @@ def test_pca_refusals():
     with pytest.raises(sqlrp.InputError, match="dense"):
         model.transform(sp.csr_matrix(X))
     assert SQLRandomProjection(method="pca", random_state=0).fit(X).n_components_ == 4  # "auto": min(n - 1, d)
+
+
+def test_a_stored_pca_loaded_back_has_pcas_attributes(db):
+    X = np.random.default_rng(8).normal(size=(30, 6))
+    model = SQLRandomProjection(2, method="pca", whiten=True, random_state=0).fit(X)
+    model.to_database(db, "a")
+    again = SQLRandomProjection(projection=sqlrp.load_projection(db, "a")).fit(X)
+    for name in ("components_", "mean_", "explained_variance_", "singular_values_"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(model, name), err_msg=name)
+    Y = model.transform(X)
+    np.testing.assert_allclose(again.transform(X), Y, rtol=1e-12)
+    np.testing.assert_allclose(again.inverse_transform(Y), model.inverse_transform(Y), rtol=1e-12)
