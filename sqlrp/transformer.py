@@ -1,7 +1,8 @@
 """A scikit-learn transformer over sqlrp projections, with the interface of scikit-learn's own
 ``SparseRandomProjection`` (``sklearn/random_projection.py``): ``components_``, ``inverse_transform``,
 sparse input, float32 kept as float32 -- plus :meth:`SQLRandomProjection.to_database`, which stores
-the fitted matrix so that the SQL path (``sqlrp.project``) projects with it.
+the fitted matrix so that the SQL path (``sqlrp.project``) projects with it.  ``method="pca"`` / ``"svd"``
+fits the top components instead (:func:`sqlrp.fit` on the rows of ``X``), with scikit-learn ``PCA``'s attributes.
 
 Its dense in-memory path is the NumPy reference evaluator, so for the same stored matrix it gives the
 same numbers as the SQL path to ~1e-12 relative.  Needs ``pip install 'sqlrp[sklearn]'``.
