@@ -18,7 +18,7 @@ the uncentred sums from cancelling; :meth:`~sqlrp.methods.lowrank.Sums.centred_c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,8 @@ from .progress import CommandBar
 BLOCK = 1200
 #: the exact route where ``d <= GRAM_FACTOR * (k + p)`` (:func:`exact_reason`)
 GRAM_FACTOR = 8
+#: ``variance=``: the first fit's ``k`` (doubled until the components reach the target)
+VARIANCE_START = 32
 #: bytes of float64 features per Arrow batch of the ``arrow`` route
 BATCH_BYTES = 32 << 20
 
@@ -250,6 +252,45 @@ def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar 
     return fitted
 
 
+def variance_kept(fitted: Fitted, target: float) -> int | None:
+    """The fewest leading components whose explained-variance ratio exceeds ``target`` (scikit-learn's rule,
+    ``searchsorted(cumsum(ratio), target, side="right") + 1``); ``None`` where the fitted ones fall short."""
+    cumulative = np.cumsum(fitted.explained_variance_ratio)
+    kept = int(np.searchsorted(cumulative, target, side="right")) + 1
+    return kept if kept <= len(cumulative) else None
+
+
+def fit_to_variance(
+    db: Backend, source: Source, d: int, plan: FitPlan, target: float, bar: CommandBar | None = None
+) -> Fitted:
+    """The fewest components whose explained-variance ratio exceeds ``target`` (of the total variance, the
+    trace of the covariance, summed exactly in the same pass as the means).  Fits ``k =`` :data:`VARIANCE_START`
+    (all ``d`` where the exact route applies: the Gram matrix's eigenvalues come all at once), doubling ``k``
+    until the fitted components reach the target or span the table's range.  A sketch's top ``j`` singular
+    values are at most the table's (``B = Q^T A``), so its count is never below exact PCA's, and may pass it
+    where a component's variance is underestimated across the threshold."""
+    k, tries = min(d, VARIANCE_START), 0
+    if exact_reason(d, oversampled(k, plan.oversample, d), plan.gram):
+        k = d
+    while True:
+        tries += 1
+        fitted = run_fit(db, source, d, replace(plan, k=k), bar)
+        kept = variance_kept(fitted, target)
+        whole = fitted.info["exact"] or k >= d or len(fitted.singular_values) < k
+        if kept is not None or whole:
+            break
+        k = min(d, 2 * k)
+        if exact_reason(d, oversampled(k, plan.oversample, d), plan.gram):
+            k = d
+    kept = kept or len(fitted.singular_values)
+    reached = float(np.sum(fitted.explained_variance_ratio[:kept]))
+    fitted = replace(fitted, components=fitted.components[:kept], singular_values=fitted.singular_values[:kept])
+    fits = f"{tries} fit{'s' if tries > 1 else ''}, the last with k = {k}"
+    why = f"--variance {target:g}: kept {kept} of d = {d} components, explaining {reached:.4f} ({fits})"
+    fitted.info = {**fitted.info, "kept_why": why}
+    return fitted
+
+
 @dataclass
 class FitPlan:
     """What a fit was asked for: ``method`` (``pca`` / ``svd``), ``k``, ``oversample``, ``power_iterations``
@@ -269,7 +310,9 @@ __all__ = [
     "BLOCK",
     "FitPlan",
     "GRAM_FACTOR",
+    "VARIANCE_START",
     "exact_reason",
+    "fit_to_variance",
     "arrow_pass",
     "batch_rows",
     "choose_route",
@@ -277,4 +320,5 @@ __all__ = [
     "pilot_row",
     "run_fit",
     "sql_pass",
+    "variance_kept",
 ]

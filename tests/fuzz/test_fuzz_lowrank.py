@@ -84,3 +84,29 @@ def exact_pca(X: np.ndarray, k: int):
     A = X - X.mean(axis=0)
     _, s, Vt = np.linalg.svd(A, full_matrices=False)
     return type("Exact", (), {"components": flip_signs(Vt[:k]), "singular_values": s[:k]})
+
+
+@fuzz_settings(6)
+@given(
+    n=st.integers(3, 60),
+    d=st.integers(2, 80),
+    v=st.floats(0.05, 0.99),
+    gram=st.sampled_from(["auto", "never"]),
+    route=st.sampled_from(["sql", "arrow"]),
+    seed=st.integers(0, 1000),
+)
+def test_fuzz_variance_keeps_the_fewest_components(n, d, v, gram, route, seed):
+    """``variance=v``: the kept ratio exceeds ``v`` and one component fewer does not; on the exact route the
+    count is exact PCA's (scikit-learn's rule), and a sketch's is never below it."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 0.8 ** np.arange(d) + rng.normal(size=d)
+    with sqlrp.connect() as db:
+        db.write_dataframe("t", wide_frame(X))
+        fitted = sqlrp.fit(db, "t", "id", variance=v, name="pc", gram=gram, route=route, power_iterations=1)
+    ratio = fitted.explained_variance_ratio_
+    assert ratio.sum() > v - 1e-12 and ratio[:-1].sum() <= v + 1e-12
+    exact = np.linalg.svd(X - X.mean(axis=0), compute_uv=False) ** 2
+    cumulative = np.cumsum(exact) / exact.sum()
+    count = int(np.searchsorted(cumulative, v, side="right")) + 1
+    if np.min(np.abs(cumulative - v)) > 1e-9:  # not at the threshold itself, where rounding decides
+        assert fitted.k == count if fitted.params["exact"] else fitted.k >= count

@@ -212,3 +212,70 @@ def test_spark_equals_the_oracle(spark_db):
     want = oracle(X, 2, 1, p=3)
     assert close(fitted.components_, want.components) <= TOL
     assert close(fitted.singular_values_, want.singular_values) <= TOL
+
+
+@pytest.mark.parametrize("gram", ["auto", "never"])
+def test_variance_keeps_scikit_learns_number_of_components(duck, gram):
+    """``variance=v``: the fewest components whose explained-variance ratio exceeds ``v``, as scikit-learn's
+    ``PCA(n_components=v, svd_solver="full")`` counts them (digits: d = 64, the exact route under
+    ``gram="auto"``; the sketch, k = 32 then 64 where 32 fall short, under ``"never"``)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn.decomposition import PCA
+
+    X = datasets.load_digits().data.astype(np.float64)
+    duck.write_dataframe("t", wide_frame(X))
+    for v, fits in [(0.5, 1), (0.9, 1), (0.95, 1), (0.99, 2)]:
+        exact = PCA(n_components=v, svd_solver="full").fit(X)
+        fitted = sqlrp.fit(duck, "t", "id", variance=v, name="pc", gram=gram, replace=True)
+        assert fitted.k == exact.n_components_ and fitted.params["variance"] == v
+        tol = 1e-9 if gram == "auto" or fits == 2 else 1e-3
+        assert close(fitted.explained_variance_ratio_, exact.explained_variance_ratio_) <= tol
+        assert fitted.explained_variance_ratio_.sum() > v >= fitted.explained_variance_ratio_[:-1].sum()
+        if gram == "auto":
+            assert np.max(np.abs(np.abs(fitted.components_ @ exact.components_.T) - np.eye(fitted.k))) <= 1e-9
+        how = "1 fit, the last with k = 64" if gram == "auto" else f"{fits} fit{'s' * (fits > 1)}, the last with k = "
+        how += "" if gram == "auto" else "64" if fits == 2 else "32"
+        said = f"--variance {v:g}: kept {fitted.k} of d = 64 components"
+        assert fitted.params["components_why"].startswith(said) and fitted.params["components_why"].endswith(f"({how})")
+
+
+def test_variance_grows_the_sketch_and_equals_the_oracle(duck):
+    """A flat spectrum needs more than the first sketch's 32 components: k doubles to 64, and the kept
+    components are the oracle's (the same ``Omega`` at k = 64), cut where its cumulative ratio exceeds v;
+    never fewer than exact PCA's count (a sketch's singular values are at most the table's)."""
+    X = spectrum_table(400, 700, seed=13, decay=0.985)
+    duck.write_dataframe("t", wide_frame(X))
+    fitted = sqlrp.fit(duck, "t", "id", variance=0.75, name="pc", power_iterations=1)
+    want = oracle(X, 64, 1)
+    ratio = np.cumsum(want.singular_values**2 / want.total)
+    kept = int(np.searchsorted(ratio, 0.75, side="right")) + 1
+    assert 32 < kept == fitted.k < 64 and fitted.params["components_why"].endswith("(2 fits, the last with k = 64)")
+    assert close(fitted.components_, want.components[:kept]) <= TOL
+    exact = np.linalg.svd(X - X.mean(axis=0), compute_uv=False) ** 2
+    assert fitted.k >= int(np.searchsorted(np.cumsum(exact) / exact.sum(), 0.75, side="right")) + 1
+
+
+def test_variance_refusals(duck, capsys):
+    duck.write_dataframe("t", wide_frame(spectrum_table(30, 4, seed=8)))
+    for k, v in [(2, 0.9), (None, None)]:
+        with pytest.raises(InvalidParameter, match=r"give either k= \(components\) or variance="):
+            sqlrp.fit(duck, "t", "id", k=k, variance=v, name="pc")
+    for v in [0.0, 1.0, 1.5, float("nan"), "x"]:
+        with pytest.raises(InvalidParameter, match="variance=? must be a f"):
+            sqlrp.fit(duck, "t", "id", variance=v, name="pc")
+    assert main(["fit", "--db", "duckdb://", "--table", "t", "--id-column", "id", "--variance", "1"]) == 2
+    assert "expected a fraction strictly between 0 and 1, got '1'" in capsys.readouterr().err
+    assert "pc" not in set(sqlrp.list_projections(duck)["name"])
+
+
+def test_cli_variance(tmp_path, capsys):
+    X = spectrum_table(80, 8, seed=10)
+    path = tmp_path / "t.parquet"
+    wide_frame(X).to_parquet(path)
+    url = f"duckdb:///{tmp_path / 'w.db'}"
+    assert main(["fit", "--db", url, "--table", str(path), "--id-column", "id", "--variance", "0.9"]) == 0
+    err = capsys.readouterr().err
+    exact = np.linalg.svd(X - X.mean(axis=0), compute_uv=False) ** 2
+    kept = int(np.searchsorted(np.cumsum(exact) / exact.sum(), 0.9, side="right")) + 1
+    assert f"t.parquet_pca_var0.9': {kept} components of d = 8" in err
+    assert f"--variance 0.9: kept {kept} of d = 8 components" in err
