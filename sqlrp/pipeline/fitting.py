@@ -33,6 +33,10 @@ from .progress import CommandBar
 
 #: aggregates per statement of the ``sql`` route (PostgreSQL: at most 1,664 entries in a select list)
 BLOCK = 1200
+#: engine memory one aggregate of the ``sql`` route may take per thread (DuckDB computes each product as a
+#: vector of 2,048 doubles before summing it: about 60 KiB measured, twice that for room); a statement
+#: holds at most ``memory_limit / (threads * AGGREGATE_BYTES)`` aggregates (:func:`aggregates_per_statement`)
+AGGREGATE_BYTES = 128 << 10
 #: the exact route where ``d <= GRAM_FACTOR * (k + p)`` (:func:`exact_reason`)
 GRAM_FACTOR = 8
 #: ``variance=``: the first fit's ``k`` (doubled until the components reach the target)
@@ -61,6 +65,18 @@ def _weighted(z: list[exp.Expression], column: np.ndarray) -> exp.Expression:
     return SignedSum.of(z, index, column[index]) if len(index) else number(0.0)
 
 
+def aggregates_per_statement(db: Backend) -> int:
+    """At most :data:`BLOCK` aggregates (fewer than the dialect's columns per select), and where the engine
+    reports its memory limit (``scan_room``: DuckDB), few enough that a statement's products fit in it: a
+    table larger than the limit then streams through each statement (more statements, each a scan)."""
+    block = min(BLOCK, (db.sql_dialect.max_columns or BLOCK) - 1)
+    room = getattr(db, "scan_room", None)
+    if room is not None:
+        memory, threads = room()
+        block = min(block, max(16, memory // (max(threads, 1) * AGGREGATE_BYTES)))
+    return block
+
+
 def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray) -> list[exp.Select]:
     """The ``sql`` route's statements; the aggregates, in order over all of them: ``count(*)``, per feature
     ``count(_z)``, ``sum(_z)``, ``sum(_z * _z)``, then ``sum(_y_j * _z_i)`` row by row of ``W^T``.  Each
@@ -79,7 +95,7 @@ def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray | None, shif
     for j in range(d if W is None else W.shape[1]):  # W None: the Gram matrix, its upper triangle
         pairs = range(j, d) if W is None else range(d)
         aggs.extend((j, exp.Sum(this=exp.Mul(this=col(f"_y{j}"), expression=col(f"_z{i}")))) for i in pairs)
-    block = min(BLOCK, (dialect.max_columns or BLOCK) - 1)
+    block = aggregates_per_statement(db)
     queries = []
     for lo in range(0, len(aggs), block):
         part = aggs[lo : lo + block]
@@ -306,6 +322,7 @@ class FitPlan:
 
 
 __all__ = [
+    "AGGREGATE_BYTES",
     "BATCH_BYTES",
     "BLOCK",
     "FitPlan",
@@ -313,6 +330,7 @@ __all__ = [
     "VARIANCE_START",
     "exact_reason",
     "fit_to_variance",
+    "aggregates_per_statement",
     "arrow_pass",
     "batch_rows",
     "choose_route",

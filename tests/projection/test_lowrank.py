@@ -279,3 +279,35 @@ def test_cli_variance(tmp_path, capsys):
     kept = int(np.searchsorted(np.cumsum(exact) / exact.sum(), 0.9, side="right")) + 1
     assert f"t.parquet_pca_var0.9': {kept} components of d = 8" in err
     assert f"--variance 0.9: kept {kept} of d = 8 components" in err
+
+
+def test_a_table_three_times_duckdbs_memory_limit(tmp_path):
+    """A 64 MB ``memory_limit`` and a table of over three times that: both routes complete (the ``sql``
+    route's statements hold fewer aggregates under a small limit: a 2,273-aggregate statement ran out of
+    memory) and equal NumPy's exact PCA of the same rows, read separately in chunks."""
+    duckdb = pytest.importorskip("duckdb")
+    path, n, d = str(tmp_path / "big.db"), 450_000, 64
+
+    def u(j: int) -> str:
+        return f"CAST((i * {2654435761 + 7919 * j} + {40503 * j}) % 1000003 AS DOUBLE) / 1000003.0"
+
+    features = ", ".join(f"{u(j)} * {0.9**j!r} + 0.5 * {u(0)} AS f{j}" for j in range(d))
+    with duckdb.connect(path) as con:  # no memory limit: the oracle's reader
+        con.execute(f"CREATE TABLE big AS SELECT i AS id, {features} FROM range({n}) r(i)")
+        total, gram, rows = np.zeros(d), np.zeros((d, d)), 0
+        con.execute("SELECT * EXCLUDE (id) FROM big")
+        while chunk := con.fetchmany(50_000):
+            X = np.asarray(chunk, dtype=np.float64)
+            total, gram, rows = total + X.sum(axis=0), gram + X.T @ X, rows + len(X)
+    mean = total / rows
+    values, vectors = np.linalg.eigh((gram - rows * np.outer(mean, mean)) / (rows - 1))
+    want = flip_signs(vectors[:, ::-1][:, :5].T)
+    with sqlrp.connect(f"duckdb:///{path}", memory_limit="64MB", threads=1) as db:
+        limit = db.scan_room()[0]
+        stored = db.fetchall("SELECT total_blocks * block_size FROM pragma_database_size()")[0][0]
+        assert limit <= 64 << 20 and stored >= 3 * limit
+        for route in ["arrow", "sql"]:
+            fitted = sqlrp.fit(db, "big", "id", k=5, name=f"pc_{route}", route=route)
+            assert fitted.params["rows"] == n and fitted.params["exact"]
+            assert close(fitted.components_, want) <= TOL and close(fitted.mean_, mean) <= TOL
+            assert close(fitted.explained_variance_, values[::-1][:5]) <= TOL
