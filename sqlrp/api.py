@@ -400,12 +400,12 @@ def fit(
     if seed is not None:
         count("seed", seed)
     source = resolve_source(db, table, id_column, **given)
-    if source.layout == "long":
-        raise InvalidParameter("fit reads the wide and array layouts; a long table is not supported yet (--layout)")
+    if source.layout == "long" and route == "arrow":
+        raise InvalidParameter("fit --route arrow reads the wide and array layouts; a long table takes --route sql")
     d = infer_d(db, source)
     if k is not None and k > d:
         raise InvalidParameter(f"--k={k} is more than the table's {d} features: ask for at most {d} components")
-    plan_ = FitPlan(method, k or d, p, q, seed, choose_route(db, route), gram)
+    plan_ = FitPlan(method, k or d, p, q, seed, "sql" if source.layout == "long" else choose_route(db, route), gram)
     with command_bar(progress, f"fit {method}") as bar:
         fitted = run_fit(db, source, d, plan_, bar) if k else fit_to_variance(db, source, d, plan_, variance, bar)
     kept = len(fitted.singular_values)

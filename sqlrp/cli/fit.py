@@ -34,7 +34,7 @@ def add_fit(sub: Any) -> None:
             "sqlrp fit --method pca --db duckdb:///w.db --table emb --id-column id --variance 0.9 --name pca90",
         ],
     )
-    add_table(p, layouts=("wide", "array"))
+    add_table(p)
     add_profile(p)
     p.add_argument("--method", choices=["pca", "svd"], default="pca", help="pca: centred; svd: as stored")
     hand_on(

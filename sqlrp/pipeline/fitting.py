@@ -29,6 +29,7 @@ from ..compiler import Source, col, dense_source
 from ..core.errors import InputError, InvalidParameter
 from ..core.nodes import SignedSum, number
 from ..methods.lowrank import AUTO_MAX, Fitted, Sums, auto_more, finish, oversampled, sketch_matrix, step
+from .fitting_long import long_pass
 from .progress import CommandBar
 
 #: aggregates per statement of the ``sql`` route (PostgreSQL: at most 1,664 entries in a select list)
@@ -202,6 +203,8 @@ def _checked(source: Source, sums: Sums) -> Sums:
 
 
 def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None, route: str) -> Sums:
+    if source.layout == "long":  # the sql route's joins and GROUP BYs (fitting_long), no shift
+        return _checked(source, long_pass(db, source, d, np.eye(d) if W is None else W))
     if route == "arrow":
         return arrow_pass(db, source, d, W, shift)
     return sql_pass(db, source, d, W, pilot_row(db, source, d) if shift is None else shift)

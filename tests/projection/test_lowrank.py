@@ -15,7 +15,7 @@ import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
 from sqlrp.methods.lowrank import flip_signs, oversampled, randomized_pca, sketch_matrix
-from testkit.frames import array_frame, wide_frame
+from testkit.frames import array_frame, long_frame, wide_frame
 
 TOL = 1e-9
 
@@ -311,3 +311,65 @@ def test_a_table_three_times_duckdbs_memory_limit(tmp_path):
             assert fitted.params["rows"] == n and fitted.params["exact"]
             assert close(fitted.components_, want) <= TOL and close(fitted.mean_, mean) <= TOL
             assert close(fitted.explained_variance_, values[::-1][:5]) <= TOL
+
+
+def sparse_long(seed: int) -> tuple[np.ndarray, pd.DataFrame]:
+    """A table with about half its entries 0 (no row in the long layout) and some values split over two
+    rows of the same ``(id, feature)`` (they add, as the long layout's projection reads them)."""
+    X = spectrum_table(90, 18, seed=seed)
+    X[np.random.default_rng(seed).random(X.shape) < 0.5] = 0.0
+    X[:, 0] = 1.0 + np.arange(len(X)) % 3  # every id keeps a row
+    frame = long_frame(X)
+    split = frame.iloc[::7].copy()
+    frame.loc[split.index, "value"] /= 4.0
+    split["value"] *= 0.75
+    return X, pd.concat([frame, split], ignore_index=True)
+
+
+def check_long(db, X: np.ndarray, q: int = 1) -> None:
+    for gram in ["never", "always"]:
+        fitted = sqlrp.fit(db, "t", "id", k=3, name="pc", layout="long", power_iterations=q, gram=gram, replace=True)
+        want = oracle(X, 3, q) if gram == "never" else exact_pca(X, 3)
+        assert close(fitted.components_, want.components) <= 1e-8, gram
+        assert close(fitted.singular_values_, want.singular_values) <= TOL and close(fitted.mean_, want.mean) <= TOL
+        assert fitted.params["rows"] == len(X) and fitted.params["route"] == "sql"
+
+
+def exact_pca(X: np.ndarray, k: int):
+    """Exact PCA: the oracle with the identity for ``Omega`` (its range is everything)."""
+    return randomized_pca(X, np.eye(X.shape[1]), 0, k)
+
+
+@pytest.mark.parametrize("url", ["duckdb://", "sqlite://", "chdb://", "datafusion://", "hyper://"])
+def test_long_layout_equals_the_oracle(url):
+    module = {"chdb://": "chdb", "datafusion://": "datafusion", "hyper://": "tableauhyperapi"}.get(url)
+    if module:
+        pytest.importorskip(module)
+    X, frame = sparse_long(seed=14)
+    with sqlrp.connect(url) as db:
+        db.write_dataframe("t", frame)
+        check_long(db, X)
+
+
+def test_long_layout_on_postgres(pg):
+    X, frame = sparse_long(seed=15)
+    pg.write_dataframe("t", frame)
+    check_long(pg, X, q=0)
+
+
+def test_long_layout_refusals(duck):
+    X, frame = sparse_long(seed=16)
+    frame.loc[5, "value"] = None
+    duck.write_dataframe("t", frame)
+    with pytest.raises(InputError, match="1 rows of 't' hold NULL in 'value'"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc", layout="long")
+    X[int(frame.loc[5, "id"]), int(frame.loc[5, "feature"])] = 0.0
+    fitted = sqlrp.fit(duck, "t", "id", k=2, name="pc", layout="long", nulls="zero", power_iterations=0, gram="never")
+    assert close(fitted.components_, oracle(X, 2, 0).components) <= 1e-8
+    with pytest.raises(InvalidParameter, match="a long table takes route=.?sql"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc2", layout="long", route="arrow")
+    frame.loc[6, "feature"] = -1
+    duck.write_dataframe("t", frame, replace=True)
+    with pytest.raises(InputError, match="holds the feature -1, outside 0 .. 17"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc2", layout="long", nulls="zero")
+    assert "pc2" not in set(sqlrp.list_projections(duck)["name"])
