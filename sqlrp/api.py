@@ -34,7 +34,7 @@ from .core.options import (
     refuse_unknown,
     take,
 )
-from .core.params import count
+from .core.params import count, k_or_variance
 from .evaluation.report import evaluate
 from .evaluation.sql import fetch_sample
 from .methods import make_projection
@@ -42,7 +42,7 @@ from .methods.lowrank import LowRank, describe_fit, lowrank_projection
 from .methods.tuning import best_of_n, projection_from_dense, tune_matrix
 from .pipeline.checks import check_frame_outputs, check_outputs, check_source  # noqa: F401 - the API's checks
 from .pipeline.destinations import check_output_names  # noqa: F401 - the names sqlrp.api had before issue 35
-from .pipeline.fitting import FitPlan, choose_route, run_fit
+from .pipeline.fitting import FitPlan, choose_route, fit_to_variance, run_fit
 from .pipeline.frame_table import frame_input
 from .pipeline.frames import (
     is_frame,
@@ -355,7 +355,7 @@ def fit(
     id_column: str,
     method: str = "pca",
     *,
-    k: int,
+    k: int | None = None,
     name: str | None = None,
     **options: Unpack[FitOptions],
 ) -> LowRank:
@@ -372,7 +372,8 @@ def fit(
     :param table: a table or view, a file or glob (DuckDB), or a DataFrame (``name`` is then needed).
     :param id_column: the rows' key.
     :param method: ``pca`` (centred) or ``svd`` (as stored: paper 004 Eq. 48-50).
-    :param k: the number of components (fewer when the table's rank is lower: a warning says so).
+    :param k: the number of components (fewer when the table's rank is lower: a warning says so); or
+        ``variance=`` (a fraction): the fewest components whose explained-variance ratio exceeds it.
     :param name: the stored projection's name (default: ``<table>_<method>_k<k>``).
     :param options: :class:`~sqlrp.core.options.FitOptions` -- ``oversample`` (10), ``power_iterations``
         (``auto``), ``seed`` (0), ``whiten``, ``replace``, ``route`` (``auto``), ``gram`` (``auto``: the
@@ -390,33 +391,33 @@ def fit(
         with frame_input(db, table, id_column, dict(options)) as (registered, decided):
             return fit(db, registered, id_column, method, k=k, name=name, **decided)
     given: dict[str, Any] = {**FIT_DEFAULTS, **options}
-    p, q, seed, whiten, replace, route, progress, gram = take(
-        given, "oversample", "power_iterations", "seed", "whiten", "replace", "route", "progress", "gram"
+    variance, p, q, seed, whiten, replace, route, progress, gram = take(
+        given, "variance", "oversample", "power_iterations", "seed", "whiten", "replace", "route", "progress", "gram"
     )
-    k, p = count("k", k), count("oversample", p)
+    (k, variance), p = k_or_variance(k, variance), count("oversample", p)
     if q != "auto":
         q = count("power_iterations", q)
     if seed is not None:
         count("seed", seed)
     source = resolve_source(db, table, id_column, **given)
-    if source.layout == "long":
-        raise InvalidParameter("fit reads the wide and array layouts; a long table is not supported yet (--layout)")
+    if source.layout == "long" and route == "arrow":
+        raise InvalidParameter("fit --route arrow reads the wide and array layouts; a long table takes --route sql")
     d = infer_d(db, source)
-    if k > d:
+    if k is not None and k > d:
         raise InvalidParameter(f"--k={k} is more than the table's {d} features: ask for at most {d} components")
-    plan_ = FitPlan(method, k, p, q, seed, choose_route(db, route), gram)
+    plan_ = FitPlan(method, k or d, p, q, seed, "sql" if source.layout == "long" else choose_route(db, route), gram)
     with command_bar(progress, f"fit {method}") as bar:
-        fitted = run_fit(db, source, d, plan_, bar)
+        fitted = run_fit(db, source, d, plan_, bar) if k else fit_to_variance(db, source, d, plan_, variance, bar)
     kept = len(fitted.singular_values)
-    if kept < k:
+    if k is not None and kept < k:
         warn_caller(f"the table's rank is {kept} < --k={k}: {kept} components were fitted")
     info = fitted.info
     extra = {"whiten": bool(whiten), "seed": seed, "route": info["route"], "passes": info["passes"],
-             "power_iterations_why": info["why"] or "as asked", "exact": info["exact"],
-             "table": str(table)}  # fmt: skip
+             "power_iterations_why": info["why"] or "as asked", "exact": info["exact"], "variance": variance,
+             "components_why": info.get("kept_why", f"--k {k}"), "table": str(table)}  # fmt: skip
     projection = lowrank_projection(fitted, method, bool(whiten), describe_fit(fitted, method, k, p, extra))
     projection.seed = seed
-    name = name or f"{table}_{method}_k{k}"
+    name = name or f"{table}_{method}_" + (f"k{k}" if k else f"var{variance:g}")
     projection.name = name
     registry_of(db).save(projection, name, replace=replace)
     return projection

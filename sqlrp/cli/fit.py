@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .. import api
-from ..core.params import arg_count
+from ..core.params import arg_count, arg_fraction
 from .options import add_profile, add_table, command, connect_args, hand_on, handed_on, input_options
 
 
@@ -31,14 +31,20 @@ def add_fit(sub: Any) -> None:
         [
             "sqlrp fit --method pca --db duckdb:///w.db --table emb --id-column id --k 32 --name pca32",
             "sqlrp fit --method svd --db duckdb:///w.db --table emb.parquet --id-column id --k 8 --name svd8",
+            "sqlrp fit --method pca --db duckdb:///w.db --table emb --id-column id --variance 0.9 --name pca90",
         ],
     )
-    add_table(p, layouts=("wide", "array"))
+    add_table(p)
     add_profile(p)
     p.add_argument("--method", choices=["pca", "svd"], default="pca", help="pca: centred; svd: as stored")
     hand_on(
         p,
-        p.add_argument("--k", type=arg_count("k"), required=True, help="number of components"),
+        p.add_argument("--k", type=arg_count("k"), help="number of components (or --variance)"),
+        p.add_argument(
+            "--variance",
+            type=arg_fraction,
+            help="instead of --k: the fewest components whose explained-variance ratio exceeds this (0 < v < 1)",
+        ),
         p.add_argument("--name", help="store under this name (default: <table>_<method>_k<k>)"),
         p.add_argument(
             "--oversample", type=arg_count("oversample"), default=10, help="extra sketch columns p (l = k + p)"
@@ -79,7 +85,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         params = proj.params
         print(
             f"fitted {proj.name!r}: {proj.k} components of d = {proj.d}, {params['passes']} passes of "
-            f"{params['rows']:,} rows ({params['route']}); {params['power_iterations_why']}",
+            f"{params['rows']:,} rows ({params['route']}); {params['power_iterations_why']}; "
+            f"{params['components_why']}",
             file=sys.stderr,
         )
         print(json.dumps(proj.describe(), indent=2, default=str))

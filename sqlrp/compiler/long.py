@@ -13,7 +13,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..core.errors import InvalidParameter, text_value
-from ..core.ir import LinearStage, Projection
+from ..core.ir import Combiner, LinearStage, Projection
 from ..core.layout import Source
 from ..core.nodes import DOUBLE, as_double, col, from_source, ident, number
 from ..dialects import SqlrpDialect
@@ -98,6 +98,13 @@ def _matrix_relation(projection: Projection, matrix: str, dialect: SqlrpDialect)
     select = exp.select(*columns).from_(exp.Table(this=ident("_m")))
     select.set("with_", exp.With(expressions=[cte]))
     return select
+
+
+def matrix_values(lin: LinearStage, dialect: SqlrpDialect) -> exp.Expression:
+    """A matrix held in memory (not stored) as the relation ``(vector, feature, weight)``, inlined: what
+    :func:`_matrix_relation` gives for ``matrix="values"`` (a fit's sketch over a long table)."""
+    stage = Projection(method="fit", linear=lin, combiner=Combiner.identity(lin.p), scale=1.0)
+    return _matrix_relation(stage, "values", dialect)
 
 
 def _matrix_arrays(lin: LinearStage) -> exp.Select:

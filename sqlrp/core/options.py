@@ -163,6 +163,8 @@ EVALUATE_DEFAULTS: EvaluateOptions = {
 class FitOptions(SourceOptions, total=False):
     """:func:`sqlrp.fit`'s options besides ``method``, ``k`` and ``name`` (defaults: :data:`FIT_DEFAULTS`)."""
 
+    variance: float | None
+    """instead of ``k``: keep the fewest components whose explained-variance ratio exceeds this fraction"""
     oversample: int
     """extra sketch columns ``p`` (``l = k + p``, HMT's oversampling)"""
     power_iterations: int | str
@@ -181,8 +183,8 @@ class FitOptions(SourceOptions, total=False):
 
 
 FIT_DEFAULTS: FitOptions = {
-    "oversample": 10, "power_iterations": "auto", "seed": 0, "whiten": False, "replace": False, "route": "auto",
-    "gram": "auto", "progress": False,
+    "variance": None, "oversample": 10, "power_iterations": "auto", "seed": 0, "whiten": False, "replace": False,
+    "route": "auto", "gram": "auto", "progress": False,
 }  # fmt: skip
 
 

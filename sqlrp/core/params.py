@@ -173,6 +173,24 @@ def finite(name: str, value: Any, minimum: float | None = None) -> float:
     return number
 
 
+def fraction(name: str, value: Any) -> float:
+    """``value`` strictly between 0 and 1 (a target explained-variance ratio), else :class:`InvalidParameter`."""
+    number = finite(name, value)
+    if not 0.0 < number < 1.0:
+        raise InvalidParameter(f"{name} must be a fraction strictly between 0 and 1, got {value!r}")
+    return number
+
+
+def k_or_variance(k: Any, variance: Any) -> tuple[int | None, float | None]:
+    """``fit``'s size: a number of components ``k`` (:data:`LIMITS`) or a target explained-variance ratio
+    ``variance`` (:func:`fraction`), exactly one of the two."""
+    if (k is None) == (variance is None):
+        raise InvalidParameter("fit: give either --k (components) or --variance (a target explained-variance ratio)")
+    if variance is not None:
+        return None, fraction("--variance", variance)
+    return count("k", k), None
+
+
 def block_size(block: Any, d: int | None) -> int | None:
     """Mailman's ``block`` (features per block): ``None``, or a whole number from 1 to ``d``.  A
     negative one had made blocks of no feature (the SQL wrote ``0.0 * scale``, all zeros), one above d
@@ -257,6 +275,14 @@ def arg_finite(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}") from None
 
 
+def arg_fraction(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    try:
+        return fraction("value", text)
+    except InvalidParameter:
+        raise argparse.ArgumentTypeError(f"expected a fraction strictly between 0 and 1, got {text!r}") from None
+
+
 def arg_positive_list(text: str) -> list[int]:
     """argparse type: ``10,20,50`` as positive whole numbers."""
     parts = [p for p in text.split(",")]
@@ -275,6 +301,7 @@ __all__ = [
     "arg_count",
     "arg_count_list",
     "arg_finite",
+    "arg_fraction",
     "arg_nonnegative",
     "arg_positive",
     "arg_positive_list",
@@ -283,7 +310,9 @@ __all__ = [
     "count",
     "counts",
     "finite",
+    "fraction",
     "is_whole",
+    "k_or_variance",
     "optional_count",
     "optional_positive",
     "positive_int",

@@ -240,14 +240,14 @@ def oversampled(k: int, p: int, d: int) -> int:
     return int(min(k + p, d))
 
 
-def describe_fit(fitted: Fitted, method: str, k: int, p: int, extra: dict[str, Any]) -> dict[str, Any]:
+def describe_fit(fitted: Fitted, method: str, k: int | None, p: int, extra: dict[str, Any]) -> dict[str, Any]:
     """The projection's ``params``: what the fit found, and how (JSON numbers)."""
 
     def floats(a: np.ndarray) -> list[float]:
         return [float(v) if math.isfinite(v) else 0.0 for v in np.asarray(a, dtype=np.float64)]
 
     return {
-        "k_requested": int(k),
+        "k_requested": None if k is None else int(k),
         "oversample": int(p),
         "power_iterations": int(fitted.power_iterations),
         "rows": int(fitted.n),

@@ -18,7 +18,7 @@ the uncentred sums from cancelling; :meth:`~sqlrp.methods.lowrank.Sums.centred_c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,12 +29,19 @@ from ..compiler import Source, col, dense_source
 from ..core.errors import InputError, InvalidParameter
 from ..core.nodes import SignedSum, number
 from ..methods.lowrank import AUTO_MAX, Fitted, Sums, auto_more, finish, oversampled, sketch_matrix, step
+from .fitting_long import long_pass
 from .progress import CommandBar
 
 #: aggregates per statement of the ``sql`` route (PostgreSQL: at most 1,664 entries in a select list)
 BLOCK = 1200
+#: engine memory one aggregate of the ``sql`` route may take per thread (DuckDB computes each product as a
+#: vector of 2,048 doubles before summing it: about 60 KiB measured, twice that for room); a statement
+#: holds at most ``memory_limit / (threads * AGGREGATE_BYTES)`` aggregates (:func:`aggregates_per_statement`)
+AGGREGATE_BYTES = 128 << 10
 #: the exact route where ``d <= GRAM_FACTOR * (k + p)`` (:func:`exact_reason`)
 GRAM_FACTOR = 8
+#: ``variance=``: the first fit's ``k`` (doubled until the components reach the target)
+VARIANCE_START = 32
 #: bytes of float64 features per Arrow batch of the ``arrow`` route
 BATCH_BYTES = 32 << 20
 
@@ -59,6 +66,18 @@ def _weighted(z: list[exp.Expression], column: np.ndarray) -> exp.Expression:
     return SignedSum.of(z, index, column[index]) if len(index) else number(0.0)
 
 
+def aggregates_per_statement(db: Backend) -> int:
+    """At most :data:`BLOCK` aggregates (fewer than the dialect's columns per select), and where the engine
+    reports its memory limit (``scan_room``: DuckDB), few enough that a statement's products fit in it: a
+    table larger than the limit then streams through each statement (more statements, each a scan)."""
+    block = min(BLOCK, (db.sql_dialect.max_columns or BLOCK) - 1)
+    room = getattr(db, "scan_room", None)
+    if room is not None:
+        memory, threads = room()
+        block = min(block, max(16, memory // (max(threads, 1) * AGGREGATE_BYTES)))
+    return block
+
+
 def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray) -> list[exp.Select]:
     """The ``sql`` route's statements; the aggregates, in order over all of them: ``count(*)``, per feature
     ``count(_z)``, ``sum(_z)``, ``sum(_z * _z)``, then ``sum(_y_j * _z_i)`` row by row of ``W^T``.  Each
@@ -77,7 +96,7 @@ def pass_queries(db: Backend, source: Source, d: int, W: np.ndarray | None, shif
     for j in range(d if W is None else W.shape[1]):  # W None: the Gram matrix, its upper triangle
         pairs = range(j, d) if W is None else range(d)
         aggs.extend((j, exp.Sum(this=exp.Mul(this=col(f"_y{j}"), expression=col(f"_z{i}")))) for i in pairs)
-    block = min(BLOCK, (dialect.max_columns or BLOCK) - 1)
+    block = aggregates_per_statement(db)
     queries = []
     for lo in range(0, len(aggs), block):
         part = aggs[lo : lo + block]
@@ -184,6 +203,8 @@ def _checked(source: Source, sums: Sums) -> Sums:
 
 
 def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None, route: str) -> Sums:
+    if source.layout == "long":  # the sql route's joins and GROUP BYs (fitting_long), no shift
+        return _checked(source, long_pass(db, source, d, np.eye(d) if W is None else W))
     if route == "arrow":
         return arrow_pass(db, source, d, W, shift)
     return sql_pass(db, source, d, W, pilot_row(db, source, d) if shift is None else shift)
@@ -250,6 +271,45 @@ def run_fit(db: Backend, source: Source, d: int, plan: FitPlan, bar: CommandBar 
     return fitted
 
 
+def variance_kept(fitted: Fitted, target: float) -> int | None:
+    """The fewest leading components whose explained-variance ratio exceeds ``target`` (scikit-learn's rule,
+    ``searchsorted(cumsum(ratio), target, side="right") + 1``); ``None`` where the fitted ones fall short."""
+    cumulative = np.cumsum(fitted.explained_variance_ratio)
+    kept = int(np.searchsorted(cumulative, target, side="right")) + 1
+    return kept if kept <= len(cumulative) else None
+
+
+def fit_to_variance(
+    db: Backend, source: Source, d: int, plan: FitPlan, target: float, bar: CommandBar | None = None
+) -> Fitted:
+    """The fewest components whose explained-variance ratio exceeds ``target`` (of the total variance, the
+    trace of the covariance, summed exactly in the same pass as the means).  Fits ``k =`` :data:`VARIANCE_START`
+    (all ``d`` where the exact route applies: the Gram matrix's eigenvalues come all at once), doubling ``k``
+    until the fitted components reach the target or span the table's range.  A sketch's top ``j`` singular
+    values are at most the table's (``B = Q^T A``), so its count is never below exact PCA's, and may pass it
+    where a component's variance is underestimated across the threshold."""
+    k, tries = min(d, VARIANCE_START), 0
+    if exact_reason(d, oversampled(k, plan.oversample, d), plan.gram):
+        k = d
+    while True:
+        tries += 1
+        fitted = run_fit(db, source, d, replace(plan, k=k), bar)
+        kept = variance_kept(fitted, target)
+        whole = fitted.info["exact"] or k >= d or len(fitted.singular_values) < k
+        if kept is not None or whole:
+            break
+        k = min(d, 2 * k)
+        if exact_reason(d, oversampled(k, plan.oversample, d), plan.gram):
+            k = d
+    kept = kept or len(fitted.singular_values)
+    reached = float(np.sum(fitted.explained_variance_ratio[:kept]))
+    fitted = replace(fitted, components=fitted.components[:kept], singular_values=fitted.singular_values[:kept])
+    fits = f"{tries} fit{'s' if tries > 1 else ''}, the last with k = {k}"
+    why = f"--variance {target:g}: kept {kept} of d = {d} components, explaining {reached:.4f} ({fits})"
+    fitted.info = {**fitted.info, "kept_why": why}
+    return fitted
+
+
 @dataclass
 class FitPlan:
     """What a fit was asked for: ``method`` (``pca`` / ``svd``), ``k``, ``oversample``, ``power_iterations``
@@ -265,11 +325,15 @@ class FitPlan:
 
 
 __all__ = [
+    "AGGREGATE_BYTES",
     "BATCH_BYTES",
     "BLOCK",
     "FitPlan",
     "GRAM_FACTOR",
+    "VARIANCE_START",
     "exact_reason",
+    "fit_to_variance",
+    "aggregates_per_statement",
     "arrow_pass",
     "batch_rows",
     "choose_route",
@@ -277,4 +341,5 @@ __all__ = [
     "pilot_row",
     "run_fit",
     "sql_pass",
+    "variance_kept",
 ]

@@ -15,7 +15,7 @@ import sqlrp
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
 from sqlrp.methods.lowrank import flip_signs, oversampled, randomized_pca, sketch_matrix
-from testkit.frames import array_frame, wide_frame
+from testkit.frames import array_frame, long_frame, wide_frame
 
 TOL = 1e-9
 
@@ -224,3 +224,164 @@ def test_spark_equals_the_oracle(spark_db):
     want = oracle(X, 2, 1, p=3)
     assert close(fitted.components_, want.components) <= TOL
     assert close(fitted.singular_values_, want.singular_values) <= TOL
+
+
+@pytest.mark.parametrize("gram", ["auto", "never"])
+def test_variance_keeps_scikit_learns_number_of_components(duck, gram):
+    """``variance=v``: the fewest components whose explained-variance ratio exceeds ``v``, as scikit-learn's
+    ``PCA(n_components=v, svd_solver="full")`` counts them (digits: d = 64, the exact route under
+    ``gram="auto"``; the sketch, k = 32 then 64 where 32 fall short, under ``"never"``)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn.decomposition import PCA
+
+    X = datasets.load_digits().data.astype(np.float64)
+    duck.write_dataframe("t", wide_frame(X))
+    for v, fits in [(0.5, 1), (0.9, 1), (0.95, 1), (0.99, 2)]:
+        exact = PCA(n_components=v, svd_solver="full").fit(X)
+        fitted = sqlrp.fit(duck, "t", "id", variance=v, name="pc", gram=gram, replace=True)
+        assert fitted.k == exact.n_components_ and fitted.params["variance"] == v
+        tol = 1e-9 if gram == "auto" or fits == 2 else 1e-3
+        assert close(fitted.explained_variance_ratio_, exact.explained_variance_ratio_) <= tol
+        assert fitted.explained_variance_ratio_.sum() > v >= fitted.explained_variance_ratio_[:-1].sum()
+        if gram == "auto":
+            assert np.max(np.abs(np.abs(fitted.components_ @ exact.components_.T) - np.eye(fitted.k))) <= 1e-9
+        how = "1 fit, the last with k = 64" if gram == "auto" else f"{fits} fit{'s' * (fits > 1)}, the last with k = "
+        how += "" if gram == "auto" else "64" if fits == 2 else "32"
+        said = f"--variance {v:g}: kept {fitted.k} of d = 64 components"
+        assert fitted.params["components_why"].startswith(said) and fitted.params["components_why"].endswith(f"({how})")
+
+
+def test_variance_grows_the_sketch_and_equals_the_oracle(duck):
+    """A flat spectrum needs more than the first sketch's 32 components: k doubles to 64, and the kept
+    components are the oracle's (the same ``Omega`` at k = 64), cut where its cumulative ratio exceeds v;
+    never fewer than exact PCA's count (a sketch's singular values are at most the table's)."""
+    X = spectrum_table(400, 700, seed=13, decay=0.985)
+    duck.write_dataframe("t", wide_frame(X))
+    fitted = sqlrp.fit(duck, "t", "id", variance=0.75, name="pc", power_iterations=1)
+    want = oracle(X, 64, 1)
+    ratio = np.cumsum(want.singular_values**2 / want.total)
+    kept = int(np.searchsorted(ratio, 0.75, side="right")) + 1
+    assert 32 < kept == fitted.k < 64 and fitted.params["components_why"].endswith("(2 fits, the last with k = 64)")
+    assert close(fitted.components_, want.components[:kept]) <= TOL
+    exact = np.linalg.svd(X - X.mean(axis=0), compute_uv=False) ** 2
+    assert fitted.k >= int(np.searchsorted(np.cumsum(exact) / exact.sum(), 0.75, side="right")) + 1
+
+
+def test_variance_refusals(duck, capsys):
+    duck.write_dataframe("t", wide_frame(spectrum_table(30, 4, seed=8)))
+    for k, v in [(2, 0.9), (None, None)]:
+        with pytest.raises(InvalidParameter, match=r"give either k= \(components\) or variance="):
+            sqlrp.fit(duck, "t", "id", k=k, variance=v, name="pc")
+    for v in [0.0, 1.0, 1.5, float("nan"), "x"]:
+        with pytest.raises(InvalidParameter, match="variance=? must be a f"):
+            sqlrp.fit(duck, "t", "id", variance=v, name="pc")
+    assert main(["fit", "--db", "duckdb://", "--table", "t", "--id-column", "id", "--variance", "1"]) == 2
+    assert "expected a fraction strictly between 0 and 1, got '1'" in capsys.readouterr().err
+    assert "pc" not in set(sqlrp.list_projections(duck)["name"])
+
+
+def test_cli_variance(tmp_path, capsys):
+    X = spectrum_table(80, 8, seed=10)
+    path = tmp_path / "t.parquet"
+    wide_frame(X).to_parquet(path)
+    url = f"duckdb:///{tmp_path / 'w.db'}"
+    assert main(["fit", "--db", url, "--table", str(path), "--id-column", "id", "--variance", "0.9"]) == 0
+    err = capsys.readouterr().err
+    exact = np.linalg.svd(X - X.mean(axis=0), compute_uv=False) ** 2
+    kept = int(np.searchsorted(np.cumsum(exact) / exact.sum(), 0.9, side="right")) + 1
+    assert f"t.parquet_pca_var0.9': {kept} components of d = 8" in err
+    assert f"--variance 0.9: kept {kept} of d = 8 components" in err
+
+
+def test_a_table_three_times_duckdbs_memory_limit(tmp_path):
+    """A 64 MB ``memory_limit`` and a table of over three times that: both routes complete (the ``sql``
+    route's statements hold fewer aggregates under a small limit: a 2,273-aggregate statement ran out of
+    memory) and equal NumPy's exact PCA of the same rows, read separately in chunks."""
+    duckdb = pytest.importorskip("duckdb")
+    path, n, d = str(tmp_path / "big.db"), 450_000, 64
+
+    def u(j: int) -> str:
+        return f"CAST((i * {2654435761 + 7919 * j} + {40503 * j}) % 1000003 AS DOUBLE) / 1000003.0"
+
+    features = ", ".join(f"{u(j)} * {0.9**j!r} + 0.5 * {u(0)} AS f{j}" for j in range(d))
+    with duckdb.connect(path) as con:  # no memory limit: the oracle's reader
+        con.execute(f"CREATE TABLE big AS SELECT i AS id, {features} FROM range({n}) r(i)")
+        total, gram, rows = np.zeros(d), np.zeros((d, d)), 0
+        con.execute("SELECT * EXCLUDE (id) FROM big")
+        while chunk := con.fetchmany(50_000):
+            X = np.asarray(chunk, dtype=np.float64)
+            total, gram, rows = total + X.sum(axis=0), gram + X.T @ X, rows + len(X)
+    mean = total / rows
+    values, vectors = np.linalg.eigh((gram - rows * np.outer(mean, mean)) / (rows - 1))
+    want = flip_signs(vectors[:, ::-1][:, :5].T)
+    with sqlrp.connect(f"duckdb:///{path}", memory_limit="64MB", threads=1) as db:
+        limit = db.scan_room()[0]
+        stored = db.fetchall("SELECT total_blocks * block_size FROM pragma_database_size()")[0][0]
+        assert limit <= 64 << 20 and stored >= 3 * limit
+        for route in ["arrow", "sql"]:
+            fitted = sqlrp.fit(db, "big", "id", k=5, name=f"pc_{route}", route=route)
+            assert fitted.params["rows"] == n and fitted.params["exact"]
+            assert close(fitted.components_, want) <= TOL and close(fitted.mean_, mean) <= TOL
+            assert close(fitted.explained_variance_, values[::-1][:5]) <= TOL
+
+
+def sparse_long(seed: int) -> tuple[np.ndarray, pd.DataFrame]:
+    """A table with about half its entries 0 (no row in the long layout) and some values split over two
+    rows of the same ``(id, feature)`` (they add, as the long layout's projection reads them)."""
+    X = spectrum_table(90, 18, seed=seed)
+    X[np.random.default_rng(seed).random(X.shape) < 0.5] = 0.0
+    X[:, 0] = 1.0 + np.arange(len(X)) % 3  # every id keeps a row
+    frame = long_frame(X)
+    split = frame.iloc[::7].copy()
+    frame.loc[split.index, "value"] /= 4.0
+    split["value"] *= 0.75
+    return X, pd.concat([frame, split], ignore_index=True)
+
+
+def check_long(db, X: np.ndarray, q: int = 1) -> None:
+    for gram in ["never", "always"]:
+        fitted = sqlrp.fit(db, "t", "id", k=3, name="pc", layout="long", power_iterations=q, gram=gram, replace=True)
+        want = oracle(X, 3, q) if gram == "never" else exact_pca(X, 3)
+        assert close(fitted.components_, want.components) <= 1e-8, gram
+        assert close(fitted.singular_values_, want.singular_values) <= TOL and close(fitted.mean_, want.mean) <= TOL
+        assert fitted.params["rows"] == len(X) and fitted.params["route"] == "sql"
+
+
+def exact_pca(X: np.ndarray, k: int):
+    """Exact PCA: the oracle with the identity for ``Omega`` (its range is everything)."""
+    return randomized_pca(X, np.eye(X.shape[1]), 0, k)
+
+
+@pytest.mark.parametrize("url", ["duckdb://", "sqlite://", "chdb://", "datafusion://", "hyper://"])
+def test_long_layout_equals_the_oracle(url):
+    module = {"chdb://": "chdb", "datafusion://": "datafusion", "hyper://": "tableauhyperapi"}.get(url)
+    if module:
+        pytest.importorskip(module)
+    X, frame = sparse_long(seed=14)
+    with sqlrp.connect(url) as db:
+        db.write_dataframe("t", frame)
+        check_long(db, X)
+
+
+def test_long_layout_on_postgres(pg):
+    X, frame = sparse_long(seed=15)
+    pg.write_dataframe("t", frame)
+    check_long(pg, X, q=0)
+
+
+def test_long_layout_refusals(duck):
+    X, frame = sparse_long(seed=16)
+    frame.loc[5, "value"] = None
+    duck.write_dataframe("t", frame)
+    with pytest.raises(InputError, match="1 rows of 't' hold NULL in 'value'"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc", layout="long")
+    X[int(frame.loc[5, "id"]), int(frame.loc[5, "feature"])] = 0.0
+    fitted = sqlrp.fit(duck, "t", "id", k=2, name="pc", layout="long", nulls="zero", power_iterations=0, gram="never")
+    assert close(fitted.components_, oracle(X, 2, 0).components) <= 1e-8
+    with pytest.raises(InvalidParameter, match="a long table takes route=.?sql"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc2", layout="long", route="arrow")
+    frame.loc[6, "feature"] = -1
+    duck.write_dataframe("t", frame, replace=True)
+    with pytest.raises(InputError, match="holds the feature -1, outside 0 .. 17"):
+        sqlrp.fit(duck, "t", "id", k=2, name="pc2", layout="long", nulls="zero")
+    assert "pc2" not in set(sqlrp.list_projections(duck)["name"])
