@@ -94,6 +94,7 @@ METHODS = {
     "cbp": {"t": 3},
     "maclaurin": {"degree": 2, "c": 1.0},
     "craftmap": {"degree": 2},
+    "rff": {"gamma": 0.05},
 }
 
 
