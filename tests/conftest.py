@@ -137,6 +137,20 @@ def sail(sail_url):
     db.close()
 
 
+@pytest.fixture(autouse=True)
+def _connect_mark_left_as_found():
+    """pyspark marks the whole process as Spark Connect (``SPARK_CONNECT_MODE_ENABLED``) once a remote session
+    is made (the Sail and Spark Connect tests), and its builder then refuses a classic ``local`` session for
+    the rest of the run ("CONNECT_URL_NOT_SET"): each test leaves the mark as it found it, so the order of the
+    test files does not decide whether Spark starts."""
+    before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
+    yield
+    if before is None:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    else:
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = before
+
+
 @pytest.fixture(params=["duckdb", "postgres"])
 def db(request):
     """Each test that takes ``db`` runs on DuckDB and on PostgreSQL."""
