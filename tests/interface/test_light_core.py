@@ -172,7 +172,8 @@ def test_a_run_imports_no_other_engines_backend(tmp_path, engine):
     example URL in its help, imports that engine's backend module and dialect and no other engine's:
     the URL is matched against the strings of :mod:`sqlrp.backends.catalog` and only the chosen
     backend's module is imported (issue 42, item 4: the other modules cost a third of ``import duckdb``,
-    the ClickHouse one bringing sqlglot's optimizer).  The numbers are checked against NumPy."""
+    the ClickHouse one bringing sqlglot's optimizer); on DuckDB, loading the stored projection imports no
+    ``numpy.ma`` (``np.unique`` did).  The numbers are checked against NumPy."""
     done = run_without_extras(
         f"""
         import json, pkgutil
@@ -195,8 +196,9 @@ def test_a_run_imports_no_other_engines_backend(tmp_path, engine):
         con.commit()
         con.close()
         url = f"{{engine}}:///t.{{engine}}"
-        status = sqlrp.cli.main(["project", "--db", url, "--table", "t", "--id-column", "id", "--k", "3",
-                                 "--projection", "rp", "--into", "out", "--no-progress"])
+        argv = ["project", "--db", url, "--table", "t", "--id-column", "id", "--projection", "rp", "--no-progress"]
+        status = sqlrp.cli.main([*argv, "--k", "3", "--into", "made"])
+        status += sqlrp.cli.main([*argv, "--into", "out"])  # the stored projection, loaded and checked
         own = {{reg.backend.split(":")[0] for reg in BUILT_IN if engine in reg.schemes}}
         backends = sorted({{reg.backend.split(":")[0] for reg in BUILT_IN}} - own)
         dialects = [f"sqlrp.dialects.{{m.name}}" for m in pkgutil.iter_modules(sqlrp.dialects.__path__)]
@@ -206,7 +208,9 @@ def test_a_run_imports_no_other_engines_backend(tmp_path, engine):
         db = sqlrp.connect(url)
         got = np.array(db.fetchall('SELECT * FROM "out" ORDER BY "id"'))[:, 1:]
         want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
+        masked = "numpy.ma" in sys.modules
         print(json.dumps({{"status": status, "own": sorted(own & set(sys.modules)), "imported": imported,
+                          "masked": masked,
                           "missing": missing, "err": float(np.abs(got - want).max() / np.abs(want).max())}}))
         """,
         tmp_path,
@@ -217,3 +221,20 @@ def test_a_run_imports_no_other_engines_backend(tmp_path, engine):
     assert out["imported"] == [], f"a {engine} run imported other engines' modules: {out['imported']}"
     assert out["missing"] == []
     assert out["err"] <= 1e-12
+    if engine == "duckdb":  # no DataFrame on this path, so no pandas, and no np.unique (numpy.ma: 40 ms)
+        assert not out["masked"], "numpy.ma was imported"
+
+
+def test_has_repeats_agrees_with_numpys_unique():
+    """The registry's duplicate check without ``np.unique`` (which imports ``numpy.ma``) says what
+    ``len(np.unique(keys)) != len(keys)`` says: empty, one key, repeats anywhere, negative and float keys."""
+    import numpy as np
+
+    from sqlrp.registry.validate import has_repeats
+
+    rng = np.random.default_rng(5)
+    cases = [np.array([], dtype=np.int64), np.array([7]), np.array([3, 3]), np.array([-1.0, 2.0, -1.0])]
+    cases += [rng.integers(-20, 20, size=n) for n in (2, 5, 30, 60)] + [rng.permutation(50)]
+    for keys in cases:
+        assert has_repeats(keys) == (len(np.unique(keys)) != len(keys)), keys
+    assert has_repeats(np.array([3, 3])) and not has_repeats(rng.permutation(50))
