@@ -6,6 +6,8 @@ sqlrp was edited for it.  And the modules that walk the engines name none of the
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import re
 import sqlite3
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 
 import sqlrp
 from sqlrp.backends import backend_of, engines_table, registered
-from sqlrp.backends.base import Registration, url_path
+from sqlrp.backends.base import REGISTERED, Registration, url_path
 from sqlrp.backends.catalog import BUILT_IN
 from sqlrp.backends.sqlite import SQLiteBackend
 from sqlrp.core import errors
@@ -113,6 +115,10 @@ def test_each_built_in_registration_names_the_class_that_declares_it():
         backend = backend_of(reg)
         assert backend.registration is reg and f"{backend.__module__}:{backend.__qualname__}" == reg.backend
     assert [reg for reg, _ in registered()][-len(BUILT_IN) :] == list(reversed(BUILT_IN))
+    for module in pkgutil.iter_modules(sqlrp.backends.__path__):  # and no backend of sqlrp is left out of it
+        importlib.import_module(f"sqlrp.backends.{module.name}")
+    made = [cls for reg, cls in REGISTERED if cls.__module__.startswith("sqlrp.backends.")]
+    assert made and all(any(cls.registration is reg for reg in BUILT_IN) for cls in made), made
     stray = Registration(name="Stray", schemes=("stray",), backend="sqlrp.backends.sqlite:SQLiteBackend")
     with pytest.raises(TypeError, match="does not declare the registration of Stray"):
         backend_of(stray)
