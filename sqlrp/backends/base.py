@@ -22,11 +22,11 @@ from ..dialects import SqlrpDialect, get_dialect
 
 @dataclass(frozen=True)
 class Registration:
-    """How :func:`sqlrp.connect` reaches one backend, declared by the backend class itself
-    (``registration = Registration(...)`` in its body) and nowhere else: ``connect`` walks the
-    registrations, so no table of engines is kept anywhere.  Strings are matched without importing
-    any driver: a URL by its scheme, a bare string by :attr:`patterns` then by its file ending, a
-    connection object by the module of its class."""
+    """How :func:`sqlrp.connect` reaches one backend, declared by the backend class (``registration =
+    ...`` in its body: a built-in engine's entry of :mod:`sqlrp.backends.catalog`, or a
+    ``Registration(...)`` of its own): ``connect`` walks the registrations.  Strings are matched without
+    importing any driver, nor a built-in backend's module: a URL by its scheme, a bare string by
+    :attr:`patterns` then by its file ending, a connection object by the module of its class."""
 
     name: str  # the engine, as messages name it ("PostgreSQL")
     schemes: tuple[str, ...] = ()  # URL schemes before "://" (a "+driver" suffix is read apart)
@@ -40,6 +40,7 @@ class Registration:
     default: bool = False  # the database of connect() without a URL
     fallback: bool = False  # takes every URL no other registration takes (SQLAlchemy)
     magic: bytes = b""  # the first bytes of its database files: another engine given one is refused
+    backend: str = ""  # "module:Class" of a built-in backend, imported on first use (sqlrp.backends.catalog)
 
     def matches(self, text: str) -> bool:
         """True if the bare string ``text`` (no ``://``) matches one of :attr:`patterns`."""

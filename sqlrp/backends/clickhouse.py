@@ -35,8 +35,9 @@ from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..dialects.clickhouse import bare_type, column_type, element_type, literal, quote, sql_type
+from . import catalog
 from .arrow import arrow_rows, typed_stream
-from .base import URL, ColumnInfo, NoTransactions, Registration, client_options, missing_table, parse_url
+from .base import URL, ColumnInfo, NoTransactions, client_options, missing_table, parse_url
 from .placeholders import bind_literals, quoting_tokens
 from .staging import dropped_on_failure
 from .values import is_array, missing, recut, value_kind
@@ -254,14 +255,7 @@ class ChdbBackend(_ClickHouse):
     be open (they share its tables), but opening another path while one is open is refused
     (:class:`~sqlrp.core.errors.InvalidParameter`)."""
 
-    registration = Registration(
-        name="ClickHouse in-process (chdb)",
-        schemes=("chdb",),
-        connections=("chdb.",),
-        drivers=("chdb",),
-        extra="clickhouse",
-        example="chdb:///path",
-    )
+    registration = catalog.CHDB
 
     def __init__(self, path: str = ":memory:"):
         self.path = path
@@ -361,14 +355,7 @@ class ClickHouseServerBackend(_ClickHouse):
     ``send_receive_timeout``, ``client_name``, ``ca_cert``, ``server_host_name`` configure the client;
     any other option is a ClickHouse setting for the session (``?max_threads=8``)."""
 
-    registration = Registration(
-        name="ClickHouse server",
-        schemes=("clickhouse",),
-        connections=("clickhouse_connect.",),
-        drivers=("clickhouse_connect",),
-        extra="clickhouse",
-        example="clickhouse://user:password@host:8123/db",
-    )
+    registration = catalog.CLICKHOUSE
 
     def __init__(self, url: URL):
         need("clickhouse_connect", "clickhouse", "a ClickHouse server (clickhouse://)")

@@ -39,8 +39,9 @@ from ..core.errors import InputError, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
+from . import catalog
 from .arrow import arrow_rows, arrow_table, column_info, recut_batches, sql_type
-from .base import ColumnInfo, NoTransactions, Registration, memory_bytes, missing_table
+from .base import ColumnInfo, NoTransactions, memory_bytes, missing_table
 from .placeholders import bind_literals, quoting_tokens, scalar_literal
 from .staging import registered
 
@@ -114,14 +115,7 @@ class DataFusionBackend(NoTransactions):
     """A DataFusion ``SessionContext``: ``datafusion://`` (a new one), or the caller's."""
 
     dialect = "datafusion"
-    registration = Registration(
-        name="DataFusion",
-        schemes=("datafusion",),
-        connections=("datafusion.",),
-        drivers=("datafusion",),
-        extra="datafusion",
-        example="datafusion://",
-    )
+    registration = catalog.DATAFUSION
 
     def __init__(self, ctx: Any = None, threads: int | None = None, memory_limit: str | None = None):
         """A new session (``threads``: DataFusion's target partitions; ``memory_limit``: a size such

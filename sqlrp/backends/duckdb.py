@@ -24,7 +24,8 @@ from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
 from ..dialects import get_dialect
-from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from . import catalog
+from .base import Backend, ColumnInfo, missing_table, url_path
 from .duckdb_blocks import ColumnBlocks
 from .duckdb_settings import configure, fit_row_groups, setting_literal
 from .values import recut
@@ -34,17 +35,7 @@ _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
 class DuckDBBackend(ColumnBlocks, Backend):
     dialect = "duckdb"
-    registration = Registration(
-        name="DuckDB",
-        schemes=("duckdb",),
-        url_drivers=("duckdb",),
-        files=(".duckdb", ".db", ".ddb"),
-        patterns=(r":memory:$",),
-        connections=("duckdb.", "_duckdb."),
-        drivers=("duckdb", "_duckdb"),
-        example="duckdb:///path.db",
-        default=True,
-    )
+    registration = catalog.DUCKDB
 
     def __init__(
         self,

@@ -38,7 +38,8 @@ from typing import Any
 from ..core.errors import EngineLimit, InvalidParameter, need
 from ..core.lazy import pd
 from ..core.nodes import ident
-from .base import ColumnInfo, NoTransactions, Registration, missing_table, url_path
+from . import catalog
+from .base import ColumnInfo, NoTransactions, missing_table, url_path
 from .placeholders import bind_literals, quoting_tokens, scalar_literal
 from .staging import dropped_on_failure
 from .streams import Stream
@@ -78,15 +79,7 @@ class HyperBackend(NoTransactions):
     back with its DML, so sqlrp stages outputs and cleans up itself)."""
 
     dialect = "hyper"
-    registration = Registration(
-        name="Tableau Hyper",
-        schemes=("hyper",),
-        files=(".hyper",),
-        connections=("tableauhyperapi.",),
-        drivers=("tableauhyperapi",),
-        extra="hyper",
-        example="hyper:///path.hyper",
-    )
+    registration = catalog.HYPER
 
     def __init__(self, path: str | None = None, connection: Any = None):
         """Open (or create) the database file ``path`` (``None``: a new file in a temporary folder),

@@ -16,7 +16,8 @@ from ..core.errors import InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
 from ..dialects.postgres import ADVISORY_LOCK
-from .base import Backend, ColumnInfo, Registration, memory_size, missing_table
+from . import catalog
+from .base import Backend, ColumnInfo, memory_size, missing_table
 from .placeholders import quoting_tokens
 from .typenames import KIND_TYPES
 from .values import py, value_kind
@@ -54,16 +55,7 @@ class _Stream:
 
 class PostgresBackend(Backend):
     dialect = "postgres"
-    registration = Registration(
-        name="PostgreSQL",
-        schemes=("postgresql", "postgres"),
-        url_drivers=("psycopg",),
-        patterns=(r"\s*(host|hostaddr|dbname|user|port|service|password)\s*=",),  # a libpq key/value DSN
-        connections=("psycopg.",),
-        drivers=("psycopg",),
-        extra="postgres",
-        example="postgresql://user@host:port/db",
-    )
+    registration = catalog.POSTGRES
 
     def __init__(
         self, url: str, threads: int | None = None, memory_limit: str | None = None, temp_directory: str | None = None

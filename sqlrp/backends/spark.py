@@ -44,12 +44,12 @@ from ..core.errors import InvalidParameter, need
 from ..core.lazy import pd
 from ..core.names import scratch_name
 from ..core.nodes import ident
-from . import spark_connect
-from .base import ColumnInfo, NoTransactions, Registration, missing_table
+from . import catalog, spark_connect
+from .base import ColumnInfo, NoTransactions, missing_table
 from .staging import registered
 from .values import frames, kind_series, py, value_kind
 
-_LOCAL = re.compile(r"^local(\[(\d+|\*)\])?$")
+_LOCAL = re.compile(catalog.SPARK.patterns[0])
 _DELETE = re.compile(r"^\s*DELETE\s+FROM\s", re.IGNORECASE)
 _QUERY = re.compile(r"^\s*\(*\s*(SELECT|WITH|VALUES|FROM|TABLE)\b", re.IGNORECASE)
 #: PySpark logs every analysis error with its full JVM stack trace at ERROR (``pyspark.errors.
@@ -66,15 +66,7 @@ class SparkBackend(NoTransactions):
     sqlrp built (:meth:`from_master`, stopped by :meth:`close`)."""
 
     dialect = "spark"
-    registration = Registration(
-        name="Spark",
-        schemes=("spark", "sc"),
-        patterns=(_LOCAL.pattern,),
-        connections=("pyspark.",),
-        drivers=("pyspark", "py4j"),
-        extra="spark",
-        example="local[2], spark://host:7077, sc://host:15002",
-    )
+    registration = catalog.SPARK
 
     def __init__(self, spark: Any, url: str | None = None) -> None:
         _pyspark_sql()

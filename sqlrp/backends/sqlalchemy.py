@@ -43,7 +43,8 @@ from ..core.lazy import pd
 from ..dialects import dialect_names, get_dialect
 from ..dialects.base import ALIASES, SqlrpDialect
 from ..dialects.postgres import ADVISORY_LOCK
-from .base import Backend, ColumnInfo, Registration, missing_table
+from . import catalog
+from .base import Backend, ColumnInfo, missing_table
 from .drivers import missing_dialect, missing_driver
 from .mysql_limits import named_lock, packet_batches, packet_limit, refuse_non_finite, refuse_oversized
 from .placeholders import to_named
@@ -77,14 +78,7 @@ class SQLAlchemyBackend(Backend):
     """A database reached through SQLAlchemy: an ``Engine`` (sqlrp opens one connection and closes it
     in :meth:`close`) or a ``Connection`` (the caller's: never closed by sqlrp)."""
 
-    registration = Registration(
-        name="SQLAlchemy",
-        connections=("sqlalchemy.",),
-        drivers=("sqlalchemy",),
-        extra="sqlalchemy",
-        example="snowflake://user@account/db/schema",
-        fallback=True,
-    )
+    registration = catalog.SQLALCHEMY
 
     def __init__(self, bind: Engine | Connection):
         from sqlalchemy.engine import Connection, Engine

@@ -38,7 +38,8 @@ from ..core import files
 from ..core.errors import EngineLimit, InputError, InvalidParameter
 from ..core.lazy import pd
 from ..core.nodes import ident
-from .base import Backend, ColumnInfo, Registration, missing_table, url_path
+from . import catalog
+from .base import Backend, ColumnInfo, missing_table, url_path
 from .streams import Stream
 from .values import frame_rows, py, value_kind
 
@@ -63,16 +64,7 @@ class SQLiteBackend(Backend):
     """A connection to one SQLite database (file or ``:memory:``) through the standard library."""
 
     dialect = "sqlite"
-    registration = Registration(
-        name="SQLite",
-        schemes=("sqlite",),
-        url_drivers=("pysqlite",),
-        files=(".sqlite", ".sqlite3"),
-        connections=("sqlite3.",),
-        drivers=("sqlite3",),
-        example="sqlite:///path.sqlite",
-        magic=b"SQLite format 3\x00",  # https://www.sqlite.org/fileformat.html, "The Database Header"
-    )
+    registration = catalog.SQLITE
 
     def __init__(self, path: str = ":memory:"):
         """Open the SQLite database file ``path``; ``":memory:"`` for a private one.  A file that is not

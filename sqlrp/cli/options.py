@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..backends import connect, default_url, engines_table
+from ..backends import connect, default_url, examples
 from ..compiler.strategies import STRATEGIES
 from ..core.errors import InputError, InvalidParameter
 from ..core.files import file_format, looks_like_a_file, no_such_file, output_format, read_input, refuse_file_ending
@@ -60,8 +60,9 @@ def add_s(
 
 
 def urls() -> str:
-    """The registered engines' example URLs (each backend's registration), for help and errors."""
-    return ", ".join(dict.fromkeys(e["url"] for e in engines_table() if e["url"]))
+    """The registered engines' example URLs (each backend's registration; no backend module imported),
+    for help and errors."""
+    return ", ".join(dict.fromkeys(examples()))
 
 
 def add_db(p: argparse.ArgumentParser) -> None:

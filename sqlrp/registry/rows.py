@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backends import Backend
 from ..core.errors import InputError
-from .validate import Parts, StoredProjectionChanged
+from .validate import Parts, StoredProjectionChanged, has_repeats
 
 
 def read_parts(backend: Backend, name: str, params: dict, row: tuple) -> Parts:
@@ -44,7 +44,7 @@ def read_parts(backend: Backend, name: str, params: dict, row: tuple) -> Parts:
                 or np.any(index != np.round(index))
             ):
                 raise ValueError
-            if index.min() < 0 or index.max() >= count or len(np.unique(index)) != len(index):
+            if index.min() < 0 or index.max() >= count or has_repeats(index):
                 raise ValueError
         except ValueError:
             raise InputError(

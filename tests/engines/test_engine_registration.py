@@ -6,6 +6,8 @@ sqlrp was edited for it.  And the modules that walk the engines name none of the
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import re
 import sqlite3
 from pathlib import Path
@@ -15,8 +17,9 @@ import pandas as pd
 import pytest
 
 import sqlrp
-from sqlrp.backends import engines_table, registered
-from sqlrp.backends.base import Registration, url_path
+from sqlrp.backends import backend_of, engines_table, registered
+from sqlrp.backends.base import REGISTERED, Registration, url_path
+from sqlrp.backends.catalog import BUILT_IN
 from sqlrp.backends.sqlite import SQLiteBackend
 from sqlrp.core import errors
 from sqlrp.dialects import dialect_names, get_dialect
@@ -103,6 +106,22 @@ def test_the_new_engine_keeps_a_registry_and_projects(tmp_path):
         np.testing.assert_allclose(out.drop(columns="id").to_numpy(), want, rtol=1e-9)
         assert {"sqlrp_projection", "sqlrp_schema_version", "sqlrp_index"} <= set(db.table_names())
         assert db.fetchall("SELECT max(version) FROM sqlrp_schema_version")[0][0] == 5
+
+
+def test_each_built_in_registration_names_the_class_that_declares_it():
+    """The catalog's ``module:Class`` strings (what ``connect()`` imports) and the classes agree: each
+    names a class whose ``registration`` is that very entry; a string naming another class is refused."""
+    for reg in BUILT_IN:
+        backend = backend_of(reg)
+        assert backend.registration is reg and f"{backend.__module__}:{backend.__qualname__}" == reg.backend
+    assert [reg for reg, _ in registered()][-len(BUILT_IN) :] == list(reversed(BUILT_IN))
+    for module in pkgutil.iter_modules(sqlrp.backends.__path__):  # and no backend of sqlrp is left out of it
+        importlib.import_module(f"sqlrp.backends.{module.name}")
+    made = [cls for reg, cls in REGISTERED if cls.__module__.startswith("sqlrp.backends.")]
+    assert made and all(any(cls.registration is reg for reg in BUILT_IN) for cls in made), made
+    stray = Registration(name="Stray", schemes=("stray",), backend="sqlrp.backends.sqlite:SQLiteBackend")
+    with pytest.raises(TypeError, match="does not declare the registration of Stray"):
+        backend_of(stray)
 
 
 def test_driver_errors_come_from_the_registrations():

@@ -164,3 +164,77 @@ def test_project_into_a_table_never_imports_pandas(tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"status": 0, "pandas": False, "err": out["err"]}
     assert out["err"] <= 1e-12
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_a_run_imports_no_other_engines_backend(tmp_path, engine):
+    """``sqlrp project`` on one engine, after ``import sqlrp.cli`` and the parser with every engine's
+    example URL in its help, imports that engine's backend module and dialect and no other engine's:
+    the URL is matched against the strings of :mod:`sqlrp.backends.catalog` and only the chosen
+    backend's module is imported (issue 42, item 4: the other modules cost a third of ``import duckdb``,
+    the ClickHouse one bringing sqlglot's optimizer); on DuckDB, loading the stored projection imports no
+    ``numpy.ma`` (``np.unique`` did).  The numbers are checked against NumPy."""
+    done = run_without_extras(
+        f"""
+        import json, pkgutil
+        import numpy as np
+        import sqlrp.cli
+        from sqlrp.backends.catalog import BUILT_IN
+        from sqlrp.cli.options import urls
+
+        engine = {engine!r}
+        X = np.random.default_rng(3).normal(size=(40, 6))
+        rows = [(i, *map(float, x)) for i, x in enumerate(X)]
+        cols = ", ".join(f"x{{j}} DOUBLE" for j in range(6))
+        if engine == "duckdb":
+            import duckdb as driver
+        else:
+            import sqlite3 as driver
+        con = driver.connect(f"t.{{engine}}")
+        con.execute(f"CREATE TABLE t (id INTEGER, {{cols}})")
+        con.executemany(f"INSERT INTO t VALUES ({{', '.join('?' * 7)}})", rows)
+        con.commit()
+        con.close()
+        url = f"{{engine}}:///t.{{engine}}"
+        argv = ["project", "--db", url, "--table", "t", "--id-column", "id", "--projection", "rp", "--no-progress"]
+        status = sqlrp.cli.main([*argv, "--k", "3", "--into", "made"])
+        status += sqlrp.cli.main([*argv, "--into", "out"])  # the stored projection, loaded and checked
+        own = {{reg.backend.split(":")[0] for reg in BUILT_IN if engine in reg.schemes}}
+        backends = sorted({{reg.backend.split(":")[0] for reg in BUILT_IN}} - own)
+        dialects = [f"sqlrp.dialects.{{m.name}}" for m in pkgutil.iter_modules(sqlrp.dialects.__path__)]
+        dialects = [m for m in dialects if m.rsplit(".", 1)[1] not in ("base", "portable", engine)]
+        imported = [m for m in backends + dialects if m in sys.modules]
+        missing = [reg.example for reg in BUILT_IN if reg.example not in urls()]
+        db = sqlrp.connect(url)
+        got = np.array(db.fetchall('SELECT * FROM "out" ORDER BY "id"'))[:, 1:]
+        want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
+        masked = "numpy.ma" in sys.modules
+        print(json.dumps({{"status": status, "own": sorted(own & set(sys.modules)), "imported": imported,
+                          "masked": masked,
+                          "missing": missing, "err": float(np.abs(got - want).max() / np.abs(want).max())}}))
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 0 and out["own"] == [f"sqlrp.backends.{engine}"]
+    assert out["imported"] == [], f"a {engine} run imported other engines' modules: {out['imported']}"
+    assert out["missing"] == []
+    assert out["err"] <= 1e-12
+    if engine == "duckdb":  # no DataFrame on this path, so no pandas, and no np.unique (numpy.ma: 40 ms)
+        assert not out["masked"], "numpy.ma was imported"
+
+
+def test_has_repeats_agrees_with_numpys_unique():
+    """The registry's duplicate check without ``np.unique`` (which imports ``numpy.ma``) says what
+    ``len(np.unique(keys)) != len(keys)`` says: empty, one key, repeats anywhere, negative and float keys."""
+    import numpy as np
+
+    from sqlrp.registry.validate import has_repeats
+
+    rng = np.random.default_rng(5)
+    cases = [np.array([], dtype=np.int64), np.array([7]), np.array([3, 3]), np.array([-1.0, 2.0, -1.0])]
+    cases += [rng.integers(-20, 20, size=n) for n in (2, 5, 30, 60)] + [rng.permutation(50)]
+    for keys in cases:
+        assert has_repeats(keys) == (len(np.unique(keys)) != len(keys)), keys
+    assert has_repeats(np.array([3, 3])) and not has_repeats(rng.permutation(50))
