@@ -65,6 +65,20 @@ SMALL = [
 ]
 
 
+#: one small parameter set per method, for the engines that run every method in every layout (DataFusion,
+#: Hyper, MariaDB); each engine's test asserts it covers sqlrp.methods.METHODS
+EVERY_METHOD = {
+    "achlioptas": {"s": 3},
+    "gaussian": {},
+    "p-rp": {"m": 2, "s": 3},
+    "pk-rp": {"degree": 2, "t": 2},
+    "cbp": {"t": 3},
+    "maclaurin": {"degree": 2, "c": 1.0},
+    "craftmap": {"degree": 2},
+    "rff": {"gamma": 0.05},
+}
+
+
 def data(rows: int = 40, d: int = 10, seed: int = 0) -> np.ndarray:
     """Digits-like data with zeros (the long layout stores only non-zeros) and one all-zero row."""
     rng = np.random.default_rng(seed)

@@ -29,7 +29,18 @@ from sqlrp.backends.datafusion import DataFusionBackend, DataFusionError, bind, 
 from sqlrp.cli import main
 from sqlrp.core.errors import EXIT_ENGINE, EngineLimit, InputError, InvalidParameter, exit_status
 from sqlrp.dialects import get_dialect
-from testkit.engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, Case, data, frame, run_case, use_registry
+from testkit.engine_cases import (
+    CASES,
+    EVERY_METHOD,
+    HOSTILE_ID,
+    HOSTILE_TABLE,
+    RTOL,
+    Case,
+    data,
+    frame,
+    run_case,
+    use_registry,
+)
 
 PIP = "pip install 'sqlrp[datafusion]'"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -104,16 +115,7 @@ def test_engine_matrix(dfb, case):
 # ----------------------------------------------------------------------------------------------
 # (b) every method on every layout; DT-RP; the strategies
 
-METHODS = {
-    "achlioptas": {"s": 3},
-    "gaussian": {},
-    "p-rp": {"m": 2, "s": 3},
-    "pk-rp": {"degree": 2, "t": 2},
-    "cbp": {"t": 3},
-    "maclaurin": {"degree": 2, "c": 1.0},
-    "craftmap": {"degree": 2},
-    "rff": {"gamma": 0.05},
-}
+METHODS = EVERY_METHOD
 LAYOUTS = ("wide", "array", "long")
 
 

@@ -31,7 +31,18 @@ from sqlrp.core.errors import EXIT_ENGINE, EngineLimit, InputError, InvalidParam
 from sqlrp.core.layout import Formulation
 from sqlrp.dialects import get_dialect
 from sqlrp.methods import make_projection
-from testkit.engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, Case, data, frame, run_case, use_registry
+from testkit.engine_cases import (
+    CASES,
+    EVERY_METHOD,
+    HOSTILE_ID,
+    HOSTILE_TABLE,
+    RTOL,
+    Case,
+    data,
+    frame,
+    run_case,
+    use_registry,
+)
 
 PIP = "pip install 'sqlrp[hyper]'"
 
@@ -86,16 +97,7 @@ def test_engine_matrix(hy, case):
 
 # ---- (b) every method, both layouts Hyper takes, the strategies ----
 
-METHODS = {
-    "achlioptas": {"s": 3},
-    "gaussian": {},
-    "p-rp": {"m": 2, "s": 3},
-    "pk-rp": {"degree": 2, "t": 2},
-    "cbp": {"t": 3},
-    "maclaurin": {"degree": 2, "c": 1.0},
-    "craftmap": {"degree": 2},
-    "rff": {"gamma": 0.05},
-}
+METHODS = EVERY_METHOD
 
 
 def test_every_method_is_tested():

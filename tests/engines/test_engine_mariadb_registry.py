@@ -29,20 +29,22 @@ from sqlrp.core.errors import EngineLimit
 from sqlrp.dialects.mysql import PACKET_HEADROOM
 from sqlrp.registry.schema import VERSIONS
 from sqlrp.registry.store import _statements
-from testkit.engine_cases import CASES, HOSTILE_ID, HOSTILE_TABLE, RTOL, Case, check, data, frame, run_case
+from testkit.engine_cases import (
+    CASES,
+    EVERY_METHOD,
+    HOSTILE_ID,
+    HOSTILE_TABLE,
+    RTOL,
+    Case,
+    check,
+    data,
+    frame,
+    run_case,
+)
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "mysql"
 
-METHODS = {
-    "achlioptas": {"s": 3},
-    "gaussian": {},
-    "p-rp": {"m": 2, "s": 3},
-    "pk-rp": {"degree": 2, "t": 2},
-    "cbp": {"t": 3},
-    "maclaurin": {"degree": 2, "c": 1.0},
-    "craftmap": {"degree": 2},
-    "rff": {"gamma": 0.05},
-}
+METHODS = EVERY_METHOD
 LAYOUTS = ("wide", "long")
 
 #: ids the server's default collation takes for one another (case, accents, trailing spaces)
