@@ -45,7 +45,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..core.errors import EngineLimit, MissingExtra
-from .placeholders import bind_literals, quoting_tokens
+from .placeholders import bind_literals, quoting_tokens, scalar_literal
 from .values import py
 
 #: the session sqlrp joins on a server whose catalog is per session (module doc): one per server
@@ -84,23 +84,14 @@ def literal(value: Any) -> str:
     (``0.1e0``: Spark reads ``0.1`` as a DECIMAL), NaN and infinities as ``CAST('NaN' AS DOUBLE)``,
     bytes as ``X'..'``, a list as ``array(...)``, anything else a string quoted by sqlglot's Spark rules."""
     value = py(value, dates_as_text=True)
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return f"({value})"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return f"CAST('{text}' AS DOUBLE)"
+    if isinstance(value, float) and math.isfinite(value):
         text = repr(value)
         return f"({text if 'e' in text else text + 'e0'})"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return f"X'{bytes(value).hex()}'"
-    if isinstance(value, list):
-        return "array(" + ", ".join(map(literal, value)) + ")"
-    return exp.Literal.string(str(value)).sql("spark")
+    if value is not None and not isinstance(value, (bool, int, float, bytes, bytearray, memoryview, list)):
+        return exp.Literal.string(str(value)).sql("spark")  # Spark's quoting (backslashes escape there)
+    return scalar_literal(
+        value, "DOUBLE", lambda raw: f"X'{raw.hex()}'", lambda items: "array(" + ", ".join(map(literal, items)) + ")"
+    )
 
 
 def bind(sql: str, params: Sequence[Any] | None) -> str:
