@@ -11,7 +11,7 @@ from unittest import mock
 
 import duckdb
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import sqlrp
@@ -44,6 +44,10 @@ def cases(draw: st.DrawFn) -> dict:
 
 @fuzz_settings(6)
 @given(case=cases())
+# found at SQLRP_FUZZ_EXAMPLES=40: two columns, one a block -- the drawn room held the whole row group, so no
+# blocks were planned and the harness's own assertion failed (the plan was right: the room must be smaller)
+@example(case={"d": 2, "group": 1000, "rows": 1000, "kind": "DOUBLE", "method": "achlioptas", "k": 1,
+               "per_block": 1, "standardize": False, "seed": 0})  # fmt: skip
 def test_column_blocks_equal_numpy(case: dict) -> None:
     with TemporaryDirectory() as folder:
         source = Path(folder) / "in.parquet"
@@ -56,9 +60,11 @@ def test_column_blocks_equal_numpy(case: dict) -> None:
             f"(ROW_GROUP_SIZE {case['group']})"
         )
         db = sqlrp.connect(memory_limit="512MiB", threads=1)
-        widest = max(g["f0"] for g in db.row_group_columns(db.read_file(str(source))))  # type: ignore[attr-defined]
-        # the room drawn: ``per_block`` feature columns and the id beside them
-        room = widest * (case["per_block"] + 2.5)
+        groups = db.row_group_columns(db.read_file(str(source)))  # type: ignore[attr-defined]
+        widest = max(g["f0"] for g in groups)
+        whole = min(sum(g.values()) for g in groups)
+        # the room drawn: ``per_block`` feature columns and the id beside them, below a whole row group's
+        room = min(widest * (case["per_block"] + 2.5), 0.9 * whole)
         factor = (LIMIT * (1 - column_blocks.PARTIAL_SHARE) - column_blocks.SCAN_FLOOR) / room
         options = METHODS[case["method"]]
         with mock.patch.object(column_blocks, "ROW_GROUP_FACTOR", factor):
