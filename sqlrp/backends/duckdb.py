@@ -258,6 +258,10 @@ class DuckDBBackend(ColumnBlocks, Backend):
         self._in_tx = True
         try:
             yield
+        except GeneratorExit:  # abandoned (a signal in ``__exit__``), closed by the collector later
+            with contextlib.suppress(duckdb.ConnectionException):  # closed: DuckDB dropped the transaction
+                self._con.execute("ROLLBACK")
+            raise
         except BaseException:
             self.con.execute("ROLLBACK")
             raise

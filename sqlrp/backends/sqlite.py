@@ -191,6 +191,11 @@ class SQLiteBackend(Backend):
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield
+        except GeneratorExit:  # abandoned (a signal in ``__exit__``), closed by the collector
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed: SQLite rolled it back itself
+                if self.con.in_transaction:
+                    self.con.execute("ROLLBACK")
+            raise
         except BaseException:
             if self.con.in_transaction:  # some errors (SQLITE_FULL, IOERR ...) roll back by themselves
                 self.con.execute("ROLLBACK")
