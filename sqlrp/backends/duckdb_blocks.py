@@ -15,6 +15,7 @@ import duckdb
 from sqlglot import exp
 
 from . import resources
+from .scan_fit import ScanFit
 
 
 class ColumnBlocks:
@@ -23,6 +24,7 @@ class ColumnBlocks:
     _con: duckdb.DuckDBPyConnection
     con: duckdb.DuckDBPyConnection
     _files: dict[str, tuple[str, str]]
+    _scan_fits: dict[str, ScanFit]
     #: the block plan applies here: columns can be read a subset at a time and joined back by position
     reads_column_blocks = True
 
@@ -45,6 +47,11 @@ class ColumnBlocks:
         for name, group, column, size in rows:
             groups.setdefault((name, group), {})[column] = int(size or 0)
         return list(groups.values())
+
+    def scan_fit(self, table: str) -> ScanFit | None:
+        """The scan chosen for the Parquet file read as ``table`` on a small device
+        (:func:`sqlrp.backends.scan_fit.fit_scan`), or ``None``."""
+        return self._scan_fits.get(table)
 
     def scan_room(self) -> tuple[int, int]:
         """``(memory_limit in bytes, threads)`` as set on the connection now."""
@@ -90,6 +97,8 @@ class ColumnBlocks:
         budget = getattr(self, "budget", None)
         given = getattr(self, "_profile", (None, None, None))[1]
         if budget is None or not budget.small or given or budget.memory is None:
+            return
+        if any(fit.pinned for fit in self._scan_fits.values()):  # a raised limit lets the reader fail
             return
         room = int(max(0, budget.memory - resources.resident()) * 0.8)
         current = resources.size_bytes(

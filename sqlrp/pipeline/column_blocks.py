@@ -62,6 +62,9 @@ def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, flo
     table, an array or long layout) or its row groups fit whole."""
     if not getattr(db, "reads_column_blocks", False) or source.layout != "wide" or source.row_filter is not None:
         return None
+    fit = db.scan_fit(source.table)  # type: ignore[attr-defined]
+    if fit is not None and fit.single:  # one pass fits (chosen from the budget and the file's chunks)
+        return None
     groups = db.row_group_columns(source.table)  # type: ignore[attr-defined]
     if not groups or not source.columns:
         return None
