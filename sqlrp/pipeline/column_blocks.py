@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import Backend
+from ..backends.scan_fit import block_room, scan_need
 from ..compiler import compile_statements
 from ..core import files
 from ..core.errors import EngineLimit
@@ -57,25 +58,44 @@ def partial_rows(memory: int, p: int) -> int:
 
 
 def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, float, int, int] | None:
-    """Per row group, each feature's bytes decoded and the keys'; the room a block may take; the engine's
+    """Per row group, each feature's bytes held and the keys'; the room a block may take; the engine's
     memory limit and threads -- ``None`` where the input is no Parquet file read in columns (a database
-    table, an array or long layout) or its row groups fit whole."""
+    table, an array or long layout) or its row groups fit whole.  On a small device whose scan was chosen
+    from the budget (:func:`sqlrp.backends.scan_fit.fit_scan`: no ``--memory-limit``), the bytes are the
+    reader's buffers and the room :func:`~sqlrp.backends.scan_fit.block_room` of one thread; else the
+    decoded bytes and ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``."""
     if not getattr(db, "reads_column_blocks", False) or source.layout != "wide" or source.row_filter is not None:
         return None
     fit = db.scan_fit(source.table)  # type: ignore[attr-defined]
     if fit is not None and fit.single:  # one pass fits (chosen from the budget and the file's chunks)
         return None
-    groups = db.row_group_columns(source.table)  # type: ignore[attr-defined]
+    groups = db.row_group_columns(source.table, reader=fit is not None)  # type: ignore[attr-defined]
     if not groups or not source.columns:
         return None
     memory, threads = db.scan_room()  # type: ignore[attr-defined]
-    room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
+    if fit is not None:
+        room = float(block_room(memory, int(memory * PARTIAL_SHARE)))
+    else:
+        room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
     keys = [c for c in (source.id_column, source.group_column) if c]
     sizes = np.array([[g.get(c, 0) for c in source.columns] for g in groups], dtype=np.float64)
     base = np.array([sum(g.get(c, 0) for c in keys) for g in groups], dtype=np.float64)
     if float(np.max(base + sizes.sum(axis=1))) <= room:
         return None
     return sizes, base, room, memory, threads
+
+
+def block_limit(db: Backend, source: Source, block: list[int]) -> int | None:
+    """The ``memory_limit`` a block's pass is pinned to where the file's chunks exceed DuckDB's block (the
+    reader reads ahead and fails under a looser limit, :mod:`sqlrp.backends.scan_fit`): the need of its
+    widest row group and the partial sums' share; ``None`` elsewhere (the limit as set)."""
+    fit = db.scan_fit(source.table)  # type: ignore[attr-defined]
+    shape = _footprint(db, source)
+    if fit is None or not fit.pinned or shape is None:
+        return None
+    sizes, base, _, memory, _ = shape
+    widest = float(np.max(base + sizes[:, block].sum(axis=1)))
+    return min(memory, scan_need(int(widest)) + int(memory * PARTIAL_SHARE))
 
 
 def feature_blocks(db: Backend, source: Source) -> list[list[int]] | None:
@@ -187,7 +207,8 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
         for i, block in enumerate(blocks):
             part = decide(db, block_plan(p, block), asked, guard=True)
             name = f"{ident(catalog).sql('duckdb')}.main.b{i}"
-            with db.keeping_row_order():  # type: ignore[attr-defined]
+            pinned = block_limit(db, p.source, block)
+            with db.keeping_row_order(), db.scan_limit(pinned):  # type: ignore[attr-defined]
                 statements = compile_statements(part, db.sql_dialect, Target(ordered=False), pretty=False)
                 run(
                     db,
