@@ -61,19 +61,20 @@ def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, flo
     """Per row group, each feature's bytes held and the keys'; the room a block may take; the engine's
     memory limit and threads -- ``None`` where the input is no Parquet file read in columns (a database
     table, an array or long layout) or its row groups fit whole.  On a small device whose scan was chosen
-    from the budget (:func:`sqlrp.backends.scan_fit.fit_scan`: no ``--memory-limit``), the bytes are the
-    reader's buffers and the room :func:`~sqlrp.backends.scan_fit.block_room` of one thread; else the
-    decoded bytes and ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``."""
+    from the budget with chunks above DuckDB's block (:func:`sqlrp.backends.scan_fit.fit_scan`: pinned),
+    the bytes are the reader's buffers and the room :func:`~sqlrp.backends.scan_fit.block_room` of one
+    thread; else the decoded bytes and ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``."""
     if not getattr(db, "reads_column_blocks", False) or source.layout != "wide" or source.row_filter is not None:
         return None
     fit = db.scan_fit(source.table)  # type: ignore[attr-defined]
     if fit is not None and fit.single:  # one pass fits (chosen from the budget and the file's chunks)
         return None
-    groups = db.row_group_columns(source.table, reader=fit is not None)  # type: ignore[attr-defined]
+    pinned = fit is not None and fit.pinned
+    groups = db.row_group_columns(source.table, reader=pinned)  # type: ignore[attr-defined]
     if not groups or not source.columns:
         return None
     memory, threads = db.scan_room()  # type: ignore[attr-defined]
-    if fit is not None:
+    if pinned:
         room = float(block_room(memory, int(memory * PARTIAL_SHARE)))
     else:
         room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
