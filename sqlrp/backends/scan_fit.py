@@ -6,7 +6,8 @@ What DuckDB 2.0's Parquet reader holds (measured, one thread, ``duckdb_memory()`
 file of 100,000-row groups, 400 KB column chunks, and of 50,000-row groups, 200 KB chunks):
 
 - a row group of the columns it reads, each column chunk in one buffer the size of the chunk rounded up
-  to a power of two (:func:`reader_bytes`: 385 x 512 KiB = 192.5 MiB; 385 x 256 KiB = 96 MiB);
+  to a power of two (:func:`reader_bytes`: 384 x 512 KiB and the key's 1 MiB = 193 MiB; 384 x 256 KiB and 512 KiB
+  = 96.5 MiB);
 - where every chunk fits DuckDB's 256 KiB block (:data:`BLOCK`), the buffers are the buffer pool's own:
   any ``memory_limit`` from a row group and a tenth up finished (110 MB to 700 MB, one or two threads);
 - where chunks are larger, the buffers are allocations of their own, and the reader reads the next row
