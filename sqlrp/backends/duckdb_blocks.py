@@ -53,18 +53,22 @@ class ColumnBlocks:
         return list(groups.values())
 
     @contextlib.contextmanager
-    def scan_limit(self, memory: int | None) -> Iterator[None]:
-        """``memory_limit`` set to ``memory`` bytes meanwhile (nothing where ``None``), restored after."""
+    def scan_limit(self, memory: int | None, threads: int | None = None) -> Iterator[None]:
+        """``memory_limit`` set to ``memory`` bytes (and ``threads``, unless ``--threads`` was given)
+        meanwhile -- nothing where ``memory`` is ``None`` -- restored after."""
         if memory is None:
             yield
             return
-        before = self._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        before = self._con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
         self._con.execute(f"SET memory_limit = '{int(memory) // 2**20}MiB'")
+        if threads and not getattr(self, "_profile", (None,))[0]:
+            self._con.execute(f"SET threads = {int(threads)}")
         try:
             yield
         finally:
             with contextlib.suppress(duckdb.Error):
-                self._con.execute(f"SET memory_limit = {exp.Literal.string(str(before)).sql('duckdb')}")
+                self._con.execute(f"SET memory_limit = {exp.Literal.string(str(before[0])).sql('duckdb')}")
+                self._con.execute(f"SET threads = {int(before[1])}")
 
     def scan_fit(self, table: str) -> ScanFit | None:
         """The scan chosen for the Parquet file read as ``table`` on a small device
@@ -115,8 +119,6 @@ class ColumnBlocks:
         budget = getattr(self, "budget", None)
         given = getattr(self, "_profile", (None, None, None))[1]
         if budget is None or not budget.small or given or budget.memory is None:
-            return
-        if any(fit.pinned for fit in self._scan_fits.values()):  # a raised limit lets the reader fail
             return
         room = int(max(0, budget.memory - resources.resident()) * 0.8)
         current = resources.size_bytes(

@@ -58,13 +58,14 @@ def fit_row_groups(
     threads: int | None = None,
     memory_limit: str | None = None,
 ) -> ScanFit | None:
-    """On a small device, the scan of the Parquet file ``path`` chosen from the room the budget leaves
-    (80% of what this process does not hold yet) and the file's column chunks
-    (:func:`sqlrp.backends.scan_fit.fit_scan`): one pass with the threads and ``memory_limit`` it needs
-    where a row group fits, else the limit all the room and the columns read in blocks
-    (:mod:`sqlrp.pipeline.column_blocks`).  Returns the fit (``None``: no footers, or ``memory_limit``
-    given).  ``threads`` and ``memory_limit``: the options given (``--threads``, ``--memory-limit``),
-    kept as they are; with a limit given, a thread is kept for each 2.6 row groups (decoded) it holds."""
+    """On a small device: the engine's share raised to all the room the budget leaves (80% of what this
+    process does not hold yet), and a thread kept for each 2.6 row groups (decoded) it holds (a scan holds
+    a row group, and two while it moves to the next; at least one) -- the settings every statement over
+    the file starts from (``evaluate``'s and ``tune``'s samples among them).  Returns the scan a projection
+    of the file runs (:func:`sqlrp.backends.scan_fit.fit_scan`, from the same room and the file's column
+    chunks: one pass, pinned where the chunks exceed a block, or column blocks,
+    :mod:`sqlrp.pipeline.column_blocks`); ``None`` with no footers, or ``memory_limit`` given.
+    ``threads`` and ``memory_limit``: the options given (``--threads``, ``--memory-limit``), kept."""
     with contextlib.suppress(duckdb.Error):
         rows = _rows(
             con,
@@ -80,19 +81,19 @@ def fit_row_groups(
             groups.setdefault((name, group), {}).setdefault(column, []).append(int(size or 0))
             decoded[(name, group)] = decoded.get((name, group), 0) + int(full or 0)
         now = int(_rows(con, "SELECT current_setting('threads')")[0][0])
-        if memory_limit:  # given: the threads fit it
-            current = resources.size_bytes(_rows(con, "SELECT current_setting('memory_limit')")[0][0])
-            fit = max(1, min(now, current // int(max(decoded.values()) * 2.6 or 1)))
-            if fit < now and not threads:
-                con.execute(f"SET threads = {fit}")
+        current = resources.size_bytes(_rows(con, "SELECT current_setting('memory_limit')")[0][0])
+        room = int(max(0, budget.memory - resources.resident()) * 0.8)
+        if memory_limit:
+            room = current  # given: the threads fit it
+        elif current < room:
+            con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
+        fit = max(1, min(now, room // int(max(decoded.values()) * 2.6 or 1)))
+        if fit < now and not threads:
+            con.execute(f"SET threads = {fit}")
+        if memory_limit:
             return None
         group, large = row_group_need(groups.values())
-        room = int(max(0, budget.memory - resources.resident()) * 0.8)
-        chosen = fit_scan(group, large, room, threads or budget.cpus)
-        con.execute(f"SET memory_limit = '{chosen.memory_limit // resources.MIB}MiB'")
-        if not threads:
-            con.execute(f"SET threads = {chosen.threads}")
-        return chosen
+        return fit_scan(group, large, room, threads or budget.cpus)
     return None
 
 

@@ -105,6 +105,7 @@ def test_column_blocks_of_a_budget_pin_each_pass_and_equal_numpy(tmp_path: Path)
     budget = resources.Budget(held + 40 * MIB, 1, 96 * MIB, 1)
     fit = fit_row_groups(db.con, str(source), budget)  # type: ignore[attr-defined]
     assert fit is not None and not fit.single and fit.pinned
+    db.con.execute(f"SET memory_limit = '{fit.memory_limit // MIB}MiB'")  # the room, as the profile's start
     db._scan_fits[table] = fit  # type: ignore[attr-defined]
     p = plan(db, table, "id", method="gaussian", k=8, seed=4, store=False)
     blocks = plan_blocks(db, p)
