@@ -13,10 +13,12 @@ file of 100,000-row groups, 400 KB column chunks, and of 50,000-row groups, 200 
 - where chunks are larger, the buffers are allocations of their own, and the reader reads the next row
   groups ahead while the limit lets it, failing at the limit (``failed to allocate data of size 512.0
   KiB``) instead of waiting: one thread finished for ``memory_limit`` 210 MB to 265 MB only (a row group
-  plus 8 MiB to plus 60 MiB); 270 MB to 600 MB failed, and two threads failed from 400 MB to 600 MB.
-  So a single pass over such a file runs on one thread with the limit just above a row group
-  (:func:`fit_scan`: a tenth of it, at most :data:`AHEAD_MARGIN`, plus :data:`STATEMENT_FLOOR`), where
-  it finished at 2,000,000 rows in the time DuckDB tuned by hand takes.
+  plus 8 MiB to plus 60 MiB); 270 MB to 600 MB failed, and it finished again from about three row groups
+  (620 MiB, 700 MiB, 2,000,000 rows); two threads failed from 400 MB to 781 MiB (750 MiB finished with
+  prefetching on, 650 MiB did not).  So a single pass over such a file runs on one thread with the
+  limit just above a row group (:func:`fit_scan`: a tenth of it, at most :data:`AHEAD_MARGIN`, plus
+  :data:`STATEMENT_FLOOR`), where it finished at 2,000,000 and 3,000,000 rows in the time DuckDB tuned
+  by hand takes.
 
 Where even that does not fit the room, the file is read in column blocks
 (:mod:`sqlrp.pipeline.column_blocks`).
