@@ -176,7 +176,9 @@ def project_runs(args: argparse.Namespace, ctx: dict, memory: int, cpus: int) ->
     out = Path(tmp) / "sqlrp.parquet"
     base = [*ctx["cli"], "project", "--table", str(source), "--id-column", "id", "--k", str(args.k)]
     runs = {
-        "sqlrp": run_limited([*base, "--projection", str(ctx["sidecar"]), "--into", str(out)], memory, cpus, env=env)
+        "sqlrp": run_limited(
+            [*base, "--projection", str(ctx["sidecar"]), "--into", str(out), "--replace"], memory, cpus, env=env
+        )  # --replace: the previous limit's output is there
     }
     for mode in ("default", "tuned"):
         target = Path(tmp) / f"duckdb_{mode}.parquet"

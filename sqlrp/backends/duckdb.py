@@ -28,6 +28,7 @@ from . import catalog
 from .base import Backend, ColumnInfo, missing_table, url_path
 from .duckdb_blocks import ColumnBlocks
 from .duckdb_settings import configure, fit_row_groups, setting_literal
+from .scan_fit import ScanFit
 from .values import recut
 
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
@@ -87,6 +88,7 @@ class DuckDBBackend(ColumnBlocks, Backend):
         self.budget = configure(self._con, threads, memory_limit, temp_directory)
         self._in_tx = False
         self._files: dict[str, tuple[str, str]] = {}  # path -> (absolute path, format) read as a table
+        self._scan_fits: dict[str, ScanFit] = {}  # path -> the scan chosen for it on a small device
         self._frames: dict[str, Any] = {}  # a registered frame's scratch name -> the frame (cursors see it too)
         self._pending_settings: dict[str, object] = {}
         self._pending_unregister: set[str] = set()  # relations an aborted transaction kept (bound)
@@ -370,7 +372,9 @@ class DuckDBBackend(ColumnBlocks, Backend):
         self._files[path] = (files.absolute(path), fmt)
         if fmt == "parquet" and self.budget.small:
             given = getattr(self, "_profile", (None, None))  # the options given win over the fit
-            fit_row_groups(self._con, self._files[path][0], self.budget, threads=given[0], memory_limit=given[1])
+            fit = fit_row_groups(self._con, self._files[path][0], self.budget, threads=given[0], memory_limit=given[1])
+            if fit is not None:
+                self._scan_fits[path] = fit
         return path
 
     def estimate_rows(self, table: str, schema: str | None = None, catalog: str | None = None) -> int | None:

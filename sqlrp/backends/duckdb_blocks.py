@@ -15,6 +15,7 @@ import duckdb
 from sqlglot import exp
 
 from . import resources
+from .scan_fit import ScanFit, reader_bytes
 
 
 class ColumnBlocks:
@@ -23,28 +24,56 @@ class ColumnBlocks:
     _con: duckdb.DuckDBPyConnection
     con: duckdb.DuckDBPyConnection
     _files: dict[str, tuple[str, str]]
+    _scan_fits: dict[str, ScanFit]
     #: the block plan applies here: columns can be read a subset at a time and joined back by position
     reads_column_blocks = True
 
-    def row_group_columns(self, table: str) -> list[dict[str, int]] | None:
+    def row_group_columns(self, table: str, reader: bool = False) -> list[dict[str, int]] | None:
         """Per row group of the Parquet file (or files) read as ``table``, each top-level column's bytes
-        once decoded (``total_uncompressed_size`` in the footers); ``None`` where ``table`` is no Parquet
-        file read by :meth:`read_file` (a DuckDB table's scan holds vectors, never a whole row group)."""
+        once decoded (``total_uncompressed_size`` in the footers), or with ``reader`` the buffers DuckDB's
+        reader holds for its chunks (:func:`sqlrp.backends.scan_fit.reader_bytes` of each leaf's size on
+        disk); ``None`` where ``table`` is no Parquet file read by :meth:`read_file` (a DuckDB table's scan
+        holds vectors, never a whole row group)."""
         path, fmt = self._files.get(table, ("", ""))
         if fmt != "parquet":
             return None
         try:
             rows = self._con.execute(
-                "SELECT file_name, row_group_id, split_part(path_in_schema, ', ', 1), "
-                "sum(total_uncompressed_size) FROM parquet_metadata(?) GROUP BY ALL",
+                "SELECT file_name, row_group_id, split_part(path_in_schema, ', ', 1), total_uncompressed_size, "
+                "total_compressed_size FROM parquet_metadata(?)",
                 [path],
             ).fetchall()
         except duckdb.Error:
             return None
         groups: dict[tuple[str, int], dict[str, int]] = {}
-        for name, group, column, size in rows:
-            groups.setdefault((name, group), {})[column] = int(size or 0)
+        for name, group, column, size, disk in rows:
+            held = reader_bytes(int(disk or 0)) if reader else int(size or 0)
+            columns = groups.setdefault((name, group), {})
+            columns[column] = columns.get(column, 0) + held
         return list(groups.values())
+
+    @contextlib.contextmanager
+    def scan_limit(self, memory: int | None, threads: int | None = None) -> Iterator[None]:
+        """``memory_limit`` set to ``memory`` bytes (and ``threads``, unless ``--threads`` was given)
+        meanwhile -- nothing where ``memory`` is ``None`` -- restored after."""
+        if memory is None:
+            yield
+            return
+        before = self._con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
+        self._con.execute(f"SET memory_limit = '{int(memory) // 2**20}MiB'")
+        if threads and not getattr(self, "_profile", (None,))[0]:
+            self._con.execute(f"SET threads = {int(threads)}")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self._con.execute(f"SET memory_limit = {exp.Literal.string(str(before[0])).sql('duckdb')}")
+                self._con.execute(f"SET threads = {int(before[1])}")
+
+    def scan_fit(self, table: str) -> ScanFit | None:
+        """The scan chosen for the Parquet file read as ``table`` on a small device
+        (:func:`sqlrp.backends.scan_fit.fit_scan`), or ``None``."""
+        return self._scan_fits.get(table)
 
     def scan_room(self) -> tuple[int, int]:
         """``(memory_limit in bytes, threads)`` as set on the connection now."""

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from . import resources
 from .base import memory_size
+from .scan_fit import ScanFit, fit_scan, row_group_need
 
 
 def configure(
@@ -56,34 +57,44 @@ def fit_row_groups(
     budget: resources.Budget,
     threads: int | None = None,
     memory_limit: str | None = None,
-) -> None:
-    """On a small device: a DuckDB thread's scan holds a whole row group of the columns it reads, and
-    two while it moves from one to the next (``duckdb_memory()``, 100,000 x 384 float32, 153 MB a row
-    group: steady at 223 MB, failed at 286 MB near the end; DuckDB's own 80% of 1 GB with two threads
-    ran), so a thread is kept only for each 2.6 row groups the budget holds (at least one), and the
-    engine's share raised to all the room the budget leaves (80% of what this process does not hold
-    yet) -- the rest is the reader's buffers and Python's.  A file whose row group does not fit even
-    so has its columns read in blocks (:mod:`sqlrp.pipeline.column_blocks`).  ``threads`` and
-    ``memory_limit``: the options given (``--threads``, ``--memory-limit``), kept as they are."""
+) -> ScanFit | None:
+    """On a small device: the engine's share raised to all the room the budget leaves (80% of what this
+    process does not hold yet), and a thread kept for each 2.6 row groups (decoded) it holds (a scan holds
+    a row group, and two while it moves to the next; at least one) -- the settings every statement over
+    the file starts from (``evaluate``'s and ``tune``'s samples among them).  Returns the scan a projection
+    of the file runs (:func:`sqlrp.backends.scan_fit.fit_scan`, from the same room and the file's column
+    chunks: one pass, pinned where the chunks exceed a block, or column blocks,
+    :mod:`sqlrp.pipeline.column_blocks`); ``None`` with no footers, or ``memory_limit`` given.
+    ``threads`` and ``memory_limit``: the options given (``--threads``, ``--memory-limit``), kept."""
     with contextlib.suppress(duckdb.Error):
-        widest = _rows(
+        rows = _rows(
             con,
-            "SELECT max(s) FROM (SELECT file_name, row_group_id, sum(total_uncompressed_size) AS s "
-            "FROM parquet_metadata(?) GROUP BY ALL)",
+            "SELECT file_name, row_group_id, split_part(path_in_schema, ', ', 1), total_compressed_size, "
+            "total_uncompressed_size FROM parquet_metadata(?)",
             [path],
-        )[0][0]
-        if not widest:
-            return
-        room = int(max(0, budget.memory - resources.resident()) * 0.8)
+        )
+        if not rows:
+            return None
+        groups: dict[tuple[str, int], dict[str, list[int]]] = {}
+        decoded: dict[tuple[str, int], int] = {}
+        for name, group, column, size, full in rows:
+            groups.setdefault((name, group), {}).setdefault(column, []).append(int(size or 0))
+            decoded[(name, group)] = decoded.get((name, group), 0) + int(full or 0)
+        now = int(_rows(con, "SELECT current_setting('threads')")[0][0])
         current = resources.size_bytes(_rows(con, "SELECT current_setting('memory_limit')")[0][0])
+        room = int(max(0, budget.memory - resources.resident()) * 0.8)
         if memory_limit:
             room = current  # given: the threads fit it
         elif current < room:
             con.execute(f"SET memory_limit = '{room // resources.MIB}MB'")
-        now = int(_rows(con, "SELECT current_setting('threads')")[0][0])
-        fit = max(1, min(now, room // int(widest * 2.6)))
+        fit = max(1, min(now, room // int(max(decoded.values()) * 2.6 or 1)))
         if fit < now and not threads:
             con.execute(f"SET threads = {fit}")
+        if memory_limit:
+            return None
+        group, large = row_group_need(groups.values())
+        return fit_scan(group, large, room, threads or budget.cpus)
+    return None
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[tuple]:

@@ -357,6 +357,8 @@ def fetch_sample(
     ``projection`` gives ``d`` (or pass ``d``); long tables are pivoted in NumPy."""
     dialect = db.sql_dialect
     ids_sel = sample_ids_query(source, seed, n)
+    if hasattr(db, "statement_room"):  # the engine holds the sample's scan, this process little (issue 42)
+        db.statement_room()
     ids = sample_ids(db, source, n, seed)
     if not ids:
         raise InputError(f"table {source.table!r} has no rows to sample")

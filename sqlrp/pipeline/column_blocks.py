@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import Backend
+from ..backends.scan_fit import block_room, scan_need
 from ..compiler import compile_statements
 from ..core import files
 from ..core.errors import EngineLimit
@@ -56,17 +57,31 @@ def partial_rows(memory: int, p: int) -> int:
     return int(max(2048, min(122_880, memory * PARTIAL_SHARE // (8 * (p + 1)) // 2048 * 2048)))
 
 
-def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, float, int, int] | None:
-    """Per row group, each feature's bytes decoded and the keys'; the room a block may take; the engine's
+def _footprint(
+    db: Backend, source: Source, one_pass: bool = False
+) -> tuple[np.ndarray, np.ndarray, float, int, int] | None:
+    """Per row group, each feature's bytes held and the keys'; the room a block may take; the engine's
     memory limit and threads -- ``None`` where the input is no Parquet file read in columns (a database
-    table, an array or long layout) or its row groups fit whole."""
+    table, an array or long layout) or its row groups fit whole.  On a small device whose scan was chosen
+    from the budget with chunks above DuckDB's block (:func:`sqlrp.backends.scan_fit.fit_scan`: pinned),
+    the bytes are the reader's buffers and the room :func:`~sqlrp.backends.scan_fit.block_room` of one
+    thread; else the decoded bytes and ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``.  ``one_pass``:
+    the projection's own statement, which the fit applies to (``evaluate``'s sample reads keep the decoded
+    model: their statements hold more than a projection's)."""
     if not getattr(db, "reads_column_blocks", False) or source.layout != "wide" or source.row_filter is not None:
         return None
-    groups = db.row_group_columns(source.table)  # type: ignore[attr-defined]
+    fit = db.scan_fit(source.table) if one_pass else None  # type: ignore[attr-defined]
+    if fit is not None and fit.single:  # one pass fits (chosen from the budget and the file's chunks)
+        return None
+    pinned = fit is not None and fit.pinned
+    groups = db.row_group_columns(source.table, reader=pinned)  # type: ignore[attr-defined]
     if not groups or not source.columns:
         return None
     memory, threads = db.scan_room()  # type: ignore[attr-defined]
-    room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
+    if pinned:
+        room = float(block_room(memory, int(memory * PARTIAL_SHARE)))
+    else:
+        room = (memory * (1 - PARTIAL_SHARE) - SCAN_FLOOR) / (ROW_GROUP_FACTOR * threads)
     keys = [c for c in (source.id_column, source.group_column) if c]
     sizes = np.array([[g.get(c, 0) for c in source.columns] for g in groups], dtype=np.float64)
     base = np.array([sum(g.get(c, 0) for c in keys) for g in groups], dtype=np.float64)
@@ -75,11 +90,24 @@ def _footprint(db: Backend, source: Source) -> tuple[np.ndarray, np.ndarray, flo
     return sizes, base, room, memory, threads
 
 
-def feature_blocks(db: Backend, source: Source) -> list[list[int]] | None:
+def block_limit(db: Backend, source: Source, block: list[int]) -> int | None:
+    """The ``memory_limit`` a block's pass is pinned to where the file's chunks exceed DuckDB's block (the
+    reader reads ahead and fails under a looser limit, :mod:`sqlrp.backends.scan_fit`): the need of its
+    widest row group and the partial sums' share; ``None`` elsewhere (the limit as set)."""
+    fit = db.scan_fit(source.table)  # type: ignore[attr-defined]
+    shape = _footprint(db, source, one_pass=True)
+    if fit is None or not fit.pinned or shape is None:
+        return None
+    sizes, base, _, memory, _ = shape
+    widest = float(np.max(base + sizes[:, block].sum(axis=1)))
+    return min(memory, scan_need(int(widest)) + int(memory * PARTIAL_SHARE))
+
+
+def feature_blocks(db: Backend, source: Source, one_pass: bool = False) -> list[list[int]] | None:
     """The features of ``source`` in blocks (indices into ``source.columns``, in order), each block's widest
     row group (with the keys) fitting ``(15/16 memory_limit - 16 MB) / (3.6 x threads)``; ``None`` where
     the whole row group fits, or the input is not read in columns (:func:`_footprint`)."""
-    shape = _footprint(db, source)
+    shape = _footprint(db, source, one_pass)
     if shape is None:
         return None
     sizes, base, room, _, _ = shape
@@ -98,12 +126,12 @@ def plan_blocks(db: Backend, p: Plan) -> list[list[int]] | None:
     """:func:`feature_blocks` of the plan's input; a composition (or pooled groups) whose row groups do not
     fit is refused in one line naming the budget."""
     source = p.source
-    blocks = feature_blocks(db, source)
+    blocks = feature_blocks(db, source, one_pass=True)
     if blocks is None:
         return None
     if isinstance(p.projection, Projection) and source.group_column is None and len(blocks) > 1:
         return blocks
-    sizes, base, _, memory, threads = _footprint(db, source)  # type: ignore[misc]
+    sizes, base, _, memory, threads = _footprint(db, source, one_pass=True)  # type: ignore[misc]
     widest = float(np.max(base + sizes.sum(axis=1)))
     raise EngineLimit(
         f"{source.table!r}: a row group of its columns is {widest / 2**20:.0f} MiB decoded, more than the "
@@ -167,10 +195,14 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
     partial sums written (in the file's row order) to a scratch database beside ``beside`` (the output;
     named as its staging files are, :func:`sqlrp.core.files.staging_path`: a killed run's is swept by
     the next), joined back by position in a view that the plan yielded reads.  Each block's strategy is
-    decided for its own matrix (:func:`sqlrp.pipeline.plan.decide`)."""
+    decided for its own matrix (:func:`sqlrp.pipeline.plan.decide`).  A one-pass scan pinned by the fit
+    (:func:`sqlrp.backends.scan_fit.fit_scan`) runs with its limit and one thread."""
     blocks = plan_blocks(db, p)
     if blocks is None:
-        yield p
+        fit = db.scan_fit(p.source.table) if getattr(db, "reads_column_blocks", False) else None  # type: ignore[attr-defined]
+        pinned = fit is not None and fit.single and fit.pinned and p.source.layout == "wide"
+        with db.scan_limit(fit.memory_limit if pinned else None, threads=1):  # type: ignore[attr-defined, union-attr]
+            yield p
         return
     stamp = uuid.uuid4().hex[:12]
     files.sweep_staging(beside)
@@ -184,7 +216,8 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
         for i, block in enumerate(blocks):
             part = decide(db, block_plan(p, block), asked, guard=True)
             name = f"{ident(catalog).sql('duckdb')}.main.b{i}"
-            with db.keeping_row_order():  # type: ignore[attr-defined]
+            pinned = block_limit(db, p.source, block)
+            with db.keeping_row_order(), db.scan_limit(pinned):  # type: ignore[attr-defined]
                 statements = compile_statements(part, db.sql_dialect, Target(ordered=False), pretty=False)
                 run(
                     db,

@@ -317,9 +317,10 @@ def write_file(
     budget = getattr(db, "budget", None)
     if fmt == "parquet" and budget is not None and budget.small:
         # the writer holds a row group (122,880 rows by default) per thread before it flushes: on a small
-        # device, row groups of an eighth of the engine's memory (issue 42)
+        # device, row groups of an eighth of the engine's memory, at most 16,384 rows (issue 42: beside a
+        # one-pass scan pinned just above the reader's row group, :mod:`sqlrp.backends.scan_fit`)
         row_bytes = 8 * (len(names) if not array else p.projection.k) + 16
-        options += f", ROW_GROUP_SIZE {max(2048, min(122_880, budget.engine_memory // 8 // row_bytes))}"
+        options += f", ROW_GROUP_SIZE {max(2048, min(16_384, budget.engine_memory // 8 // row_bytes))}"
 
     def copy(sql: str) -> str:
         literal = exp.Literal.string(str(tmp)).sql("duckdb")

@@ -119,6 +119,12 @@ def test_a_file_larger_than_the_limit_projects_within_it(tmp_path) -> None:
     duckdb.sql(f"COPY (SELECT range AS id, {cols} FROM range(700000)) TO '{source}' (ROW_GROUP_SIZE 100000)")
     limit = 320
     assert source.stat().st_size > limit * 2**20  # larger than the memory
+    probe = (
+        "import sqlrp, sys; db = sqlrp.connect(); f = db.scan_fit(db.read_file(sys.argv[1])); "
+        "print(f.single, f.pinned, f.threads)"
+    )
+    r = run_limited([sys.executable, "-c", probe, str(source)], limit, 1, env=ENV)
+    assert r.stdout.split() == ["True", "True", "1"], r.stderr[-500:]  # one pass, pinned: 512 KiB chunks
     argv = [sys.executable, "-m", "sqlrp", "project", "--table", str(source), "--id-column", "id", "--k", "16"]
     r = run_limited([*argv, "--seed", "3", "--into", str(out)], limit, 1, env=ENV, timeout=900)
     assert r.finished and not r.oom_killed, (r.status, r.stderr[-500:])
