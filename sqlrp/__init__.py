@@ -19,8 +19,6 @@ are methods), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
 
 import importlib
 
-from .core.errors import need
-
 __version__ = "0.1.0"
 
 #: each public name and the module it comes from: imported on first use (PEP 562), so that ``sqlrp``'s
@@ -49,7 +47,8 @@ _FROM = {
     "connect": "sqlrp.backends",
     **dict.fromkeys(("Output", "Source", "compile_select", "compile_sql"), "sqlrp.compiler"),
     **dict.fromkeys(
-        ("InputError", "InvalidParameter", "ProjectionExists", "ProjectionNotFound", "SqlrpError"), "sqlrp.core.errors"
+        ("InputError", "InvalidParameter", "ProjectionExists", "ProjectionNotFound", "SqlrpError", "need"),
+        "sqlrp.core.errors",
     ),
     **dict.fromkeys(("Combiner", "LinearStage", "Projection"), "sqlrp.core.ir"),
     "dbt_model": "sqlrp.dbt",
@@ -118,7 +117,9 @@ def __getattr__(name: str) -> object:
     ``SQLRandomProjection`` needs scikit-learn, which the CLI and the SQL paths do not (see README,
     "Small devices")."""
     if name == "SQLRandomProjection":
-        need("sklearn", "sklearn", "SQLRandomProjection (a scikit-learn transformer)")
+        importlib.import_module("sqlrp.core.errors").need(
+            "sklearn", "sklearn", "SQLRandomProjection (a scikit-learn transformer)"
+        )
         return importlib.import_module("sqlrp.transformer").SQLRandomProjection
     if name.startswith("__"):
         raise AttributeError(f"module 'sqlrp' has no attribute {name!r}")

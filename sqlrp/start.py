@@ -73,13 +73,14 @@ def cache_folder() -> Path:
 
 def code_stamp() -> str:
     """A digest of the package's sources (names, sizes, modification times): a changed sqlrp is another key."""
-    digest = hashlib.sha256()
-    for root, dirs, names in os.walk(PACKAGE):
+    parts = []
+    for root, dirs, _names in os.walk(PACKAGE):
         dirs.sort()
-        for name in sorted(n for n in names if n.endswith(".py")):
-            st = os.stat(os.path.join(root, name))
-            digest.update(f"{os.path.relpath(root, PACKAGE)}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()
+        for entry in sorted(os.scandir(root), key=lambda e: e.name):
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                parts.append(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256(";".join(parts).encode()).hexdigest()
 
 
 def cache_key(argv: Sequence[str], duckdb_version: str) -> dict[str, Any]:
@@ -233,14 +234,7 @@ class Replay:
             if fetch(con, sql, params) != rows:
                 return "the database changed"
         for old, rows in program["constants"].items():
-            width = len(rows[0]) if rows else 0
-            columns = ", ".join(["_r BIGINT", *(f"c{i} DOUBLE" for i in range(width))])
-            con.execute(f'CREATE TEMPORARY TABLE "{self.names[old]}" ({columns})')
-            if rows:
-                marks = ", ".join("?" * (width + 1))
-                con.executemany(
-                    f'INSERT INTO "{self.names[old]}" VALUES ({marks})', [[r, *v] for r, v in enumerate(rows)]
-                )
+            con.execute(*matrix_table(self.names[old], rows))
         for sql in program["setup"]:
             con.execute(self.sub(sql))
         watched(con, self.sub(program["copy"]))
@@ -280,6 +274,22 @@ class Replay:
             else:
                 parts.append(compare(label, before[Path(path)], file_state(Path(path))))
         return "interrupted: " + "; ".join(parts) + "; no staging table or temporary file left"
+
+
+def matrix_table(name: str, rows: list[list[float]]) -> tuple[str, list]:
+    """The statement (and its parameters) that makes the temporary table ``name`` hold a bound matrix as
+    :meth:`sqlrp.backends.duckdb.DuckDBBackend.bound` registers it: ``_r`` BIGINT, the row's number, and
+    ``c0 .. c{n-1}`` DOUBLE -- each value a parameter, so exactly the float it was (a literal would be
+    parsed as a DECIMAL first)."""
+    width = len(rows[0]) if rows else 0
+    columns = ", ".join(["_r", *(f"c{i}" for i in range(width))])
+    if not rows:
+        typed = ", ".join(["_r BIGINT", *(f"c{i} DOUBLE" for i in range(width))])
+        return f'CREATE TEMPORARY TABLE "{name}" ({typed})', []
+    row = "(" + ", ".join(["CAST(? AS BIGINT)", *["CAST(? AS DOUBLE)"] * width]) + ")"
+    values = ", ".join([row] * len(rows))
+    sql = f'CREATE TEMPORARY TABLE "{name}" AS SELECT * FROM (VALUES {values}) AS v({columns})'
+    return sql, [x for r, values_ in enumerate(rows) for x in (r, *values_)]
 
 
 def compare(label: str, before: Any, after: Any) -> str:

@@ -141,36 +141,26 @@ def store(args: argparse.Namespace, db: Any, program: dict, message: str) -> Non
 
 
 def fingerprint(con: Any, table: str) -> list[tuple[str, list, Any]]:
-    """The queries whose rows the fast path asks again, and their rows now: the input's columns and types
-    (and a view's text), the registry tables' columns, and each registry table's rows as a count and a sum
-    of row hashes (the projection, its matrix, its pairs plan; the indexes' table aside)."""
-    queries: list[tuple[str, list]] = [
-        (
-            "SELECT column_name, data_type FROM information_schema.columns WHERE lower(table_name) = lower(?) "
-            "AND lower(table_schema) = lower(current_schema()) AND table_catalog = current_database() "
-            "ORDER BY ordinal_position",
-            [table],
-        ),
-        (
-            "SELECT database_name, schema_name, sql FROM duckdb_views() WHERE lower(view_name) = lower(?) ORDER BY ALL",
-            [table],
-        ),
-        (
-            "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_name LIKE 'sqlrp%' "
-            "AND table_schema = current_schema() AND table_catalog = current_database() ORDER BY ALL",
-            [],
-        ),
+    """The queries whose rows the fast path asks again, and their rows now (two: each query's first run on a
+    connection costs more than its rows): the columns and types of the input and of the registry's tables;
+    a view's text, and each registry table's rows as a count and a sum of row hashes (the projection, its
+    matrix, its pairs plan; the indexes' table aside)."""
+    columns = (
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = current_schema() AND (lower(table_name) = lower(?) OR table_name LIKE 'sqlrp%') "
+        "ORDER BY lower(table_name) = lower(?) DESC, table_name, column_index"
+    )
+    found = start.fetch(con, columns, [table, table])
+    registry = sorted({name for name, _, _ in found if name.startswith("sqlrp_") and name != "sqlrp_index"})
+    parts = [
+        "SELECT 0 AS q, database_name || '.' || schema_name AS t, 0 AS n, sql AS h FROM duckdb_views() "
+        "WHERE lower(view_name) = lower(?)"
     ]
-    rows = [start.fetch(con, sql, params) for sql, params in queries]
-    registry = sorted({name for name, _, _ in rows[2] if name != "sqlrp_index"})
-    if registry:
-        sums = " UNION ALL ".join(
-            f"SELECT '{name}' AS t, count(*) AS n, sum(hash(_sqlrp_row))::VARCHAR AS h FROM \"{name}\" _sqlrp_row"
-            for name in registry
-        )
-        queries.append((f"SELECT * FROM ({sums}) ORDER BY t", []))
-        rows.append(start.fetch(con, queries[-1][0], []))
-    return [(sql, params, found) for (sql, params), found in zip(queries, rows, strict=True)]
+    parts += [
+        f"SELECT 1, '{name}', count(*), sum(hash(_sqlrp_row))::VARCHAR FROM \"{name}\" _sqlrp_row" for name in registry
+    ]
+    rows = f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY ALL"
+    return [(columns, [table, table], found), (rows, [table], start.fetch(con, rows, [table]))]
 
 
 __all__ = ["eligible", "fingerprint", "recording", "store"]
