@@ -22,7 +22,7 @@ from ..dialects import SqlrpDialect, get_dialect
 from ..methods import make_projection
 from ..pipeline import given
 from ..pipeline.plan import decide, registry_of
-from . import statement_cache
+from .statement_cache import recording
 from .options import (
     add_source,
     command,
@@ -96,7 +96,7 @@ def progress_option(args: argparse.Namespace) -> bool | int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     progress = progress_option(args)
-    with connect_args(args) as db, statement_cache.recording(args, db, progress) as recorded:
+    with connect_args(args) as db, recording(args, db, progress) as recorded:
         _say_features(db, args)
         result = api.project(
             db,
