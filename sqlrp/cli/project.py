@@ -22,7 +22,6 @@ from ..dialects import SqlrpDialect, get_dialect
 from ..methods import make_projection
 from ..pipeline import given
 from ..pipeline.plan import decide, registry_of
-from .statement_cache import recording
 from .options import (
     add_source,
     command,
@@ -35,6 +34,7 @@ from .options import (
     method_params,
     plan_options,
 )
+from .statement_cache import recording
 
 
 def add_project(sub: Any) -> None:
