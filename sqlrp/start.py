@@ -151,10 +151,14 @@ def fast(argv: list[str]) -> int | None:
         trace(f"miss ({type(exc).__name__})")
         return None
     try:
-        return Replay(entry, duckdb).run()
+        status = Replay(entry, duckdb).run()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a damaged entry
         trace(f"unusable entry ({type(exc).__name__})")
         return None
+    if status == 0:
+        with contextlib.suppress(OSError):
+            os.utime(entry_path(key))  # used: the last to go when the folder is pruned
+    return status
 
 
 class Replay:

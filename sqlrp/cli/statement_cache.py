@@ -41,6 +41,8 @@ ALLOWED = frozenset(
     + ("matrix", "output", "prefix", "dtype", "threads", "memory_limit", "temp_directory", "columns", "exclude")
     + ("nulls",)
 )
+#: the entries kept (each command line its own; the oldest written are removed past this)
+KEEP = 64
 #: the parser's bookkeeping, not options
 BOOKKEEPING = frozenset(("command", "func", "table_required", "input_dests", "method_params", "handed_on"))
 #: every other option of ``project``, at the default an entry requires
@@ -138,6 +140,9 @@ def store(args: argparse.Namespace, db: Any, program: dict, message: str) -> Non
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in kept[KEEP:]:  # the least recently written go: the folder stays small
+        old.unlink(missing_ok=True)
 
 
 def fingerprint(con: Any, table: str) -> list[tuple[str, list, Any]]:
