@@ -32,6 +32,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -175,6 +176,15 @@ class Replay:
         )
         self.names = {old: scratch_name("w") for old in entry["program"]["constants"]}
         self.stamp = stamp
+        if not all(entry["program"]["constants"].values()):
+            raise ValueError("a bound matrix without rows")  # never recorded: a damaged entry
+        # the matrices a statement names otherwise than in FROM: temporary tables
+        texts = [*entry["program"]["setup"], entry["program"]["copy"], *entry["program"]["cleanup"]]
+        self.tables = {
+            new
+            for old, new in self.names.items()
+            if any(t.count(f'"{old}"') != len(re.findall(rf'\b(?:FROM|JOIN)\s+"{re.escape(old)}"', t)) for t in texts)
+        }
 
     def sub(self, sql: str) -> str:
         """``sql`` with this run's staging stamp and matrix names."""
@@ -182,6 +192,23 @@ class Replay:
         for old, new in self.names.items():
             sql = sql.replace(old, new)
         return sql
+
+    def inline(self, sql: str) -> tuple[str, list]:
+        """``sql`` (:meth:`sub`'s) with each bound matrix it reads only by name (``FROM "name"``) as a
+        sub-query of its values, and the parameters in the text's order: one statement, no table to make
+        first.  The others are tables (:attr:`tables`, made by :meth:`write`)."""
+        sql, params = self.sub(sql), []
+        rows = {new: self.entry["program"]["constants"][old] for old, new in self.names.items()}
+        inlined = [n for n in rows if n not in self.tables and sql.count(f'"{n}"')]
+        if not inlined:
+            return sql, params
+
+        def values(found: re.Match) -> str:
+            select, given = matrix_select(rows[found[2]])
+            params.extend(given)
+            return f'{found[1]} ({select}) AS "{found[2]}"'
+
+        return re.sub(rf'\b(FROM|JOIN)\s+"({"|".join(map(re.escape, inlined))})"', values, sql), params
 
     def ready(self) -> str | None:
         """Why the entry cannot run now (``None``: it can), before connecting."""
@@ -238,16 +265,17 @@ class Replay:
             if fetch(con, sql, params) != rows:
                 return "the database changed"
         for old, rows in program["constants"].items():
-            con.execute(*matrix_table(self.names[old], rows))
+            if self.names[old] in self.tables:
+                con.execute(*matrix_table(self.names[old], rows))
         for sql in program["setup"]:
-            con.execute(self.sub(sql))
-        watched(con, self.sub(program["copy"]))
+            con.execute(*self.inline(sql))
+        watched(con, *self.inline(program["copy"]))
         for sql in program["cleanup"]:
-            con.execute(self.sub(sql))
+            con.execute(*self.inline(sql))
         for sql in program["checks"]:
             if con.execute(self.sub(sql)).fetchall()[0][0]:
                 return "a check found rows"  # the command in full names them
-        for name in self.names.values():
+        for name in self.tables:
             con.execute(f'DROP TABLE "{name}"')
         if self.tmp_definition is not None:
             self.tmp_definition.write_text(program["sidecar"])
@@ -280,20 +308,22 @@ class Replay:
         return "interrupted: " + "; ".join(parts) + "; no staging table or temporary file left"
 
 
-def matrix_table(name: str, rows: list[list[float]]) -> tuple[str, list]:
-    """The statement (and its parameters) that makes the temporary table ``name`` hold a bound matrix as
-    :meth:`sqlrp.backends.duckdb.DuckDBBackend.bound` registers it: ``_r`` BIGINT, the row's number, and
-    ``c0 .. c{n-1}`` DOUBLE -- each value a parameter, so exactly the float it was (a literal would be
-    parsed as a DECIMAL first)."""
-    width = len(rows[0]) if rows else 0
-    columns = ", ".join(["_r", *(f"c{i}" for i in range(width))])
-    if not rows:
-        typed = ", ".join(["_r BIGINT", *(f"c{i} DOUBLE" for i in range(width))])
-        return f'CREATE TEMPORARY TABLE "{name}" ({typed})', []
+def matrix_select(rows: list[list[float]]) -> tuple[str, list]:
+    """A bound matrix as a query of its values (and their parameters): the columns ``DuckDBBackend.bound``
+    registers, ``_r`` BIGINT (the row's number) and ``c0 .. c{n-1}`` DOUBLE -- each value a parameter, so
+    exactly the float it was (a literal would be parsed as a DECIMAL first)."""
+    width = len(rows[0])
     row = "(" + ", ".join(["CAST(? AS BIGINT)", *["CAST(? AS DOUBLE)"] * width]) + ")"
-    values = ", ".join([row] * len(rows))
-    sql = f'CREATE TEMPORARY TABLE "{name}" AS SELECT * FROM (VALUES {values}) AS v({columns})'
-    return sql, [x for r, values_ in enumerate(rows) for x in (r, *values_)]
+    columns = ", ".join(["_r", *(f"c{i}" for i in range(width))])
+    select = f"SELECT * FROM (VALUES {', '.join([row] * len(rows))}) AS v({columns})"
+    return select, [x for r, values in enumerate(rows) for x in (r, *values)]
+
+
+def matrix_table(name: str, rows: list[list[float]]) -> tuple[str, list]:
+    """The statement (and its parameters) that makes the temporary table ``name`` hold a bound matrix
+    (:func:`matrix_select`)."""
+    select, params = matrix_select(rows)
+    return f'CREATE TEMPORARY TABLE "{name}" AS {select}', params
 
 
 def compare(label: str, before: Any, after: Any) -> str:
@@ -318,14 +348,14 @@ def file_state(path: Path) -> tuple[int, int, int] | None:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def watched(con: Any, sql: str) -> None:
+def watched(con: Any, sql: str, params: list | None = None) -> None:
     """Run ``sql`` on a worker thread (DuckDB releases the GIL), so that Ctrl-C reaches this thread at once
     and interrupts the statement (``con.interrupt()``); the statement's error is raised here."""
     failed: list[BaseException] = []
 
     def work() -> None:
         try:
-            con.execute(sql)
+            con.execute(sql, params or None)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
             failed.append(exc)
 

@@ -322,7 +322,9 @@ def _program(
         "target": str(target),
         "definition": str(files.definition_path(target)) if sidecar else None,
         "stamped": stamp in copy,
-        "exact": all(getattr(W, "dtype", None) == "float64" and W.ndim == 2 for W in statements.constants.values()),
+        "exact": all(
+            getattr(W, "dtype", None) == "float64" and W.ndim == 2 and W.size for W in statements.constants.values()
+        ),
     }
 
 
