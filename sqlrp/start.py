@@ -113,6 +113,18 @@ def fetch(con: Any, sql: str, params: list | None) -> Any:
     return plain((con.execute(sql, params) if params else con.execute(sql)).fetchall())
 
 
+def db_state(path: str) -> list[int] | None:
+    """The database file's size, modification time and inode, at rest (``None``: a write-ahead log beside it,
+    or no file).  DuckDB writes every commit there: the same state is the same catalog and registry."""
+    if os.path.exists(path + ".wal"):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
 def small_device() -> bool:
     """Whether the small-device profile applies now (:mod:`sqlrp.backends.resources`, standard library only,
     loaded by itself: the package ``sqlrp.backends`` imports sqlglot)."""
@@ -152,7 +164,7 @@ def fast(argv: list[str]) -> int | None:
         trace(f"miss ({type(exc).__name__})")
         return None
     try:
-        status = Replay(entry, duckdb).run()
+        status = Replay(entry, duckdb, entry_path(key).with_suffix(".seen")).run()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a damaged entry
         trace(f"unusable entry ({type(exc).__name__})")
         return None
@@ -165,8 +177,9 @@ def fast(argv: list[str]) -> int | None:
 class Replay:
     """One entry run again (:meth:`run`)."""
 
-    def __init__(self, entry: dict[str, Any], duckdb: Any):
-        self.entry, self.duckdb = entry, duckdb
+    def __init__(self, entry: dict[str, Any], duckdb: Any, seen: Path | None = None):
+        self.entry, self.duckdb, self.seen = entry, duckdb, seen
+        self.verified: list[int] | None = None  # the database's state the fingerprint was found to hold in
         self.target = Path(entry["target"])
         stamp = f"sqlrp-{os.getpid()}-{host_tag()}-{uuid.uuid4().hex[:12]}"
         tmp, tmp_definition = entry["program"]["staging"]
@@ -252,7 +265,10 @@ class Replay:
             trace(f"not used ({why})")
             return None
         con.close()
-        trace("used")
+        if self.verified is not None and self.seen is not None and db_state(self.entry["db"]) == self.verified:
+            with contextlib.suppress(OSError):  # the next run skips the fingerprint while the file is at rest
+                self.seen.write_text(json.dumps([self.entry["made"], self.verified]))
+        trace("used" + (" (fingerprint checked)" if self.verified is not None else " (the database as last checked)"))
         print(self.entry["message"], file=sys.stderr)
         return 0
 
@@ -261,9 +277,12 @@ class Replay:
         entry, program = self.entry, self.entry["program"]
         for sql in entry["session"]:
             con.execute(sql)
-        for sql, params, rows in entry["fingerprint"]:
-            if fetch(con, sql, params) != rows:
-                return "the database changed"
+        state = db_state(entry["db"])
+        if state is None or self.seen_state() != state:  # else: checked in this very state before
+            for sql, params, rows in entry["fingerprint"]:
+                if fetch(con, sql, params) != rows:
+                    return "the database changed"
+            self.verified = state
         for old, rows in program["constants"].items():
             if self.names[old] in self.tables:
                 con.execute(*matrix_table(self.names[old], rows))
@@ -283,6 +302,14 @@ class Replay:
             os.replace(self.tmp_definition, entry["definition"])
         os.replace(self.tmp, self.target)
         return None
+
+    def seen_state(self) -> list[int] | None:
+        """The database's state in which this entry's fingerprint last held (``None``: none noted)."""
+        try:
+            made, state = json.loads(self.seen.read_text()) if self.seen else (None, None)
+        except (OSError, ValueError, TypeError):
+            return None
+        return state if made == self.entry["made"] else None
 
     def remove(self, con: Any) -> None:
         """The staging files and the connection, after a failure or an interrupt."""

@@ -121,6 +121,7 @@ def store(args: argparse.Namespace, db: Any, program: dict, message: str) -> Non
     paths = {f"file {args.into!r}": args.into, f"file {str(definition_path(into))!r}": str(definition_path(into))}
     entry = {
         "key": key,
+        "made": os.urandom(8).hex(),  # a fast run notes the database's state for this entry only (sqlrp.start)
         "db": os.path.abspath(url_path(args.db)),
         "target": program["target"],
         "definition": program["definition"],
@@ -141,8 +142,9 @@ def store(args: argparse.Namespace, db: Any, program: dict, message: str) -> Non
     finally:
         tmp.unlink(missing_ok=True)
     kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-    for old in kept[KEEP:]:  # the least recently written go: the folder stays small
+    for old in kept[KEEP:]:  # the least recently used go: the folder stays small
         old.unlink(missing_ok=True)
+        old.with_suffix(".seen").unlink(missing_ok=True)
 
 
 def fingerprint(con: Any, table: str) -> list[tuple[str, list, Any]]:
