@@ -116,6 +116,20 @@ def test_a_tampered_matrix_falls_back(tmp_path):
     _as_without_cache(tmp_path, argv, "not used (the database changed)")
 
 
+def test_the_fingerprint_is_skipped_only_in_the_state_it_was_checked_in(tmp_path):
+    """A fast run notes the database file's state in which the fingerprint held (``.seen``); the next run in
+    that very state skips the fingerprint's queries; a note of another entry, or of another state, does not."""
+    url, argv = _cached(tmp_path)  # the second run checked the fingerprint and noted the state
+    assert "statement cache: used (the database as last checked)" in run(argv, tmp_path).stderr
+    (seen,) = (tmp_path / "cache" / "statements").glob("*.seen")
+    made, state = json.loads(seen.read_text())
+    seen.write_text(json.dumps(["another entry", state]))
+    assert "statement cache: used (fingerprint checked)" in run(argv, tmp_path).stderr
+    assert json.loads(seen.read_text()) == [made, state]
+    _edit(url, "ALTER TABLE t ALTER f4 TYPE FLOAT")  # a new state: the fingerprint is asked again, and fails
+    _as_without_cache(tmp_path, argv, "not used (the database changed)")
+
+
 def test_other_options_are_another_entry(tmp_path):
     url, argv = _cached(tmp_path)
     other = [*argv, "--prefix", "q"]
@@ -153,7 +167,7 @@ def test_an_existing_output_without_replace_is_the_commands_error(tmp_path):
 
 def test_a_corrupt_entry_is_a_miss_and_is_written_again(tmp_path):
     _, argv = _cached(tmp_path)
-    (entry,) = (tmp_path / "cache" / "statements").iterdir()
+    (entry,) = (tmp_path / "cache" / "statements").glob("*.json")
     for damaged in ("{not json", json.dumps({"key": json.loads(entry.read_text())["key"], "program": 3})):
         entry.write_text(damaged)
         done = run(argv, tmp_path)
@@ -184,7 +198,13 @@ def test_the_fast_paths_names_are_sqlrps_scratch_names(tmp_path):
     them: :func:`sqlrp.core.files.sweep_staging`, :func:`sqlrp.core.names.orphaned`)."""
     entry = {
         "target": str(tmp_path / "out.parquet"),
-        "program": {"staging": [".out.parquet.@STAMP@.tmp", ".out.parquet.@STAMP@.sqlrp.json"], "constants": {"w": []}},
+        "program": {
+            "staging": [".out.parquet.@STAMP@.tmp", ".out.parquet.@STAMP@.sqlrp.json"],
+            "constants": {"w": [[1.0]]},
+            "setup": [],
+            "copy": "COPY (SELECT * FROM \"w\") TO 'x'",
+            "cleanup": [],
+        },
     }
     replay = start.Replay(entry, duckdb)
     for path in (replay.tmp, replay.tmp_definition):
