@@ -74,12 +74,15 @@ def test_fuzz_the_cached_run_is_the_commands(ending, chosen, replace, edit):
         into = f"out.{ending}"
         argv = project_argv(url, into, *(["--replace"] if replace else []), *[x for c in chosen for x in OPTIONS[c]])
         first = run(argv, folder)
+        recorded = any((folder / "cache" / "statements").glob("*.json"))
         _edit(folder, url, edit)
         if edit == "the output removed":
             _restore(folder, into, {})
         before = outputs(folder, into)
         cached = run(argv, folder)
         with_cache = (said(cached), outputs(folder, into))
+        if recorded and replace and edit in ("nothing", "rows added", "the output removed"):
+            assert "statement cache: used" in cached.stderr, cached.stderr  # nothing it depends on changed
         _restore(folder, into, before)  # the run without the cache starts where the cached one did
         alone = run(argv, folder, cache="off")
         assert (said(alone), outputs(folder, into)) == with_cache, (first.stderr, cached.stderr, alone.stderr)
