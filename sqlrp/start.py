@@ -247,16 +247,22 @@ class Replay:
         before = {path: file_state(path) for _, path in outputs}
         main_thread = threading.current_thread() is threading.main_thread()
         previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+        received.clear()
         con = None
         try:
-            con = self.duckdb.connect(self.entry["db"])
-            why = self.write(con)
+            try:
+                con = self.duckdb.connect(self.entry["db"])
+                why = self.write(con)
+            except Exception as exc:  # the full command says what is wrong, as without the cache
+                if received:  # DuckDB's own error for the interrupt (the handler's KeyboardInterrupt may follow)
+                    raise KeyboardInterrupt from exc
+                why = f"{type(exc).__name__}"
         except KeyboardInterrupt:
+            for s in previous:
+                signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C does not cut the cleanup or the line
             self.remove(con)
             print(self.verdict(before), file=sys.stderr)
             return EXIT_INTERRUPTED
-        except Exception as exc:  # noqa: BLE001 - the full command says what is wrong, as without the cache
-            why = f"{type(exc).__name__}"
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -376,30 +382,52 @@ def file_state(path: Path) -> tuple[int, int, int] | None:
 
 
 def watched(con: Any, sql: str, params: list | None = None) -> None:
-    """Run ``sql`` on a worker thread (DuckDB releases the GIL), so that Ctrl-C reaches this thread at once
-    and interrupts the statement (``con.interrupt()``); the statement's error is raised here."""
-    failed: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            con.execute(sql, params or None)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-            failed.append(exc)
-
-    worker = threading.Thread(target=work, name="sqlrp-statement", daemon=True)
-    worker.start()
+    """Run ``sql`` while a thread waits for a signal (``signal.set_wakeup_fd``) and interrupts the statement
+    at once (``con.interrupt()``), as :mod:`sqlrp.cli.interrupt` does: DuckDB looks for Python's signal only
+    between its tasks, and Python runs its handler only once the statement returns."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
     try:
-        while worker.is_alive():
-            worker.join(0.1)
-    except BaseException:
-        con.interrupt()
-        worker.join()
-        raise
-    if failed:
-        raise failed[0]
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # not the main thread
+        os.close(read)
+        os.close(write)
+        con.execute(sql, params or None)
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            try:
+                data = os.read(read, 64)
+            except OSError:
+                return
+            if done.is_set() or not data:
+                return
+            if {signal.SIGINT, signal.SIGTERM} & set(data):
+                with contextlib.suppress(Exception):
+                    con.interrupt()
+
+    watcher = threading.Thread(target=watch, name="sqlrp-interrupt", daemon=True)
+    watcher.start()
+    try:
+        con.execute(sql, params or None)
+    finally:
+        signal.set_wakeup_fd(previous)
+        done.set()
+        with contextlib.suppress(OSError):
+            os.write(write, b"\0")
+        watcher.join(timeout=5)
+        os.close(read)
+        os.close(write)
+
+
+#: the signals received while the cached run ran (DuckDB may turn the interrupt into an error of its own)
+received: list[int] = []
 
 
 def _stop(signum: int, frame: object) -> None:
+    received.append(signum)
     raise KeyboardInterrupt
 
 

@@ -255,3 +255,55 @@ def test_import_sqlrp_is_lazy_and_whole_on_first_use():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(sqlrp.__file__).parents[1]
     )
     assert done.stdout.splitlines() == ["[]", "sqlrp.api sqlrp.pipeline.outputs sqlrp.core.errors", "[]"], done.stderr
+
+
+def test_ctrl_c_in_the_cached_run_leaves_nothing_and_says_so_in_one_line(tmp_path):
+    """The entry recorded on a small table, then the table grown (rows are not in the fingerprint): the
+    cached run is interrupted while DuckDB writes the staging file -- exit 130, the interrupt's one line as
+    the command prints it, no output and no staging file; the input and the registry as they were."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    url = f"duckdb:///{tmp_path / 'big.duckdb'}"
+    con = duckdb.connect(str(tmp_path / "big.duckdb"))
+    con.execute(
+        "CREATE TABLE t AS SELECT i AS id, "
+        + ", ".join(f"random() AS f{j}" for j in range(32))
+        + " FROM range(500) r(i)"
+    )
+    con.close()
+    with sqlrp.connect(url) as db:
+        sqlrp.create_projection(db, "rp", "gaussian", d=32, k=512, seed=3)
+    argv = project_argv(url, "out.parquet")
+    assert run(argv, tmp_path).returncode == 0
+    for name in ("out.parquet", "out.parquet.sqlrp.json"):
+        (tmp_path / name).unlink()
+    _edit(url, "INSERT INTO t SELECT id + 500 * k, t.* EXCLUDE (id) FROM t, range(1, 800) r(k)")
+    before = duckdb.connect(str(tmp_path / "big.duckdb")).execute("SELECT count(*), sum(hash(x)) FROM t x").fetchall()
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SQLRP_")}
+    env.update(PYTHONPATH=str(Path(sqlrp.__file__).parents[1]), SQLRP_CACHE_DIR=str(tmp_path / "cache"))
+    env["SQLRP_STATEMENT_CACHE"] = "trace"
+    proc = subprocess.Popen([sys.executable, "-m", "sqlrp", *argv], cwd=tmp_path, env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(tmp_path.glob(".out.parquet.*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = err.decode()
+    assert proc.returncode == 130, err
+    assert err == (  # no "statement cache:" line: the cached run it was
+        "interrupted: the input table 't' is unchanged; file 'out.parquet' was not written; file "
+        "'out.parquet.sqlrp.json' was not written; the registry is unchanged; no staging table or temporary "
+        "file left\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("out", ".out"))) == []
+    after = duckdb.connect(str(tmp_path / "big.duckdb")).execute("SELECT count(*), sum(hash(x)) FROM t x").fetchall()
+    assert after == before
