@@ -17,38 +17,51 @@ then :mod:`sqlrp.api` (the functions below), :mod:`sqlrp.relation` (a lazy proje
 are methods), :mod:`sqlrp.cli` and :mod:`sqlrp.transformer`.
 """
 
-from .api import (
-    accept_projection,
-    compile_projection,
-    copy_projection,
-    create_projection,
-    drop_projection,
-    evaluate,
-    fit,
-    list_projections,
-    load_projection,
-    migrate,
-    plan,
-    project,
-    transform_frame,
-    tune,
-)
-from .backends import connect
-from .compiler import Output, Source, compile_select, compile_sql
-from .core.errors import InputError, InvalidParameter, ProjectionExists, ProjectionNotFound, SqlrpError, need
-from .core.ir import Combiner, LinearStage, Projection
-from .dbt import dbt_model
-from .demo import run_demo as demo
-from .methods import expected_distortion, johnson_lindenstrauss_min_dim, make_projection
-from .methods.reference import transform
-from .registry.transfer import export_projection, import_projection
-from .relation import Relation, projected
-from .search.build import build_index
-from .search.evaluate import evaluate_search
-from .search.index import drop_index, list_indexes, load_index
-from .search.lookup import search
+import importlib
 
 __version__ = "0.1.0"
+
+#: each public name and the module it comes from: imported on first use (PEP 562), so that ``sqlrp``'s
+#: start-up (``python -m sqlrp``, the ``sqlrp`` command) can take the statement cache's fast path
+#: (:mod:`sqlrp.start`) with ``import duckdb`` alone -- NumPy, sqlglot and the layers load on first use
+_FROM = {
+    **dict.fromkeys(
+        (
+            "accept_projection",
+            "compile_projection",
+            "copy_projection",
+            "create_projection",
+            "drop_projection",
+            "evaluate",
+            "fit",
+            "list_projections",
+            "load_projection",
+            "migrate",
+            "plan",
+            "project",
+            "transform_frame",
+            "tune",
+        ),
+        "sqlrp.api",
+    ),
+    "connect": "sqlrp.backends",
+    **dict.fromkeys(("Output", "Source", "compile_select", "compile_sql"), "sqlrp.compiler"),
+    **dict.fromkeys(
+        ("InputError", "InvalidParameter", "ProjectionExists", "ProjectionNotFound", "SqlrpError", "need"),
+        "sqlrp.core.errors",
+    ),
+    **dict.fromkeys(("Combiner", "LinearStage", "Projection"), "sqlrp.core.ir"),
+    "dbt_model": "sqlrp.dbt",
+    "demo": ("sqlrp.demo", "run_demo"),
+    **dict.fromkeys(("expected_distortion", "johnson_lindenstrauss_min_dim", "make_projection"), "sqlrp.methods"),
+    "transform": "sqlrp.methods.reference",
+    **dict.fromkeys(("export_projection", "import_projection"), "sqlrp.registry.transfer"),
+    **dict.fromkeys(("Relation", "projected"), "sqlrp.relation"),
+    "build_index": "sqlrp.search.build",
+    "evaluate_search": "sqlrp.search.evaluate",
+    **dict.fromkeys(("drop_index", "list_indexes", "load_index"), "sqlrp.search.index"),
+    "search": "sqlrp.search.lookup",
+}
 
 __all__ = [
     "Combiner",
@@ -99,11 +112,31 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``SQLRandomProjection`` is imported on first use: it needs scikit-learn, which the CLI and
-    the SQL paths do not (see README, "Small devices")."""
+    """A public name (:data:`_FROM`) or a sub-package (``sqlrp.pipeline``...), imported on first use; the
+    whole API then loads at once, as ``import sqlrp`` did before (every sub-module an attribute again).
+    ``SQLRandomProjection`` needs scikit-learn, which the CLI and the SQL paths do not (see README,
+    "Small devices")."""
     if name == "SQLRandomProjection":
-        need("sklearn", "sklearn", "SQLRandomProjection (a scikit-learn transformer)")
-        from .transformer import SQLRandomProjection
-
-        return SQLRandomProjection
+        importlib.import_module("sqlrp.core.errors").need(
+            "sklearn", "sklearn", "SQLRandomProjection (a scikit-learn transformer)"
+        )
+        return importlib.import_module("sqlrp.transformer").SQLRandomProjection
+    if name.startswith("__"):
+        raise AttributeError(f"module 'sqlrp' has no attribute {name!r}")
+    for module in dict.fromkeys(w if isinstance(w, str) else w[0] for w in _FROM.values()):
+        importlib.import_module(module)  # in the order ``import sqlrp`` loaded them
+    for public, where in _FROM.items():
+        module, attribute = (where, public) if isinstance(where, str) else where
+        globals()[public] = getattr(importlib.import_module(module), attribute)
+    if name in globals():
+        return globals()[name]
+    try:
+        return importlib.import_module(f"sqlrp.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"sqlrp.{name}":
+            raise
     raise AttributeError(f"module 'sqlrp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

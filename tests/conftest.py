@@ -137,6 +137,18 @@ def sail(sail_url):
     db.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _statement_cache_of_the_run(tmp_path_factory):
+    """The ``sqlrp`` commands the tests start keep their statement cache's entries (:mod:`sqlrp.start`) in a
+    folder of the test run, not in the user's ``~/.cache``."""
+    if "SQLRP_CACHE_DIR" not in os.environ:
+        os.environ["SQLRP_CACHE_DIR"] = str(tmp_path_factory.mktemp("statement-cache"))
+        yield
+        del os.environ["SQLRP_CACHE_DIR"]
+    else:
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _connect_mark_left_as_found():
     """pyspark marks the whole process as Spark Connect (``SPARK_CONNECT_MODE_ENABLED``) once a remote session

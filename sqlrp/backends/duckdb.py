@@ -27,7 +27,7 @@ from ..dialects import get_dialect
 from . import catalog
 from .base import Backend, ColumnInfo, missing_table, url_path
 from .duckdb_blocks import ColumnBlocks
-from .duckdb_settings import configure, fit_row_groups, setting_literal
+from .duckdb_settings import QUIET, configure, fit_row_groups, setting_literal
 from .scan_fit import ScanFit
 from .values import recut
 
@@ -59,8 +59,8 @@ class DuckDBBackend(ColumnBlocks, Backend):
     def _quiet(self) -> None:
         """DuckDB's own bar (printed past its ``progress_bar_time``) only where asked: sqlrp's --progress
         bar covers the whole command (a caller's connection, :meth:`wrap`, keeps its own settings)."""
-        self._con.execute("SET enable_progress_bar = false")
-        self._con.execute("SET enable_progress_bar_print = false")  # setting it true turns the bar on again
+        for statement in QUIET:  # both: setting the print true turns the bar on again
+            self._con.execute(statement)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:

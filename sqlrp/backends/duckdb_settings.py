@@ -16,39 +16,52 @@ from . import resources
 from .base import memory_size
 from .scan_fit import ScanFit, fit_scan, row_group_need
 
+#: the settings that keep DuckDB's own progress bar quiet (sqlrp's --progress bar covers the whole command)
+QUIET = ("SET enable_progress_bar = false", "SET enable_progress_bar_print = false")
+
 
 def configure(
     con: duckdb.DuckDBPyConnection, threads: int | None, memory_limit: str | None, temp_directory: str | None = None
 ) -> resources.Budget:
-    """sqlrp's settings on ``con``; the options given override those of the small-device profile.
-    Returns this process's budget."""
+    """sqlrp's settings on ``con`` (:func:`session_statements`); the options given override those of the
+    small-device profile.  Returns this process's budget."""
+    budget = resources.budget()
+    for statement in session_statements(budget, threads, memory_limit, temp_directory):
+        con.execute(statement)
+    return budget
+
+
+def session_statements(
+    budget: resources.Budget, threads: int | None, memory_limit: str | None, temp_directory: str | None = None
+) -> list[str]:
+    """The statements :func:`configure` runs on a new connection for ``budget`` and the options given (the
+    statement cache stores them with a stored projection's statements: :mod:`sqlrp.start`)."""
     # sqlrp's compiled SQL computes every linear sum once by construction, so DuckDB's
     # common-subexpression pass finds nothing -- but on projections with thousands of sums it
     # dominates planning (P-RP m = 30, k = 160: `python -m bench.probes planning`; docs/benchmarks.md)
-    con.execute("SET disabled_optimizers = 'common_subexpressions'")
+    out = ["SET disabled_optimizers = 'common_subexpressions'"]
     # bounded memory by construction (issue 42): on a small device (a cgroup's limit, or little
     # memory available) the settings come from the budget; the options given override them
-    budget = resources.budget()
     if budget.small:
         threads = threads or budget.threads
         memory_limit = memory_limit or f"{budget.engine_memory // resources.MIB}MB"
     if threads:
-        con.execute(f"SET threads = {int(threads)}")
+        out.append(f"SET threads = {int(threads)}")
     if memory_limit:
-        con.execute("SELECT current_setting('memory_limit')")  # validates the connection
-        con.execute(f"SET memory_limit = '{memory_size(memory_limit)}'")
+        out.append("SELECT current_setting('memory_limit')")  # validates the connection
+        out.append(f"SET memory_limit = '{memory_size(memory_limit)}'")
         # small-device profile: let CREATE TABLE AS stream without buffering to keep row order
         # (results handed to Python are ORDER BY id anyway)
-        con.execute("SET preserve_insertion_order = false")
+        out.append("SET preserve_insertion_order = false")
         # read Parquet page by page: prefetching reads each column chunk whole, which for a list of
         # 384 floats in a row group of 300,000 rows (one pyarrow wrote) asks for 441 MB at once
         # (the scan then fails under memory_limit 400MB; page by page it peaks at 79 MB RSS)
-        con.execute("SET disable_parquet_prefetching = true")
+        out.append("SET disable_parquet_prefetching = true")
     if temp_directory:
         # where DuckDB spills beyond memory_limit (default: next to the database file, or
         # .tmp in the working folder): on a Pi, a USB disk rather than the SD card
-        con.execute(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
-    return budget
+        out.append(f"SET temp_directory = {exp.Literal.string(str(temp_directory)).sql('duckdb')}")
+    return out
 
 
 def fit_row_groups(
@@ -111,4 +124,4 @@ def setting_literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-__all__ = ["configure", "fit_row_groups", "setting_literal"]
+__all__ = ["QUIET", "configure", "fit_row_groups", "session_statements", "setting_literal"]

@@ -34,6 +34,7 @@ from .options import (
     method_params,
     plan_options,
 )
+from .statement_cache import recording
 
 
 def add_project(sub: Any) -> None:
@@ -94,7 +95,8 @@ def progress_option(args: argparse.Namespace) -> bool | int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    with connect_args(args) as db:
+    progress = progress_option(args)
+    with connect_args(args) as db, recording(args, db, progress) as recorded:
         _say_features(db, args)
         result = api.project(
             db,
@@ -104,13 +106,15 @@ def cmd_project(args: argparse.Namespace) -> int:
             strategy=args.strategy,
             block=args.block,
             matrix=args.matrix,
-            progress=progress_option(args),
+            progress=progress,
             chunk_rows=args.chunk_rows if (args.into or args.chunk_rows) else 100_000,  # given with --into: refused
             **handed_on(args),
             **plan_options(args),
         )
         if args.into and output_format(args.into):
-            print(f"wrote {' and '.join(map(str, result))}", file=sys.stderr)
+            message = f"wrote {' and '.join(map(str, result))}"
+            print(message, file=sys.stderr)
+            recorded(message)  # a stored projection's run again: sqlrp.start
         elif args.into:
             kind = "view" if args.view else "table"
             print(f"wrote {kind} {args.into!r}", file=sys.stderr)

@@ -284,6 +284,50 @@ def file_target(
     return target
 
 
+#: the statement cache's listeners (:mod:`sqlrp.cli.statement_cache`): each called with what
+#: :func:`write_file` ran (:func:`_program`) once the file is written and checked, before the rename
+RECORDERS: list[Callable[[dict], None]] = []
+
+
+class _Logged:
+    """``db`` whose ``fetchall`` notes each query in ``log`` (the read-back's, for the statement cache)."""
+
+    def __init__(self, db: Backend, log: list[str]):
+        self._db, self._log = db, log
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+    def fetchall(self, sql: str, params: object = None) -> list[tuple]:
+        self._log.append(sql)
+        return self._db.fetchall(sql) if params is None else self._db.fetchall(sql, params)
+
+
+def _program(
+    statements: Statements, copy: str, checks: list[str], tmp: Path, sidecar: Path | None, target: Path
+) -> dict:
+    """What :func:`write_file` ran, to run again by hand (:mod:`sqlrp.start`): the statements (``copy``:
+    the main one as ``COPY ... TO tmp``), the bound matrices' rows, the read-back's count query (``checks``:
+    the first, that finds none), the sidecar's text, with the staging files' stamp as ``@STAMP@``."""
+    stamp = tmp.name[len(f".{target.name}.") : -len(".tmp")]
+    mark = lambda sql: sql.replace(stamp, "@STAMP@")  # noqa: E731
+    return {
+        "setup": [mark(s) for s in statements.setup],
+        "copy": mark(copy),
+        "cleanup": [mark(s) for s in statements.cleanup],
+        "constants": {name: [[float(v) for v in row] for row in W] for name, W in statements.constants.items()},
+        "checks": [mark(s) for s in checks[:1]],
+        "sidecar": files.definition_path(target).read_text() if sidecar else None,  # renamed into place by now
+        "staging": [mark(tmp.name), mark(sidecar.name) if sidecar else None],
+        "target": str(target),
+        "definition": str(files.definition_path(target)) if sidecar else None,
+        "stamped": stamp in copy,
+        "exact": all(
+            getattr(W, "dtype", None) == "float64" and W.ndim == 2 and W.size for W in statements.constants.values()
+        ),
+    }
+
+
 def write_file(
     db: Backend,
     p: Plan,
@@ -335,18 +379,24 @@ def write_file(
             else:
                 run(db, statements, lambda sql: db.execute(copy(sql)))
         key = p.source.group_column or p.source.id_column
+        checks: list[str] = []  # the read-back's queries, for the statement cache
         if check:
             # read back what was written: CSV has no types, so the values are read as numbers
             types = {n: "DOUBLE[]" if array else "DOUBLE" for n in names} if fmt == "csv" else None
             columns = [key, *names] if fmt == "csv" else None  # by position: a header's spaces are trimmed
             written = exp.Table(this=files.reader(str(tmp), fmt, types, columns))
-            check_outputs(db, written, key, names, p.projection.k if array else None)
+            check_outputs(
+                _Logged(db, checks) if RECORDERS else db, written, key, names, p.projection.k if array else None
+            )
         if definition is not None:
             # the sidecar records what the file holds: the output type follows the input's (issue 34)
             held = {"dtype": p.output.dtype, "form": p.output.form, "columns": [key, *names]}
             write_projection(p.projection, tmp_definition, replace=True, output=held)
             os.chmod(tmp_definition, os.stat(tmp).st_mode & 0o777)  # as readable as the output DuckDB wrote
             os.replace(tmp_definition, definition)
+        for note in RECORDERS:  # never in the way of the write itself
+            with contextlib.suppress(Exception):
+                note(_program(statements, copy(statements.main), checks, tmp, definition and tmp_definition, target))
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

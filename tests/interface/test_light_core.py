@@ -238,3 +238,43 @@ def test_has_repeats_agrees_with_numpys_unique():
     for keys in cases:
         assert has_repeats(keys) == (len(np.unique(keys)) != len(keys)), keys
     assert has_repeats(np.array([3, 3])) and not has_repeats(rng.permutation(50))
+
+
+def test_a_stored_projection_run_again_imports_duckdb_alone(tmp_path):
+    """Issue 42, item 4: ``sqlrp project --projection NAME --into FILE`` run again on a DuckDB file takes the
+    statement cache's path (:mod:`sqlrp.start`): NumPy, sqlglot and pandas are not imported, nor sqlrp's
+    layers, and the file holds the NumPy reference's numbers."""
+    done = run_without_extras(
+        f"""
+        import json, runpy, subprocess
+        import numpy as np
+        import sqlrp
+
+        X = np.random.default_rng(4).normal(size=(30, 5))
+        with sqlrp.connect("p.duckdb") as db:
+            db.write_dataframe("t", __import__("pandas").DataFrame(X, columns=list("abcde")).assign(id=range(30)))
+            sqlrp.create_projection(db, "rp", "gaussian", d=5, k=3, seed=2)
+            want = sqlrp.transform(sqlrp.load_projection(db, "rp"), X)
+        argv = ["project", "--db", "duckdb:///p.duckdb", "--projection", "rp", "--table", "t", "--id-column", "id",
+                "--into", "o.parquet", "--replace"]
+        probe = (
+            "import atexit, sys\\n"
+            "atexit.register(lambda: print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('numpy', 'sqlglot', 'pandas') or m.startswith('sqlrp.') and m not in ('sqlrp.start', "
+            "'sqlrp.core', 'sqlrp.core.names', 'sqlrp._resources_alone'))))\\n"
+            f"sys.argv = ['sqlrp', *{{argv!r}}]\\nimport runpy; runpy.run_module('sqlrp', run_name='__main__')"
+        )
+        env = {{"PYTHONPATH": {str(ROOT)!r}, "SQLRP_CACHE_DIR": "cache", "PATH": "/usr/bin:/bin"}}
+        runs = [subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True) for _ in "12"]
+        import duckdb
+        got = np.array(duckdb.sql("SELECT p0, p1, p2 FROM 'o.parquet' ORDER BY id").fetchall())
+        print(json.dumps({{"status": [r.returncode for r in runs], "loaded": [r.stdout.strip() for r in runs],
+                           "err": float(np.abs(got - want).max())}}))
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == [0, 0]
+    assert "numpy" in out["loaded"][0] and out["loaded"][1] == "LOADED []", out["loaded"]
+    assert out["err"] < 1e-12
