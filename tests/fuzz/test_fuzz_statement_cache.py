@@ -60,7 +60,7 @@ def _edit(folder: Path, url: str, edit: str) -> None:
             entry.write_text(entry.read_text()[: len(entry.read_text()) // 2])
 
 
-@fuzz_settings(3)
+@fuzz_settings(2)
 @given(
     ending=st.sampled_from(["parquet", "csv", "json"]),
     chosen=st.lists(st.sampled_from(sorted(OPTIONS)), max_size=3, unique=True),
