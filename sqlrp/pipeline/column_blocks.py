@@ -198,8 +198,11 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
     decided for its own matrix (:func:`sqlrp.pipeline.plan.decide`).  A one-pass scan pinned by the fit
     (:func:`sqlrp.backends.scan_fit.fit_scan`) runs with its limit and one thread."""
     blocks = plan_blocks(db, p)
+    if blocks is None and not getattr(db, "reads_column_blocks", False):  # an engine that reads as it will
+        yield p
+        return
     if blocks is None:
-        fit = db.scan_fit(p.source.table) if getattr(db, "reads_column_blocks", False) else None  # type: ignore[attr-defined]
+        fit = db.scan_fit(p.source.table)  # type: ignore[attr-defined]
         pinned = fit is not None and fit.single and fit.pinned and p.source.layout == "wide"
         with db.scan_limit(fit.memory_limit if pinned else None, threads=1):  # type: ignore[attr-defined, union-attr]
             yield p
