@@ -134,7 +134,10 @@ def test_files_in_and_out(duck, tmp_path):
         else:
             assert written["arrow"].read_text().splitlines()[0] == written["sql"].read_text().splitlines()[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["in.parquet", *[f"{r}.{e}{s}" for r in ("sql", "arrow") for e in ("parquet", "csv") for s in ("", ".sqlrp.json")]]
+        [
+            "in.parquet",
+            *[f"{r}.{e}{s}" for r in ("sql", "arrow") for e in ("parquet", "csv") for s in ("", ".sqlrp.json")],
+        ]
     )
 
 
@@ -189,7 +192,9 @@ def test_non_finite_features_as_the_sql_route(duck, method, strategy):
     X = _data(10, 6)
     X[4, 1] = np.inf
     duck.write_dataframe("t", wide_frame(X))
-    sqlrp.create_projection(duck, "a", method=method, d=6, k=8, seed=2, **({"s": 3} if method == "achlioptas" else {"gamma": 0.1}))
+    sqlrp.create_projection(
+        duck, "a", method=method, d=6, k=8, seed=2, **({"s": 3} if method == "achlioptas" else {"gamma": 0.1})
+    )
     sql, arrow = _both(duck, "t", projection="a", check=False, strategy=strategy)
     np.testing.assert_array_equal(np.isnan(arrow.to_numpy(float)), np.isnan(sql.to_numpy(float)))
     np.testing.assert_array_equal(np.isinf(arrow.to_numpy(float)), np.isinf(sql.to_numpy(float)))
