@@ -54,11 +54,21 @@ BATCH_BYTES = 32 << 20
 
 def arrow_refusal(db: Backend, p: Plan, target: Target, progress: bool | int | CommandBar) -> str | None:
     """Why the Arrow route cannot run ``p`` into ``target`` (``None``: it can)."""
-    if not getattr(db, "streams_arrow", False):
-        return f"{db.dialect} runs outside this process (only an in-process engine, DuckDB, streams Arrow to NumPy)"
+    why = early_refusal(db, p.source.layout, target, progress)
+    if why is not None:
+        return why
     if not isinstance(p.projection, Projection):
         return f"the {p.projection.method} composition's second stage reads the first's outputs in SQL"
-    if p.source.layout == "long":
+    if feature_blocks(db, p.source) is not None:
+        return "the input's row groups do not fit the engine's memory: it is read in column blocks, in SQL"
+    return None
+
+
+def early_refusal(db: Backend, layout: str, target: Target, progress: bool | int | CommandBar) -> str | None:
+    """:func:`arrow_refusal`'s reasons known before anything is planned (the engine, the layout, the target)."""
+    if not getattr(db, "streams_arrow", False):
+        return f"{db.dialect} runs outside this process (only an in-process engine, DuckDB, streams Arrow to NumPy)"
+    if layout == "long":
         return "the long layout's sums are joins and GROUP BYs in SQL (the Arrow route reads wide or array rows)"
     if target.view:
         return "a view is computed whenever it is read, in SQL"
@@ -68,9 +78,14 @@ def arrow_refusal(db: Backend, p: Plan, target: Target, progress: bool | int | C
         return "--chunk-rows streams rows back after this call returns (the Arrow stream ends with it)"
     if not isinstance(asked(progress), bool):
         return "--batches runs id-range statements (the Arrow route is one stream)"
-    if feature_blocks(db, p.source) is not None:
-        return "the input's row groups do not fit the engine's memory: it is read in column blocks, in SQL"
     return None
+
+
+def refuse_early(db: Backend, layout: str, target: Target, progress: bool | int | CommandBar) -> None:
+    """``route="arrow"`` refused before any work where :func:`early_refusal` gives a reason."""
+    why = early_refusal(db, layout, target, progress) if target.route == "arrow" else None
+    if why is not None:
+        raise InvalidParameter(f"route 'arrow' cannot run this projection: {why}; use route 'sql' or 'auto'")
 
 
 def choose_route(db: Backend, p: Plan, target: Target, progress: bool | int | CommandBar) -> str:
@@ -198,4 +213,14 @@ def arrow_sums(db: Backend, p: Plan) -> Iterator[Plan]:
                 raise
 
 
-__all__ = ["BATCH_BYTES", "DENSE_SHARE", "arrow_refusal", "arrow_sums", "batch_rows", "choose_route", "feature_sql"]
+__all__ = [
+    "BATCH_BYTES",
+    "DENSE_SHARE",
+    "arrow_refusal",
+    "arrow_sums",
+    "batch_rows",
+    "choose_route",
+    "early_refusal",
+    "feature_sql",
+    "refuse_early",
+]

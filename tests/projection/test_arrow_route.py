@@ -257,10 +257,12 @@ def test_arrow_refused_where_it_cannot_run(duck, options, words):
 
 
 def test_arrow_refused_on_an_engine_out_of_process(pg):
+    """Refused before any work: no projection stored, no table written."""
     pg.write_dataframe("t", wide_frame(_data(5, 3)))
     with pytest.raises(InvalidParameter, match="postgres runs outside this process") as caught:
-        sqlrp.project(pg, "t", "id", method="rff", k=2, gamma=0.1, route="arrow", store=False)
+        sqlrp.project(pg, "t", "id", method="rff", k=2, gamma=0.1, route="arrow", into="o")
     assert "\n" not in str(caught.value)
+    assert not pg.table_exists("o") and sqlrp.list_projections(pg).empty
 
 
 def test_route_checked_where_it_enters(duck):
