@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -155,10 +155,13 @@ class Sums:
         return (used @ nulls.astype(np.float64)) > 0
 
 
-def _batches(reader: Any, schema: Any, sums: Sums, keys: int, failed: list[BaseException]) -> Iterator[Any]:
-    """The record batches of the key(s) and ``_k0 ..``; an error of the reader is kept in ``failed`` (the
-    engine that consumes the stream words it as its own)."""
+def _batches(
+    reader: Any, schema: Any, sums: Sums, keys: int, failed: list[BaseException], report: Callable[[int], None]
+) -> Iterator[Any]:
+    """The record batches of the key(s) and ``_k0 ..``; ``report(rows)`` after each; an error of the reader is
+    kept in ``failed`` (the engine that consumes the stream words it as its own)."""
     pa = need("pyarrow", "arrow", "the Arrow route")
+    done = 0
     try:
         for batch in reader:
             n = batch.num_rows
@@ -178,16 +181,29 @@ def _batches(reader: Any, schema: Any, sums: Sums, keys: int, failed: list[BaseE
             masked = sums.null_sums(nulls) if nulls is not None and not sums.nulls_zero else None
             arrays = [pa.array(Kt[v], mask=None if masked is None else masked[v]) for v in range(Kt.shape[0])]
             yield pa.RecordBatch.from_arrays([*batch.columns[:keys], *arrays], schema=schema)
+            done += n
+            report(done)
     except BaseException as exc:
         failed.append(exc)
         raise
 
 
+def _reporter(p: Plan, progress: bool | int | CommandBar) -> Callable[[int], None]:
+    """``report(rows read)`` moving the command's bar (the engine reports no progress through a Python stream):
+    the rows as a share of the table's estimated rows."""
+    total = p.source.rows
+    if not isinstance(progress, CommandBar) or not total:
+        return lambda rows: None
+    statement = progress.statement()
+    return lambda rows: statement(min(99.0, 100.0 * rows / total))
+
+
 @contextlib.contextmanager
-def arrow_sums(db: Backend, p: Plan) -> Iterator[Plan]:
+def arrow_sums(db: Backend, p: Plan, progress: bool | int | CommandBar = False) -> Iterator[Plan]:
     """The plan whose compiled statement writes ``p``'s rows from an Arrow stream of its linear sums
     (module doc): :func:`~sqlrp.pipeline.column_blocks.sum_plan` over the stream's relation, decided with the
-    checks ``p`` carries.  Read once, by one statement.  An error of the reading side is raised as itself."""
+    checks ``p`` carries.  Read once, by one statement.  An error of the reading side is raised as itself.
+    ``progress``: the command's bar, moved as the batches are read."""
     pa = need("pyarrow", "arrow", "the Arrow route")
     proj, source = p.projection, p.source
     assert isinstance(proj, Projection)
@@ -200,7 +216,8 @@ def arrow_sums(db: Backend, p: Plan) -> Iterator[Plan]:
         # checked, a NULL feature makes NULL each sum it enters (refused by the compiled checks, whatever the
         # strategy); unchecked, the SQL route's strategy decides (:class:`Sums`)
         sums = Sums(proj.linear, "inline" if p.how.check else p.how.strategy)
-        stream = pa.RecordBatchReader.from_batches(schema, _batches(reader, schema, sums, keys, failed))
+        batches = _batches(reader, schema, sums, keys, failed, _reporter(p, progress))
+        stream = pa.RecordBatchReader.from_batches(schema, batches)
         with db.arrow_relation(stream) as view:  # type: ignore[attr-defined]
             # inline: each output reads its own sum (a dot product with the identity would make 0 * inf a NaN)
             asked_how = Formulation(strategy="inline", check=p.how.guard, bind=p.how.bind)

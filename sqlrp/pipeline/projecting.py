@@ -68,7 +68,7 @@ def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: boo
     if into is not None and files.output_format(into) is not None:
         reads = input_files(db, p.source.table, None, p.source.schema, p.source.catalog)
         beside = file_target(db, into, target.replace, view=False, incremental=False, reads=reads)  # refused first
-        with arrow_sums(db, p) if arrow else column_blocks(db, p, beside) as body:
+        with arrow_sums(db, p, progress) if arrow else column_blocks(db, p, beside) as body:
             return write_file(db, p, into, target.replace, check_written, progress, body=body)
     if into is None:
         if arrow:
@@ -80,7 +80,7 @@ def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: boo
     if target.view or target.incremental:
         write_table(db, p, table, target, progress=progress, check_written=check_written)
         return None
-    with arrow_sums(db, p) if arrow else column_blocks(db, p, scratch_beside(db, into)) as body:
+    with arrow_sums(db, p, progress) if arrow else column_blocks(db, p, scratch_beside(db, into)) as body:
         write_table(db, p, table, target, progress=progress, check_written=check_written, body=body)
     return None
 

@@ -16,6 +16,7 @@ from sqlrp.core.layout import Target
 from sqlrp.methods import reference
 from sqlrp.methods.rff import WEIGHTS
 from sqlrp.pipeline import arrow_route
+from sqlrp.pipeline.progress import CommandBar
 from testkit.frames import RTOL, array_frame, assert_parity, wide_frame
 
 
@@ -286,10 +287,18 @@ def test_cli_route(tmp_path, capsys):
     assert "invalid choice: 'blas'" in capsys.readouterr().err
 
 
-def test_progress_through_the_arrow_route(duck, tmp_path):
-    X = _data(50, 4)
+def test_progress_through_the_arrow_route(duck, tmp_path, monkeypatch):
+    """The bar moves as the batches are read (the engine reports no progress through a Python stream)."""
+    monkeypatch.setattr(arrow_route, "BATCH_BYTES", 1)
+    moved: list[float] = []
+    move = CommandBar.move
+    monkeypatch.setattr(CommandBar, "move", lambda bar, at: (moved.append(at), move(bar, at))[1])  # the real bar
+    X = _data(5000, 4)
     duck.write_dataframe("t", wide_frame(X))
     proj = sqlrp.create_projection(duck, "z", method="rff", d=4, k=3, gamma=0.1, seed=0)
-    sqlrp.project(duck, "t", "id", "z", into="o", route="arrow", progress=True)
-    sqlrp.project(duck, "t", "id", "z", into=str(tmp_path / "o.parquet"), route="arrow", progress=True)
+    for into in ("o", str(tmp_path / "o.parquet")):
+        moved.clear()
+        sqlrp.project(duck, "t", "id", "z", into=into, route="arrow", progress=True)
+        within = sorted({round(at) for at in moved if 5 < at < 98})  # between planning and the statement's end
+        assert len(within) >= 4 and moved[-1] == 100.0, moved
     assert_parity(duck.query_df("SELECT * FROM o ORDER BY id"), proj, X)
