@@ -63,10 +63,15 @@ def test_arrow_route_matches_the_reference_and_the_sql_route(duck, layout, kerne
         dict(method="rff", k=10, weights="gaussian", gamma=0.1, dtype="float32"),
         dict(method="rff", k=10, weights="signs", gamma="scale", standardize=True),
         dict(method="p-rp", k=6, m=2),
+        dict(method="p-rp", k=6, m=2, modified=True),  # squared features: the reference's sparse product
     ],
 )
-def test_other_methods_outputs_and_options(duck, options):
-    """Linear and kernel methods, array and float32 outputs, a standardised input: as the SQL route."""
+@pytest.mark.parametrize("dense", [True, False])
+def test_other_methods_outputs_and_options(duck, options, dense, monkeypatch):
+    """Linear and kernel methods, array and float32 outputs, a standardised input: as the SQL route; the sums
+    by one BLAS product with the dense matrix, or (a matrix too large for that) by the reference's product."""
+    if not dense:
+        monkeypatch.setattr(arrow_route, "DENSE_ENTRIES", 1)
     X = _data(40, 6)
     duck.write_dataframe("t", wide_frame(X))
     sql, arrow = _both(duck, "t", **options, seed=1, store=False)
