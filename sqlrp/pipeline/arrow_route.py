@@ -45,9 +45,12 @@ from .column_blocks import feature_blocks, sum_plan
 from .plan import decide
 from .progress import CommandBar, asked
 
-#: ``route="auto"`` takes the Arrow route where at least this share of the matrix's entries is not 0
-#: (``bench/rff.py``: the dense rff weights and ``signs``' third both win; Achlioptas' ``s = sqrt(d)`` does not)
-DENSE_SHARE = 0.25
+#: ``route="auto"`` takes the Arrow route where at least this share of the matrix's entries is not 0: measured on
+#: 50,000 x 300 float32 Parquet -> Parquet, k = 256 (medians of 3, load 7-8), the Arrow route's time over the SQL
+#: route's was 0.62 for rff ``signs`` and 0.56 for Achlioptas ``s = 3`` (1 in 3), 0.85 for ``s = sqrt(300)`` (1 in
+#: 17), but 1.64 for ``s = 25``, 1.73 for ``s = 35`` and 2.31 for ``s = 50``, where the SQL adds a few features
+#: only; the dense weights (rff ``gaussian`` / ``orthogonal``): 0.26 at 200,000 rows (``bench/rff.py``)
+DENSE_SHARE = 0.05
 #: bytes of float64 features per Arrow batch (as ``sqlrp fit``'s Arrow route)
 BATCH_BYTES = 32 << 20
 

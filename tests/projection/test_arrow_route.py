@@ -237,7 +237,8 @@ def test_auto_takes_the_arrow_route_for_dense_matrices(duck, pg):
 
     assert route(duck, method="rff", gamma=0.1) == "arrow"
     assert route(duck, method="gaussian") == "arrow"
-    assert route(duck, method="achlioptas", s="sqrt") == "sql"  # 1 in 17 weights: SQL adds the few
+    assert route(duck, method="achlioptas", s="sqrt") == "arrow"  # 1 in 17 weights
+    assert route(duck, method="achlioptas", s=50) == "sql"  # 1 in 50: SQL adds the few
     assert route(pg, method="rff", gamma=0.1) == "sql"
 
 
