@@ -78,7 +78,10 @@ def early_refusal(db: Backend, layout: str, target: Target, progress: bool | int
     if target.incremental:
         return "--incremental adds the ids not yet written, chosen in SQL"
     if target.chunk_rows:
-        return "--chunk-rows streams rows back after this call returns (the Arrow stream ends with it)"
+        return (
+            "rows handed back in chunks (--chunk-rows, or CSV printed without --into) are read after the Arrow "
+            "stream has ended: write them --into a table or file"
+        )
     if not isinstance(asked(progress), bool):
         return "--batches runs id-range statements (the Arrow route is one stream)"
     return None
