@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 import sqlrp
@@ -88,6 +88,7 @@ def test_fuzz_arrow_route_gives_what_the_sql_route_gives(tmp_path_factory, t, me
         sql = _outcome(db, t, "sql", options, into, folder)
         arrow = _outcome(db, t, "arrow", options, into, folder)
         t.name = name
+    event(f"sql route: {sql[0] if sql[0] == 'rows' else str(sql[1]).split(':')[0]}")
     assert sql[0] == arrow[0], (sql, arrow)
     if sql[0] == "error":
         assert sql[1] == arrow[1]
