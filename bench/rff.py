@@ -43,6 +43,14 @@ padded to 16, k = 1,024: 1.34x), signs 0.97-1.22x (digits k = 1,024: 1.22x).  Wi
   24.8 s / 16.5 s (1.50x), by hand 30.5 s / 31.7 s (0.96x);
 - paired, load falling to 5: orthogonal ``sqlrp project`` 83.1 s / 83.1 s (1.00x), by hand 40.5 s / 24.1 s
   (1.68x); signs 14.7 s / 14.1 s (1.04x), by hand 15.0 s / 13.9 s (1.08x).
+
+With the Arrow route (``project --route auto``, :mod:`sqlrp.pipeline.arrow_route`), 2026-12-02, load 5-9:
+
+- ``--only speed --weights orthogonal --runs 3`` (medians): ``sqlrp project`` (default: arrow route) 14.26 s /
+  25.35 s (0.56x, load 5.7); ``--route sql`` 46.38 s / 13.66 s (3.40x); by hand 56.29 s / 17.06 s (3.30x);
+- ``--only speed`` (one run each): gaussian arrow 1.20x (a test suite beside it), sql 1.94x, by hand 2.76x;
+  orthogonal arrow 0.55x, sql 2.88x, by hand 2.02x; structured arrow 0.94x, sql 1.86x, by hand 2.24x; signs
+  arrow 1.21x, sql 1.42x, by hand 0.73x.
 """
 
 from __future__ import annotations
