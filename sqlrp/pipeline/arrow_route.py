@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -71,6 +72,8 @@ def early_refusal(db: Backend, layout: str, target: Target, progress: bool | int
     """:func:`arrow_refusal`'s reasons known before anything is planned (the engine, the layout, the target)."""
     if not getattr(db, "streams_arrow", False):
         return f"{db.dialect} runs outside this process (only an in-process engine, DuckDB, streams Arrow to NumPy)"
+    if importlib.util.find_spec("pyarrow") is None:  # the light core: auto takes the SQL route
+        return "pyarrow is not installed (pip install 'sqlrp[arrow]')"
     if layout == "long":
         return "the long layout's sums are joins and GROUP BYs in SQL (the Arrow route reads wide or array rows)"
     if target.view:
