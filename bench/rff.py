@@ -14,10 +14,13 @@ Gaussian kernel, on 300 rows of scikit-learn's ``load_digits``, ``load_breast_ca
 gamma, k and seeds).  The features are computed by the NumPy reference (:func:`sqlrp.transform`), which the
 SQL matches to 1e-9 (``tests/projection/test_rff.py``).
 
-``speed``: a ``rows`` x 300 float32 Parquet file to Parquet, ``k = 256``, wall seconds (best of ``--runs``):
+``speed``: a ``rows`` x 300 float32 Parquet file to Parquet, ``k = 256``, wall seconds (median of ``--runs``), the
+load average beside each line:
 
 - ``sqlrp project --method rff`` as a user runs it (a new process: imports, the variance pass of
-  ``gamma="scale"`` when asked, storing nothing: files in, files out);
+  ``gamma="scale"`` when asked, storing nothing: files in, files out), on its default route (printed: ``arrow``,
+  the linear sums by BLAS, :mod:`sqlrp.pipeline.arrow_route`, for dense weights) and, where that is not the SQL
+  route, again with ``--route sql``;
 - the same SQL run by hand: ``sqlrp compile`` prints it, DuckDB's ``COPY (<sql>) TO 'out.parquet'`` runs it;
 - ``RBFSampler``: pyarrow read, ``fit_transform``, pyarrow write (float32 out, as sqlrp writes float32 for
   float32 input).
@@ -40,6 +43,14 @@ padded to 16, k = 1,024: 1.34x), signs 0.97-1.22x (digits k = 1,024: 1.22x).  Wi
   24.8 s / 16.5 s (1.50x), by hand 30.5 s / 31.7 s (0.96x);
 - paired, load falling to 5: orthogonal ``sqlrp project`` 83.1 s / 83.1 s (1.00x), by hand 40.5 s / 24.1 s
   (1.68x); signs 14.7 s / 14.1 s (1.04x), by hand 15.0 s / 13.9 s (1.08x).
+
+With the Arrow route (``project --route auto``, :mod:`sqlrp.pipeline.arrow_route`), 2026-12-02, load 5-9:
+
+- ``--only speed --weights orthogonal --runs 3`` (medians): ``sqlrp project`` (default: arrow route) 14.26 s /
+  25.35 s (0.56x, load 5.7); ``--route sql`` 46.38 s / 13.66 s (3.40x); by hand 56.29 s / 17.06 s (3.30x);
+- ``--only speed`` (one run each): gaussian arrow 1.20x (a test suite beside it), sql 1.94x, by hand 2.76x;
+  orthogonal arrow 0.55x, sql 2.88x, by hand 2.02x; structured arrow 0.94x, sql 1.86x, by hand 2.24x; signs
+  arrow 1.21x, sql 1.42x, by hand 0.73x.
 """
 
 from __future__ import annotations
@@ -115,13 +126,27 @@ def _write_input(path: Path, rows: int, d: int) -> None:
     pq.write_table(pa.table(columns), path)
 
 
-def _best(run, runs: int) -> float:
+def _median(run, runs: int) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
         run()
         times.append(time.perf_counter() - started)
-    return min(times)
+    return float(np.median(times))
+
+
+def _default_route(src: Path, k: int, weights: str, gamma: float) -> str:
+    """The route ``sqlrp project`` takes by default (``route="auto"``) for this file and projection."""
+    import sqlrp
+    from sqlrp.core.layout import Target
+    from sqlrp.pipeline.arrow_route import choose_route
+
+    db = sqlrp.connect("duckdb://")
+    try:
+        p = sqlrp.plan(db, str(src), "id", method="rff", k=k, weights=weights, gamma=gamma, store=False)
+        return choose_route(db, p, Target(into="out.parquet"), False)
+    finally:
+        db.close()
 
 
 def _rbfsampler(src: Path, out: Path, k: int, gamma: float) -> None:
@@ -165,16 +190,23 @@ def speed(rows: int, d: int, k: int, runs: int, weights: list[str], scale: bool 
             con.close()
 
         def paired(label: str, run) -> None:  # noqa: ANN001
-            base = _best(lambda: _rbfsampler(src, out, k, gamma), runs)
-            took = _best(run, runs)
+            base = _median(lambda: _rbfsampler(src, out, k, gamma), runs)
+            took = _median(run, runs)
+            load = os.getloadavg()[0]
             print(
-                f"  {label:44s} {took:7.2f} s   RBFSampler just before {base:7.2f} s   {took / base:.2f}x", flush=True
+                f"  {label:52s} {took:7.2f} s   RBFSampler just before {base:7.2f} s   {took / base:.2f}x   "
+                f"(load {load:.1f})",
+                flush=True,
             )
 
-        print(f"{rows:,} x {d} float32 Parquet -> Parquet, k = {k}, best of {runs}:", flush=True)
+        print(f"{rows:,} x {d} float32 Parquet -> Parquet, k = {k}, median of {runs}:", flush=True)
         for w in weights:
             cli = _cli(src, k, "--weights", w, "--gamma", repr(gamma))
-            paired(f"weights={w}: sqlrp project", lambda cli=cli: cli_run(cli))
+            route = _default_route(src, k, w, gamma)
+            paired(f"weights={w}: sqlrp project (default: {route} route)", lambda cli=cli: cli_run(cli))
+            if route != "sql":
+                sql_cli = [*cli, "--route", "sql"]
+                paired(f"weights={w}: sqlrp project --route sql", lambda cli=sql_cli: cli_run(cli))
             sql = subprocess.run(
                 [*cli[:3], "compile", *cli[4:]], check=True, env=env, capture_output=True, text=True
             ).stdout
@@ -188,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--smoke", action="store_true", help="CI size")
     p.add_argument("--only", choices=["fidelity", "speed"])
     p.add_argument("--rows", type=int, default=200_000, help="speed: rows of the Parquet input")
-    p.add_argument("--runs", type=int, default=1, help="speed: best of this many runs")
+    p.add_argument("--runs", type=int, default=1, help="speed: the median of this many runs")
     p.add_argument("--weights", default=",".join(WEIGHTS), help="speed: the weights to time")
     p.add_argument("--seeds", type=int, default=5, help="fidelity: the mean over this many seeds")
     p.add_argument("--scale", action="store_true", help="speed: also the default weights with gamma=scale")

@@ -26,6 +26,7 @@ from ..core.nodes import ident
 from ..dialects import get_dialect
 from . import catalog
 from .base import Backend, ColumnInfo, missing_table, url_path
+from .duckdb_arrow import ArrowStreams
 from .duckdb_blocks import ColumnBlocks
 from .duckdb_settings import QUIET, configure, fit_row_groups, setting_literal
 from .scan_fit import ScanFit
@@ -34,7 +35,7 @@ from .values import recut
 _ARRAY = re.compile(r"^(?P<elem>.+?)\[(?P<len>\d*)\]$")
 
 
-class DuckDBBackend(ColumnBlocks, Backend):
+class DuckDBBackend(ArrowStreams, ColumnBlocks, Backend):
     dialect = "duckdb"
     registration = catalog.DUCKDB
 

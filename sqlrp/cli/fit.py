@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from .. import api
+from ..core.layout import ROUTES
 from ..core.params import arg_count, arg_fraction
 from .options import add_profile, add_table, command, connect_args, hand_on, handed_on, input_options
 
@@ -60,7 +61,7 @@ def add_fit(sub: Any) -> None:
         p.add_argument("--replace", action="store_true", help="overwrite a stored projection of that name"),
         p.add_argument(
             "--route",
-            choices=["auto", "sql", "arrow"],
+            choices=list(ROUTES),
             default="auto",
             help="sql: aggregate statements; arrow: record batches into NumPy (in-process DuckDB); auto: arrow there",
         ),

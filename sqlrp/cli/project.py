@@ -15,7 +15,7 @@ from ..compiler.selfcheck import check_sql
 from ..core.errors import InvalidParameter
 from ..core.files import file_format, output_format
 from ..core.ir import Composed, Projection
-from ..core.layout import Formulation, Target, refuse_other_d
+from ..core.layout import ROUTES, Formulation, Target, refuse_other_d
 from ..core.lazy import pd
 from ..core.params import arg_count, block_size
 from ..dialects import SqlrpDialect, get_dialect
@@ -62,6 +62,14 @@ def add_project(sub: Any) -> None:
         w.add_argument("--replace", action="store_true", help="replace an existing output table or file"),
         w.add_argument("--no-check", dest="check", action="store_false", help="skip the NULL/NaN scan of the input"),
         w.add_argument("--incremental", action="store_true", help="with --into: add only ids not yet in the table"),
+        w.add_argument(
+            "--route",
+            choices=list(ROUTES),
+            default="auto",
+            help="sql: every output computed in SQL; arrow: in-process DuckDB streams the features as Arrow "
+            "record batches into NumPy's BLAS for the linear sums, the rest in SQL; auto: arrow there for dense "
+            "matrices (the SQL 'compile' prints is the sql route's)",
+        ),
     )
     add_progress(w)
     w.add_argument(

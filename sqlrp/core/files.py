@@ -284,6 +284,13 @@ def staging_path(target: Path, stamp: str, ending: str = ".tmp") -> Path:
     return target.with_name(f".{target.name}.sqlrp-{os.getpid()}-{host_tag()}-{stamp}{ending}")
 
 
+def staged_output(name: str) -> str:
+    """The output a staging file's ``output`` part stages: itself, or -- the staging file of another staging
+    file (a sidecar written under its staging name through its own, killed in between) -- what that one stages."""
+    nested = _STAGING.match(name)
+    return nested["output"] if nested is not None else name
+
+
 def sweep_staging(target: Path, mine: bool = False) -> list[Path]:
     """Remove the staging files of ``target`` that processes of this host no longer running left (killed
     by the OOM killer, ``kill -9``, a power cut): on an SD card they would pile up, each as large as the
@@ -293,7 +300,7 @@ def sweep_staging(target: Path, mine: bool = False) -> list[Path]:
     with contextlib.suppress(OSError):
         for entry in target.parent.iterdir():
             found = _STAGING.match(entry.name)
-            if not found or found["output"] != target.name or found["host"] not in (None, host_tag()):
+            if not found or staged_output(found["output"]) != target.name or found["host"] not in (None, host_tag()):
                 continue
             pid = int(found["pid"])
             if (mine and pid == os.getpid()) or (pid != os.getpid() and not alive(pid)):

@@ -197,9 +197,13 @@ class Target:
     #: the statement's form for ``into``: ``INSERT INTO`` an existing table, or a ``TEMPORARY`` one
     insert: bool = False
     temporary: bool = False
+    #: ``auto``, ``sql`` (the compiled statement computes every output) or ``arrow`` (an in-process engine
+    #: streams the features to NumPy's BLAS for the linear sums: :mod:`sqlrp.pipeline.arrow_route`)
+    route: str = "auto"
 
     def __post_init__(self) -> None:
         # checked where the option enters (issue 41), for every entry point alike
+        check_route(self.route)
         if self.into is not None:
             if not isinstance(self.into, str) or not self.into.strip():
                 raise InvalidParameter(f"into must be a table or file name, got {self.into!r}")
@@ -224,6 +228,17 @@ class Target:
             raise InvalidParameter("a view is computed when read: it cannot be topped up (--incremental)")
         if rows is not None and self.into is not None:
             raise InvalidParameter("--chunk-rows hands rows back in chunks; it does not go with --into")
+
+
+#: how ``project`` and ``fit`` run: ``auto`` (chosen), ``sql`` or ``arrow`` (record batches into NumPy)
+ROUTES = ("auto", "sql", "arrow")
+
+
+def check_route(route: Any) -> str:
+    """``route`` (``project``'s and ``fit``'s option), refused unless one of :data:`ROUTES`."""
+    if route not in ROUTES:
+        raise InvalidParameter(f"route must be 'auto', 'sql' or 'arrow', got {route!r}")
+    return route
 
 
 #: the output formats of rows handed back to Python

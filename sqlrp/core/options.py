@@ -107,6 +107,9 @@ class TargetOptions(TypedDict, total=False):
     output_format: str
     progress: bool | int
     """with ``into``: a progress bar (``True``) or that many id-range batches (an integer)"""
+    route: str
+    """``auto``, ``sql`` (every output computed in SQL) or ``arrow`` (in-process DuckDB: the features streamed
+    as Arrow record batches into NumPy's BLAS for the linear sums); ``auto``: arrow for dense weights there"""
 
 
 class ProjectOptions(PlanOptions, FormulationOptions, TargetOptions, total=False):

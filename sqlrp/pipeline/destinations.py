@@ -34,16 +34,17 @@ def written(db: Backend, p: Plan, name: str, check: bool) -> None:
         check_outputs(db, output_table(p.source, name), key, p.output.names(p.projection.k), length)
 
 
-def rows_back(db: Backend, p: Plan, target: Target, *, check_written: bool) -> Any:
+def rows_back(db: Backend, p: Plan, target: Target, *, check_written: bool, body: Plan | None = None) -> Any:
     """The projected rows handed back in ``target.output_format`` (``target.chunk_rows``: an iterator of
     chunks streamed from the database; ``target.ordered``: by the key), their outputs checked finite
-    when ``check_written``."""
+    when ``check_written``.  ``body``: the plan whose rows are fetched (default ``p``; the Arrow route's
+    sums, :mod:`.arrow_route`)."""
     dialect = db.sql_dialect
     key = p.source.group_column or p.source.id_column
     chunk_rows, output_format = target.chunk_rows, target.output_format
     if chunk_rows:  # chunks outlive run(): no bound constants
         p = dataclasses.replace(p, how=dataclasses.replace(p.how, bind=False))
-    statements = compile_statements(p, dialect, Target(ordered=target.ordered), pretty=False)
+    statements = compile_statements(body or p, dialect, Target(ordered=target.ordered), pretty=False)
     if chunk_rows:
         if statements.setup:
             raise dialect.refuse(

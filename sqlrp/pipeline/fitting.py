@@ -27,6 +27,7 @@ from sqlglot import exp
 from ..backends import Backend
 from ..compiler import Source, col, dense_source
 from ..core.errors import InputError, InvalidParameter
+from ..core.layout import check_route
 from ..core.nodes import SignedSum, number
 from ..methods.lowrank import AUTO_MAX, Fitted, Sums, auto_more, finish, oversampled, sketch_matrix, step
 from .fitting_long import long_pass
@@ -212,9 +213,7 @@ def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: 
 
 def choose_route(db: Backend, route: str) -> str:
     """``auto``: ``arrow`` where the engine streams Arrow in-process (``Backend.streams_arrow``), else ``sql``."""
-    if route not in ("auto", "sql", "arrow"):
-        raise InvalidParameter(f"route must be 'auto', 'sql' or 'arrow', got {route!r}")
-    if route == "auto":
+    if check_route(route) == "auto":
         return "arrow" if getattr(db, "streams_arrow", False) else "sql"
     return route
 

@@ -15,6 +15,7 @@ from ..compiler.guard import tripped
 from ..core import files
 from ..core.ir import Projection
 from ..core.layout import Formulation, Target
+from .arrow_route import arrow_sums, choose_route
 from .checks import check_source
 from .column_blocks import column_blocks
 from .destinations import rows_back, write_table
@@ -63,19 +64,23 @@ def project_plan(db: Backend, p: Plan, table: str, target: Target, progress: boo
     into the statement (:mod:`sqlrp.compiler.guard`), else ``p.how.check`` reads the written outputs back."""
     check_written = p.how.check and not p.how.guard
     into = target.into
+    arrow = choose_route(db, p, target, progress) == "arrow"  # the linear sums by BLAS (.arrow_route)
     if into is not None and files.output_format(into) is not None:
         reads = input_files(db, p.source.table, None, p.source.schema, p.source.catalog)
         beside = file_target(db, into, target.replace, view=False, incremental=False, reads=reads)  # refused first
-        with column_blocks(db, p, beside) as body:
+        with arrow_sums(db, p, progress) if arrow else column_blocks(db, p, beside) as body:
             return write_file(db, p, into, target.replace, check_written, progress, body=body)
     if into is None:
+        if arrow:
+            with arrow_sums(db, p) as body:
+                return rows_back(db, p, target, check_written=check_written, body=body)
         return rows_back(db, p, target, check_written=check_written)
     if hasattr(db, "statement_room"):  # the engine holds the rows written, this process little (issue 42)
         db.statement_room()
     if target.view or target.incremental:
         write_table(db, p, table, target, progress=progress, check_written=check_written)
         return None
-    with column_blocks(db, p, scratch_beside(db, into)) as body:
+    with arrow_sums(db, p, progress) if arrow else column_blocks(db, p, scratch_beside(db, into)) as body:
         write_table(db, p, table, target, progress=progress, check_written=check_written, body=body)
     return None
 

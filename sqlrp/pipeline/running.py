@@ -17,6 +17,7 @@ from ..core.options import FormulationOptions, TargetOptions, names
 from ..core.params import batches, block_size, optional_count
 from ..dialects import get_dialect
 from . import outputs, targets
+from .arrow_route import refuse_early
 from .frame_admit import FRAME_DECIDES, admit
 from .frame_table import frame_table
 from .frames import is_frame, with_frame_ids
@@ -64,6 +65,7 @@ def run_table(
     if into is None and projection is None and not options.get("save_as"):
         options.setdefault("store", False)  # exploratory: rows back, nothing left in the registry
     check_matrix_origin(db, how.matrix, projection)  # a matrix table needs the projection it came from
+    refuse_early(db, options.get("layout") or "wide", target, progress)  # route="arrow" where it cannot run
     optional_count("d", options.get("d"))
     if how.block is not None:  # against d too, before a new projection is stored
         block_size(how.block, input_dimension(db, table, id_column, projection, options))

@@ -96,7 +96,8 @@ def test_a_file_write_killed_mid_write_is_swept_by_the_next(tmp_path, source, en
     child = _run_child(FILE_CHILD, str(path), str(out), "project")
     assert child.returncode == -signal.SIGKILL, child.stderr
     left = [p.name for p in tmp_path.iterdir()]
-    assert left and all(name.startswith(f".{out.name}.sqlrp-") for name in left), left
+    # staging files of the output, or of its sidecar's staging file (killed while the sidecar was written)
+    assert left and all(name.startswith((f".{out.name}.sqlrp-", f"..{out.name}.sqlrp-")) for name in left), left
     assert not out.exists()  # never a half-written output under its own name
     with sqlrp.connect() as db:
         sqlrp.project(db, str(path), "id", method="achlioptas", k=8, s=1, seed=3, into=str(out), replace=True)
@@ -302,3 +303,19 @@ def test_sweep_leaves_user_tables_and_a_live_writers(tmp_path):
             db.execute(f'CREATE TABLE "{name}" (x INTEGER)')
         assert sweep_scratch_tables(db) == [dead]
         assert dead not in db.table_names() and len(db.table_names()) == 3
+
+
+def test_a_sidecar_staging_file_of_a_killed_writer_is_swept(tmp_path):
+    """Killed while writing the sidecar under its staging name (through its own staging file): the nested
+    staging file is the output's too, and the next write of the output sweeps it (seen in CI, issue 44)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # its pid: a writer no longer running
+    tag = host_tag()
+    outer = f".out.parquet.sqlrp-{child.pid}-{tag}-636bc83017fe"
+    names = [f"{outer}.tmp", f".{outer}.sqlrp.json.sqlrp-{child.pid}-{tag}-f5a6916f8541.tmp"]
+    other = f"..other.parquet.sqlrp-{child.pid}-{tag}-636bc83017fe.sqlrp.json.sqlrp-{child.pid}-{tag}-f5a6916f8541.tmp"
+    for name in [*names, other]:
+        (tmp_path / name).write_text("half")
+    removed = sweep_staging(tmp_path / "out.parquet")
+    assert sorted(p.name for p in removed) == sorted(names)
+    assert [p.name for p in tmp_path.iterdir()] == [other]  # another output's: left alone
