@@ -19,7 +19,8 @@ engine (``Backend.streams_arrow``: DuckDB) the ``arrow`` route therefore
 
 A NULL feature makes the sums it enters NULL, as in SQL (the checks then refuse it, as the SQL route's do);
 a non-finite one enters only the sums whose weight is not 0, as in SQL.  ``route="auto"`` takes the
-Arrow route where it can (:func:`arrow_refusal`) and the matrix is dense (:data:`DENSE_SHARE`);
+Arrow route where it can (:func:`arrow_refusal`), the matrix is dense (:data:`DENSE_SHARE`) and the device
+is not a small one (its scan is fitted to its memory, :mod:`sqlrp.backends.scan_fit`);
 ``route="sql"`` never (``compile`` prints the SQL route's statement either way).  Measured: ``bench/rff.py``.
 """
 
@@ -46,12 +47,13 @@ from .column_blocks import feature_blocks, sum_plan
 from .plan import decide
 from .progress import CommandBar, asked
 
-#: ``route="auto"`` takes the Arrow route where at least this share of the matrix's entries is not 0: measured on
-#: 50,000 x 300 float32 Parquet -> Parquet, k = 256 (medians of 3, load 7-8), the Arrow route's time over the SQL
-#: route's was 0.62 for rff ``signs`` and 0.56 for Achlioptas ``s = 3`` (1 in 3), 0.85 for ``s = sqrt(300)`` (1 in
-#: 17), but 1.64 for ``s = 25``, 1.73 for ``s = 35`` and 2.31 for ``s = 50``, where the SQL adds a few features
-#: only; the dense weights (rff ``gaussian`` / ``orthogonal``): 0.26 at 200,000 rows (``bench/rff.py``)
-DENSE_SHARE = 0.05
+#: ``route="auto"`` takes the Arrow route where at least this share of the matrix's entries is not 0: a dense
+#: matrix (Gaussian, orthogonal, structured and fitted ones), whose SQL is ``d`` multiply-adds per output and row.
+#: A sparse sign matrix stays in SQL, additions only (the Arrow route is there to ask for: measured on 50,000 x 300
+#: float32 Parquet -> Parquet, k = 256, medians of 3, load 7-8, its time over the SQL route's was 0.56 for
+#: Achlioptas ``s = 3``, 0.85 for ``s = sqrt(300)``, 1.64 for ``s = 25``, 2.31 for ``s = 50``); the dense rff
+#: weights: 0.26 at 200,000 rows (``bench/rff.py``)
+DENSE_SHARE = 0.5
 #: bytes of float64 features per Arrow batch (as ``sqlrp fit``'s Arrow route)
 BATCH_BYTES = 32 << 20
 
@@ -108,6 +110,9 @@ def choose_route(db: Backend, p: Plan, target: Target, progress: bool | int | Co
             raise InvalidParameter(f"route 'arrow' cannot run this projection: {why}; use route 'sql' or 'auto'")
         return "arrow"
     if why is not None:
+        return "sql"
+    budget = getattr(db, "budget", None)
+    if budget is not None and budget.small:  # a small device: the SQL route's scan is fitted to its memory
         return "sql"
     linear = p.projection.linear  # type: ignore[union-attr]
     return "arrow" if linear.nnz >= DENSE_SHARE * linear.d * linear.p else "sql"

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlrp
+from sqlrp.backends.resources import MIB, Budget
 from sqlrp.cli import main
 from sqlrp.core.errors import InputError, InvalidParameter
 from sqlrp.core.layout import Target
@@ -237,8 +238,9 @@ def test_auto_takes_the_arrow_route_for_dense_matrices(duck, pg):
 
     assert route(duck, method="rff", gamma=0.1) == "arrow"
     assert route(duck, method="gaussian") == "arrow"
-    assert route(duck, method="achlioptas", s="sqrt") == "arrow"  # 1 in 17 weights
-    assert route(duck, method="achlioptas", s=50) == "sql"  # 1 in 50: SQL adds the few
+    assert route(duck, method="achlioptas", s="sqrt") == "sql"  # 1 in 17 weights: additions in SQL
+    assert route(duck, method="achlioptas", s=3) == "sql"  # sparse signs stay SQL unless asked
+    assert route(duck, method="rff", gamma=0.1, weights="signs") == "sql"
     assert route(pg, method="rff", gamma=0.1) == "sql"
 
 
@@ -308,3 +310,15 @@ def test_progress_through_the_arrow_route(duck, tmp_path, monkeypatch):
         within = sorted({round(at) for at in moved if 5 < at < 98})  # between planning and the statement's end
         assert len(within) >= 4 and moved[-1] == 100.0, moved
     assert_parity(duck.query_df("SELECT * FROM o ORDER BY id"), proj, X)
+
+
+def test_auto_keeps_sql_on_a_small_device(duck):
+    """Under a small-device budget the SQL route's scan is fitted to the memory (issue 42): ``auto`` keeps it;
+    ``arrow`` asked for still runs."""
+    duck.write_dataframe("t", wide_frame(_data(20, 30)))
+    p = sqlrp.plan(duck, "t", "id", store=False, k=16, seed=0, method="rff", gamma=0.1)
+    assert arrow_route.choose_route(duck, p, Target(), False) == "arrow"
+    duck.budget = Budget(memory=512 * MIB, cpus=1, engine_memory=256 * MIB, threads=1)
+    assert duck.budget.small
+    assert arrow_route.choose_route(duck, p, Target(), False) == "sql"
+    assert arrow_route.choose_route(duck, p, Target(route="arrow"), False) == "arrow"
