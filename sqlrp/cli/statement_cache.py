@@ -39,7 +39,7 @@ from .interrupt import planned
 ALLOWED = frozenset(
     ("db", "table", "id_column", "projection", "into", "replace", "check", "no_progress", "strategy", "block")
     + ("matrix", "output", "prefix", "dtype", "threads", "memory_limit", "temp_directory", "columns", "exclude")
-    + ("nulls",)
+    + ("nulls", "route")  # route: only a run that took the SQL route wrote through write_file, and is stored
 )
 #: the entries kept (each command line its own; the oldest written are removed past this)
 KEEP = 64

@@ -44,6 +44,7 @@ from ..core.layout import Formulation, Target
 from ..core.plan import Plan
 from ..methods.reference import DENSE_ENTRIES, linear_outputs
 from .column_blocks import feature_blocks, sum_plan
+from .materialise import unreplayable
 from .plan import decide
 from .progress import CommandBar, asked
 
@@ -54,6 +55,10 @@ from .progress import CommandBar, asked
 #: Achlioptas ``s = 3``, 0.85 for ``s = sqrt(300)``, 1.64 for ``s = 25``, 2.31 for ``s = 50``); the dense rff
 #: weights: 0.26 at 200,000 rows (``bench/rff.py``)
 DENSE_SHARE = 0.5
+#: ... and where the multiply-adds (rows x the matrix's non-zero entries) are at least this many: below it the
+#: Arrow route's fixed cost (pyarrow's import, a second cursor: ~0.2 s) is more than the SQL it saves, and a stored
+#: projection's statement is kept for the next run (:mod:`sqlrp.start`); an input whose rows are not known: Arrow
+ARROW_WORK = 10**8
 #: bytes of float64 features per Arrow batch (as ``sqlrp fit``'s Arrow route)
 BATCH_BYTES = 32 << 20
 
@@ -101,7 +106,8 @@ def refuse_early(db: Backend, layout: str, target: Target, progress: bool | int 
 
 def choose_route(db: Backend, p: Plan, target: Target, progress: bool | int | CommandBar) -> str:
     """``sql`` or ``arrow`` for ``target.route``: ``arrow`` refused in one line where it cannot run; ``auto``:
-    ``arrow`` where it can and at least :data:`DENSE_SHARE` of the matrix is not 0."""
+    ``arrow`` where it can, at least :data:`DENSE_SHARE` of the matrix is not 0 and the work is
+    :data:`ARROW_WORK` or more."""
     if target.route == "sql":
         return "sql"
     why = arrow_refusal(db, p, target, progress)
@@ -115,6 +121,8 @@ def choose_route(db: Backend, p: Plan, target: Target, progress: bool | int | Co
     if budget is not None and budget.small:  # a small device: the SQL route's scan is fitted to its memory
         return "sql"
     linear = p.projection.linear  # type: ignore[union-attr]
+    if p.source.rows is not None and p.source.rows * linear.nnz < ARROW_WORK:
+        return "sql"
     return "arrow" if linear.nnz >= DENSE_SHARE * linear.d * linear.p else "sql"
 
 
@@ -232,7 +240,7 @@ def arrow_sums(db: Backend, p: Plan, progress: bool | int | CommandBar = False) 
         sums = Sums(proj.linear, "inline" if p.how.check else p.how.strategy)
         batches = _batches(reader, schema, sums, keys, failed, _reporter(p, progress))
         stream = pa.RecordBatchReader.from_batches(schema, batches)
-        with db.arrow_relation(stream) as view:  # type: ignore[attr-defined]
+        with db.arrow_relation(stream) as view, unreplayable("the Arrow route's stream"):  # type: ignore[attr-defined]
             # inline: each output reads its own sum (a dot product with the identity would make 0 * inf a NaN)
             asked_how = Formulation(strategy="inline", check=p.how.guard, bind=p.how.bind)
             wide = dataclasses.replace(source, layout="wide", array_column=None)

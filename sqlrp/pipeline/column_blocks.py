@@ -36,7 +36,7 @@ from ..core.ir import Combiner, LinearStage, Projection
 from ..core.layout import Formulation, Output, Source, Target
 from ..core.nodes import ident
 from ..core.plan import Plan
-from .materialise import run
+from .materialise import run, unreplayable
 from .plan import decide
 
 #: a block's pass holds up to this many times a row group of the columns it reads: DuckDB's scan holds two
@@ -236,6 +236,7 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
         check = " AND ".join(f"b{i}.{k} IS NOT DISTINCT FROM b0.{k}" for i in range(1, len(tables)))
         db.positional_view(view, tables, select, check)  # type: ignore[attr-defined]
         try:
-            yield decide(db, sum_plan(p, view), asked, guard=True)
+            with unreplayable("column blocks' scratch view"):
+                yield decide(db, sum_plan(p, view), asked, guard=True)
         finally:
             db.drop_view(view)  # type: ignore[attr-defined]

@@ -287,6 +287,19 @@ def file_target(
 #: the statement cache's listeners (:mod:`sqlrp.cli.statement_cache`): each called with what
 #: :func:`write_file` ran (:func:`_program`) once the file is written and checked, before the rename
 RECORDERS: list[Callable[[dict], None]] = []
+#: non-empty while the plan being written reads a relation only this process holds (the Arrow route's
+#: stream, column blocks' scratch view): its statements cannot be run again by another process
+_UNREPLAYABLE: list[str] = []
+
+
+@contextlib.contextmanager
+def unreplayable(why: str) -> Iterator[None]:
+    """While the block runs, :func:`write_file` tells the statement cache nothing (``why``: for a reader)."""
+    _UNREPLAYABLE.append(why)
+    try:
+        yield
+    finally:
+        _UNREPLAYABLE.pop()
 
 
 class _Logged:
@@ -394,7 +407,7 @@ def write_file(
             write_projection(p.projection, tmp_definition, replace=True, output=held)
             os.chmod(tmp_definition, os.stat(tmp).st_mode & 0o777)  # as readable as the output DuckDB wrote
             os.replace(tmp_definition, definition)
-        for note in RECORDERS:  # never in the way of the write itself
+        for note in RECORDERS if not _UNREPLAYABLE else ():  # never in the way of the write itself
             with contextlib.suppress(Exception):
                 note(_program(statements, copy(statements.main), checks, tmp, definition and tmp_definition, target))
         os.replace(tmp, target)

@@ -307,3 +307,15 @@ def test_ctrl_c_in_the_cached_run_leaves_nothing_and_says_so_in_one_line(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("out", ".out"))) == []
     after = duckdb.connect(str(tmp_path / "big.duckdb")).execute("SELECT count(*), sum(hash(x)) FROM t x").fetchall()
     assert after == before
+
+
+def test_a_run_on_the_arrow_route_stores_nothing(tmp_path):
+    """The Arrow route (issue 44) writes without ``write_file``'s statements: nothing to replay, so the next
+    run is the full command again; ``--route sql`` is stored and replayed as any other option."""
+    url, _ = make_db(tmp_path)
+    arrow = project_argv(url, "out.parquet", "--replace", "--route", "arrow")
+    assert run(arrow, tmp_path).returncode == 0
+    assert "statement cache: miss" in run(arrow, tmp_path).stderr
+    sql = project_argv(url, "out.parquet", "--replace", "--route", "sql")
+    assert run(sql, tmp_path).returncode == 0
+    assert "statement cache: used" in run(sql, tmp_path).stderr

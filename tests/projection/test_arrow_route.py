@@ -227,7 +227,8 @@ def test_overflowing_outputs_are_refused_as_the_sql_route(duck):
     assert not duck.table_exists("o_arrow")
 
 
-def test_auto_takes_the_arrow_route_for_dense_matrices(duck, pg):
+def test_auto_takes_the_arrow_route_for_dense_matrices(duck, pg, monkeypatch):
+    monkeypatch.setattr(arrow_route, "ARROW_WORK", 0)  # any work
     X = _data(20, 300)
     duck.write_dataframe("t", wide_frame(X))
     pg.write_dataframe("t", wide_frame(X))
@@ -312,9 +313,20 @@ def test_progress_through_the_arrow_route(duck, tmp_path, monkeypatch):
     assert_parity(duck.query_df("SELECT * FROM o ORDER BY id"), proj, X)
 
 
-def test_auto_keeps_sql_on_a_small_device(duck):
+def test_auto_keeps_sql_for_little_work(duck, monkeypatch):
+    """A dense matrix on a few rows: the Arrow route's fixed cost would outweigh the SQL it saves."""
+    duck.write_dataframe("t", wide_frame(_data(20, 30)))
+    p = sqlrp.plan(duck, "t", "id", store=False, k=16, seed=0, method="rff", gamma=0.1)
+    assert p.source.rows == 20
+    assert arrow_route.choose_route(duck, p, Target(), False) == "sql"  # 20 x 480 multiply-adds
+    monkeypatch.setattr(arrow_route, "ARROW_WORK", 20 * 480)
+    assert arrow_route.choose_route(duck, p, Target(), False) == "arrow"
+
+
+def test_auto_keeps_sql_on_a_small_device(duck, monkeypatch):
     """Under a small-device budget the SQL route's scan is fitted to the memory (issue 42): ``auto`` keeps it;
     ``arrow`` asked for still runs."""
+    monkeypatch.setattr(arrow_route, "ARROW_WORK", 0)
     duck.write_dataframe("t", wide_frame(_data(20, 30)))
     p = sqlrp.plan(duck, "t", "id", store=False, k=16, seed=0, method="rff", gamma=0.1)
     assert arrow_route.choose_route(duck, p, Target(), False) == "arrow"
