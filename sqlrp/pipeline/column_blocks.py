@@ -189,6 +189,16 @@ def sum_plan(p: Plan, view: str) -> Plan:
     return Plan(final, source, p.output, p.how)
 
 
+def pinned_scan(db: Backend, source: Source) -> contextlib.AbstractContextManager[None]:
+    """The one-pass scan the fit pinned for ``source``'s Parquet file on a small device
+    (:func:`sqlrp.backends.scan_fit.fit_scan`: its memory limit and one thread) while the block runs; else
+    nothing (another engine, another layout, a file whose row groups leave room, memory that is plenty)."""
+    fit = db.scan_fit(source.table) if getattr(db, "reads_column_blocks", False) else None  # type: ignore[attr-defined]
+    if fit is None or not (fit.single and fit.pinned) or source.layout != "wide":
+        return contextlib.nullcontext()
+    return db.scan_limit(fit.memory_limit, threads=1)  # type: ignore[attr-defined]
+
+
 @contextlib.contextmanager
 def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
     """``p`` itself where its input's row groups fit, else the plan over its blocks' sums: each block's
@@ -198,13 +208,8 @@ def column_blocks(db: Backend, p: Plan, beside: Path) -> Iterator[Plan]:
     decided for its own matrix (:func:`sqlrp.pipeline.plan.decide`).  A one-pass scan pinned by the fit
     (:func:`sqlrp.backends.scan_fit.fit_scan`) runs with its limit and one thread."""
     blocks = plan_blocks(db, p)
-    if blocks is None and not getattr(db, "reads_column_blocks", False):  # an engine that reads as it will
-        yield p
-        return
     if blocks is None:
-        fit = db.scan_fit(p.source.table)  # type: ignore[attr-defined]
-        pinned = fit is not None and fit.single and fit.pinned and p.source.layout == "wide"
-        with db.scan_limit(fit.memory_limit if pinned else None, threads=1):  # type: ignore[attr-defined, union-attr]
+        with pinned_scan(db, p.source):
             yield p
         return
     stamp = uuid.uuid4().hex[:12]
