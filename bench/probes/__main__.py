@@ -1,5 +1,5 @@
 """One-off measurements behind statements in the docs and the code (not part of run.py), one module per
-topic: postgres, duckdb_sql, tables, methods, search.
+topic: postgres, duckdb_sql, tables, methods, search, streams.
 
     PYTHONPATH=. python -m bench.probes pg-copy      # PostgreSQL: storing 156,800 matrix rows, COPY block vs rows
     PYTHONPATH=. python -m bench.probes pg-read      # PostgreSQL: reading 50,000 x 200 results, binary COPY vs rows
@@ -25,6 +25,7 @@ topic: postgres, duckdb_sql, tables, methods, search.
     PYTHONPATH=. python -m bench.probes search-exact # exact k-NN brute force in DuckDB: sqlrp's SQL vs hand-written
     PYTHONPATH=. python -m bench.probes pg-bands     # PostgreSQL: an index's band rows, UNION ALL vs UNNEST
     PYTHONPATH=. python -m bench.probes search-small # search on 50,000 rows: time against probes, SQL alone
+    PYTHONPATH=. python -m bench.probes parquet-stream  # DuckDB streaming large Parquet chunks under a memory limit
 
 Each prints seconds measured in this run; nothing is asserted.
 """
@@ -32,12 +33,14 @@ Each prints seconds measured in this run; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import duckdb_sql, methods, postgres, search, tables
 from .duckdb_sql import floor, footprint, orientation, overhead, pairs, planning, progress, scatter, worth
 from .methods import dtrp, kernel_floor, reference_speed
 from .postgres import pg_array, pg_check, pg_copy, pg_fence, pg_insert, pg_read
 from .search import rabitq, search_exact, search_small
+from .streams import parquet_stream
 from .tables import highd, roundtrip, small
 
 PROBES = {
@@ -65,6 +68,7 @@ PROBES = {
     "highd": highd,
     "reference": reference_speed,
     "kernel-floor": kernel_floor,
+    "parquet-stream": parquet_stream,
 }
 
 
@@ -73,7 +77,7 @@ def main() -> None:
         prog="python -m bench.probes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("probe", choices=sorted(PROBES))
-    PROBES[parser.parse_args().probe]()
+    PROBES[parser.parse_args(sys.argv[1:2]).probe]()
 
 
 __all__ = ["PROBES", "duckdb_sql", "methods", "postgres", "search", "tables"]

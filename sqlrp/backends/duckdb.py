@@ -28,7 +28,7 @@ from . import catalog
 from .base import Backend, ColumnInfo, missing_table, url_path
 from .duckdb_arrow import ArrowStreams
 from .duckdb_blocks import ColumnBlocks
-from .duckdb_settings import QUIET, configure, fit_row_groups, setting_literal
+from .duckdb_settings import QUIET, configure, fit_row_groups, same_settings, setting_literal
 from .scan_fit import ScanFit
 from .values import recut
 
@@ -348,6 +348,7 @@ class DuckDBBackend(ArrowStreams, ColumnBlocks, Backend):
         tables and the frames registered: temporary views and registrations belong to one connection, so
         they are made again on it."""
         cur = self._con.cursor()
+        same_settings(self._con, cur)
         for path, (_, fmt) in self._files.items():
             cur.execute(self._view_sql(path, fmt))
         for name, frame in self._frames.items():

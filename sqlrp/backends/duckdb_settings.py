@@ -124,4 +124,20 @@ def setting_literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-__all__ = ["QUIET", "configure", "fit_row_groups", "session_statements", "setting_literal"]
+#: what a cursor is told of its connection's settings
+_SETTINGS = "SELECT name, value FROM duckdb_settings()"
+
+
+def same_settings(con: duckdb.DuckDBPyConnection, cur: duckdb.DuckDBPyConnection) -> None:
+    """Give ``cur`` the settings ``con`` has and it has not: a ``SET`` of some (the Parquet reader's
+    ``disable_parquet_prefetching`` of the small-device profile) holds for its connection only, and a stream read
+    on a cursor without it prefetches whole column chunks -- out of memory under 512 MB (issue 42;
+    ``python -m bench.probes parquet-stream``)."""
+    theirs = dict(cur.execute(_SETTINGS).fetchall())
+    for name, value in con.execute(_SETTINGS).fetchall():
+        if theirs.get(name) != value and value is not None:
+            with contextlib.suppress(duckdb.Error):  # a setting that cannot be set again (read-only)
+                cur.execute(f"SET {exp.to_identifier(name).sql('duckdb')} = {exp.Literal.string(value).sql('duckdb')}")
+
+
+__all__ = ["QUIET", "configure", "fit_row_groups", "session_statements", "setting_literal", "same_settings"]

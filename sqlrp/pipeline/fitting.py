@@ -30,6 +30,7 @@ from ..core.errors import InputError, InvalidParameter
 from ..core.layout import check_route
 from ..core.nodes import SignedSum, number
 from ..methods.lowrank import AUTO_MAX, Fitted, Sums, auto_more, finish, oversampled, sketch_matrix, step
+from .column_blocks import pinned_scan
 from .fitting_long import long_pass
 from .progress import CommandBar
 
@@ -204,6 +205,11 @@ def _checked(source: Source, sums: Sums) -> Sums:
 
 
 def _one_pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None, route: str) -> Sums:
+    with pinned_scan(db, source):  # a small device's Parquet scan, as project's (issue 42)
+        return _pass(db, source, d, W, shift, route)
+
+
+def _pass(db: Backend, source: Source, d: int, W: np.ndarray | None, shift: np.ndarray | None, route: str) -> Sums:
     if source.layout == "long":  # the sql route's joins and GROUP BYs (fitting_long), no shift
         return _checked(source, long_pass(db, source, d, np.eye(d) if W is None else W))
     if route == "arrow":

@@ -118,3 +118,21 @@ def test_column_blocks_of_a_budget_pin_each_pass_and_equal_numpy(tmp_path: Path)
     X = duckdb.sql(f"SELECT * EXCLUDE (id) FROM read_parquet('{source}') ORDER BY id").df().to_numpy(np.float64)
     want = reference.transform(read_projection(out + ".sqlrp.json"), X)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.max(np.abs(want)))
+
+
+def test_a_cursor_reads_under_its_connections_settings():
+    """A stream read on a cursor (``fit``'s Arrow pass, ``project``'s Arrow route) has the settings its
+    connection was given: ``SET disable_parquet_prefetching`` holds for one connection only, and without it a
+    cursor's Parquet scan of 400 KB column chunks ran out of memory under 512 MB where the connection's did
+    not (``python -m bench.probes parquet-stream``)."""
+    db = sqlrp.connect()
+    try:
+        db.execute("SET disable_parquet_prefetching = true")
+        db.execute("SET preserve_insertion_order = false")
+        cur = db._cursor()
+        got = dict(cur.execute("SELECT name, value FROM duckdb_settings()").fetchall())
+        assert got["disable_parquet_prefetching"] == "true"
+        assert got["preserve_insertion_order"] == "false"
+        cur.close()
+    finally:
+        db.close()
