@@ -14,11 +14,14 @@ reads 300,000 rows:
 - ``sum``: one aggregate over 48 columns (what a pass of ``fit``'s SQL route sums, a slice of it).
 
 Measured 2026-12-02 (DuckDB 2.0.1, ``bench/small_device.py``'s 3,000,000 x 384 float32 file, 100,000-row
-groups, 400 KB column chunks: above DuckDB's 256 KiB block), ``arrow``: out of memory at 200, 212 and 250 MiB,
-finished at 600 MiB (peak 731 MB): a stream to Python holds about three row groups where ``COPY`` holds
-one, so under 512 MB (227 MiB left to DuckDB beside the process) ``fit`` cannot stream this file, on either
-route (its SQL route's first statements failed the same way at 227 MiB).  Files written in smaller row
-groups (the 10,000- to 50,000-row groups of most writers' defaults for wide rows) stream within the limit.
+groups, 400 KB column chunks: above DuckDB's 256 KiB block), at 227 MiB (``memory_limit`` pinned by
+:mod:`sqlrp.backends.scan_fit` under 512 MB): ``arrow`` finished (1.3 s, peak 225 MB), ``cursor`` failed
+(out of memory), ``sum`` finished.  Without the profile's two settings, ``arrow`` failed at 200, 212 and 250
+MiB and finished at 600 MiB (peak 731 MB).  The cursor's failure was ``fit``'s under 512 MB: its Arrow pass
+reads on a cursor, and ``SET disable_parquet_prefetching`` holds for one connection only, so the cursor
+prefetched whole column chunks.  ``DuckDBBackend._cursor`` now gives a cursor its connection's settings
+(:func:`sqlrp.backends.duckdb_settings.same_settings`); ``fit`` of that file then finished under 512 MB and
+one CPU (``docs/guide/small-devices.md``).
 """
 
 from __future__ import annotations
