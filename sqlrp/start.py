@@ -43,6 +43,7 @@ from typing import Any
 
 from . import __version__
 from .core.names import host_tag, scratch_name
+from .core.signals import on_signal
 
 #: the layout of an entry (another is not read)
 FORMAT = 1
@@ -382,44 +383,10 @@ def file_state(path: Path) -> tuple[int, int, int] | None:
 
 
 def watched(con: Any, sql: str, params: list | None = None) -> None:
-    """Run ``sql`` while a thread waits for a signal (``signal.set_wakeup_fd``) and interrupts the statement
-    at once (``con.interrupt()``), as :mod:`sqlrp.cli.interrupt` does: DuckDB looks for Python's signal only
-    between its tasks, and Python runs its handler only once the statement returns."""
-    read, write = os.pipe()
-    os.set_blocking(write, False)
-    try:
-        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    except (ValueError, OSError):  # not the main thread
-        os.close(read)
-        os.close(write)
+    """Run ``sql``, interrupted the moment a signal comes (``con.interrupt()``, :func:`sqlrp.core.signals.on_signal`),
+    as :mod:`sqlrp.cli.interrupt` does."""
+    with on_signal(con.interrupt):
         con.execute(sql, params or None)
-        return
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            try:
-                data = os.read(read, 64)
-            except OSError:
-                return
-            if done.is_set() or not data:
-                return
-            if {signal.SIGINT, signal.SIGTERM} & set(data):
-                with contextlib.suppress(Exception):
-                    con.interrupt()
-
-    watcher = threading.Thread(target=watch, name="sqlrp-interrupt", daemon=True)
-    watcher.start()
-    try:
-        con.execute(sql, params or None)
-    finally:
-        signal.set_wakeup_fd(previous)
-        done.set()
-        with contextlib.suppress(OSError):
-            os.write(write, b"\0")
-        watcher.join(timeout=5)
-        os.close(read)
-        os.close(write)
 
 
 #: the signals received while the cached run ran (DuckDB may turn the interrupt into an error of its own)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from ..backends import LIVE, connect
 from ..backends.staging import sweep_scratch_tables
 from ..compiler import ident
 from ..core.files import definition_path, file_format, output_format, sweep_staging
+from ..core.signals import on_signal
 from ..search.index import index_table_names
 
 #: the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports it)
@@ -310,45 +310,11 @@ def signals_as_interrupt() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-@contextlib.contextmanager
-def _engines_interrupted() -> Iterator[None]:
+def _engines_interrupted() -> contextlib.AbstractContextManager[None]:
     """A thread that interrupts the running queries of every open connection the moment a signal comes
-    (``signal.set_wakeup_fd``): Python runs its handler only when the main thread is back in Python, and
-    DuckDB looks for one only between its tasks -- a minute late on a heavy query."""
-    read, write = os.pipe()
-    os.set_blocking(write, False)
-    try:
-        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    except (ValueError, OSError):  # not the main thread, or no wakeup fd here
-        os.close(read)
-        os.close(write)
-        yield
-        return
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            try:
-                data = os.read(read, 64)
-            except OSError:
-                return
-            if done.is_set() or not data:
-                return
-            if {signal.SIGINT, signal.SIGTERM} & set(data):
-                _interrupt_queries()
-
-    watcher = threading.Thread(target=watch, name="sqlrp-interrupt", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        signal.set_wakeup_fd(previous)
-        done.set()
-        with contextlib.suppress(OSError):
-            os.write(write, b"\0")
-        watcher.join(timeout=5)
-        os.close(read)
-        os.close(write)
+    (:func:`sqlrp.core.signals.on_signal`): Python runs its handler only when the main thread is back in
+    Python, and DuckDB looks for one only between its tasks -- a minute late on a heavy query."""
+    return on_signal(_interrupt_queries)
 
 
 def _interrupt_queries() -> None:

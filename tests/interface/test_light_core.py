@@ -261,7 +261,7 @@ def test_a_stored_projection_run_again_imports_duckdb_alone(tmp_path):
             "import atexit, sys\\n"
             "atexit.register(lambda: print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in "
             "('numpy', 'sqlglot', 'pandas') or m.startswith('sqlrp.') and m not in ('sqlrp.start', "
-            "'sqlrp.core', 'sqlrp.core.names', 'sqlrp._resources_alone'))))\\n"
+            "'sqlrp.core', 'sqlrp.core.names', 'sqlrp.core.signals', 'sqlrp._resources_alone'))))\\n"
             f"sys.argv = ['sqlrp', *{{argv!r}}]\\nimport runpy; runpy.run_module('sqlrp', run_name='__main__')"
         )
         env = {{"PYTHONPATH": {str(ROOT)!r}, "SQLRP_CACHE_DIR": "cache", "PATH": "/usr/bin:/bin"}}
