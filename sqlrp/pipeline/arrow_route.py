@@ -56,7 +56,8 @@ from .progress import CommandBar, asked
 #: weights: 0.26 at 200,000 rows (``bench/rff.py``)
 DENSE_SHARE = 0.5
 #: ... and where the multiply-adds (rows x the matrix's non-zero entries) are at least this many: below it the
-#: Arrow route's fixed cost (pyarrow's import, a second cursor: ~0.2 s) is more than the SQL it saves, and a stored
+#: Arrow route's fixed cost (a second cursor, and pyarrow's import: 0.30-0.35 s on the loaded 2-core machine,
+#: ``python -X importtime -c 'import duckdb; import pyarrow'``) is more than the SQL it saves, and a stored
 #: projection's statement is kept for the next run (:mod:`sqlrp.start`); an input whose rows are not known: Arrow
 ARROW_WORK = 10**8
 #: bytes of float64 features per Arrow batch (as ``sqlrp fit``'s Arrow route)
