@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import duckdb
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import sqlrp
@@ -67,6 +67,9 @@ def _edit(folder: Path, url: str, edit: str) -> None:
     replace=st.booleans(),
     edit=st.sampled_from([*EDITS, *OTHER]),
 )
+# a draw of a 20-example run (it missed the entry: sqlrp's sources were edited between its two runs, which is a
+# new key by design -- it passes on an unchanged checkout); kept as a fixed example
+@example(ending="csv", chosen=[], replace=True, edit="the output removed")
 def test_fuzz_the_cached_run_is_the_commands(ending, chosen, replace, edit):
     with tempfile.TemporaryDirectory(prefix="sqlrp-cache-") as tmp:
         folder = Path(tmp)
